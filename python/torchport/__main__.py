@@ -1,0 +1,3 @@
+from torchport.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""The one `torchport` command.
+
+Static subcommands go to the C++ core (exec, no Python in the loop); runtime subcommands are
+Python modules loaded on demand, so `torchport analyze` never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Callable, Optional, Sequence
+
+from torchport import __version__
+from torchport._core import CoreNotFoundError, core_binary
+
+# name -> (module, function, one-line description). Each function takes argv (without the
+# subcommand name) and returns an exit code.
+PYTHON_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("torchport.runtime.cli", "main", "run an unchanged CUDA script on another target"),
+    "check-ops": ("torchport.check_ops.cli", "main", "predict CPU fallbacks and failures per target"),
+    "probe": ("torchport.probe.cli", "probe_main", "dump per-layer statistics of a run"),
+    "compare": ("torchport.probe.cli", "compare_main", "find the first layer where two dumps drift"),
+}
+# `torchport dev SUB` commands implemented in Python; every other `dev` command is C++.
+PYTHON_DEV_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "parse-check": (
+        "torchport.dev.parse_check",
+        "main",
+        "compare torchport's parser with CPython's ast over a tree of .py files",
+    ),
+}
+CORE_COMMANDS: dict[str, str] = {
+    "analyze": "find CUDA-specific code and what will not work on a target",
+    "migrate": "rewrite a project tree for a target, with reports",
+    "explain": "what torchport does with one CUDA API",
+    "targets": "the targets and what each needs",
+    "dev": "developer tools (tokens, parse, dump-spans, parse-check)",
+}
+
+
+def _load(spec: tuple[str, str, str]) -> Callable[[Sequence[str]], int]:
+    module = importlib.import_module(spec[0])
+    fn: Callable[[Sequence[str]], int] = getattr(module, spec[1])
+    return fn
+
+
+def _usage() -> str:
+    lines = [f"torchport {__version__}: move CUDA PyTorch code to any accelerator", "", "commands:"]
+    for name, desc in CORE_COMMANDS.items():
+        lines.append(f"  {name:<11} {desc}")
+    for name, spec in PYTHON_COMMANDS.items():
+        lines.append(f"  {name:<11} {spec[2]}")
+    lines.append("")
+    lines.append("`torchport COMMAND --help` describes one command.")
+    return "\n".join(lines)
+
+
+def _exec_core(argv: Sequence[str]) -> int:
+    try:
+        binary = core_binary()
+    except CoreNotFoundError as e:
+        print(f"torchport: error: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(binary, [binary, *argv])
+    return 2  # not reached
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        print(f"torchport {__version__}")
+        return 0
+    name, rest = args[0], args[1:]
+    if name in PYTHON_COMMANDS:
+        return _load(PYTHON_COMMANDS[name])(rest)
+    if name == "dev" and rest and rest[0] in PYTHON_DEV_COMMANDS:
+        return _load(PYTHON_DEV_COMMANDS[rest[0]])(rest[1:])
+    return _exec_core(args)

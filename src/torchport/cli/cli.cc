@@ -1,0 +1,33 @@
+#include <torchport/cli/cli.h>
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <string>
+
+namespace torchport::cli {
+namespace {
+
+constexpr std::array kCommands = {
+    Command{"dev", "developer tools: tokens, parse, dump-spans", setup_dev},
+};
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"torchport: move CUDA PyTorch code to any accelerator", "torchport"};
+  app.set_version_flag("-V,--version", std::string("torchport ") + TORCHPORT_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  for (const Command& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.description));
+    c.setup(*sub, exit_code);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}
+
+}  // namespace torchport::cli
