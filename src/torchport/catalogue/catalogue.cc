@@ -1,0 +1,355 @@
+#include <torchport/catalogue/catalogue.h>
+#include <torchport/catalogue/embedded.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+
+namespace torchport::catalogue {
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::array<std::pair<Status, std::string_view>, 4> kStatusNames = {{
+    {Status::Supported, "supported"},
+    {Status::Partial, "partial"},
+    {Status::Unsupported, "unsupported"},
+    {Status::Unknown, "unknown"},
+}};
+
+constexpr std::array<std::pair<Kind, std::string_view>, 8> kKindNames = {{
+    {Kind::Function, "function"},
+    {Kind::Class, "class"},
+    {Kind::Module, "module"},
+    {Kind::Attribute, "attribute"},
+    {Kind::Method, "method"},
+    {Kind::String, "string"},
+    {Kind::EnvVar, "env"},
+    {Kind::Package, "package"},
+}};
+
+/// A located parse error: the document name and a JSON-pointer-like path to the field.
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string str_field(const Json& obj, std::string_view key, const std::string& where,
+                      bool required) {
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) throw DataError(where + ": missing field \"" + std::string(key) + "\"");
+    return {};
+  }
+  if (!it->is_string()) throw DataError(where + "." + std::string(key) + ": expected a string");
+  return it->get<std::string>();
+}
+
+std::vector<std::string> str_list(const Json& obj, std::string_view key, const std::string& where) {
+  std::vector<std::string> out;
+  auto it = obj.find(key);
+  if (it == obj.end()) return out;
+  if (!it->is_array()) throw DataError(where + "." + std::string(key) + ": expected a list");
+  for (const Json& v : *it) {
+    if (!v.is_string())
+      throw DataError(where + "." + std::string(key) + ": expected a list of strings");
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+/// "2.10" sorts after "2.9".
+bool version_less(std::string_view a, std::string_view b) {
+  auto parts = [](std::string_view v) {
+    std::vector<long> out;
+    std::size_t i = 0;
+    while (i <= v.size()) {
+      std::size_t j = v.find('.', i);
+      if (j == std::string_view::npos) j = v.size();
+      out.push_back(std::strtol(std::string(v.substr(i, j - i)).c_str(), nullptr, 10));
+      i = j + 1;
+    }
+    return out;
+  };
+  return parts(a) < parts(b);
+}
+
+struct VersionList {
+  std::set<std::string, std::less<>> supported;
+  std::unordered_map<std::string, std::string> partial;      // api -> tip
+  std::unordered_map<std::string, std::string> unsupported;  // api -> tip
+};
+
+struct SupportLists {
+  std::string source;
+  std::string judge_prefix;  // APIs with this prefix that no list names are "unknown"
+  std::map<std::string, VersionList, std::less<>> versions;
+};
+
+}  // namespace
+
+std::string_view to_string(Status s) {
+  for (const auto& [v, n] : kStatusNames)
+    if (v == s) return n;
+  return "unknown";
+}
+
+std::optional<Status> parse_status(std::string_view s) {
+  for (const auto& [v, n] : kStatusNames)
+    if (n == s) return v;
+  return std::nullopt;
+}
+
+std::string_view to_string(Kind k) {
+  for (const auto& [v, n] : kKindNames)
+    if (v == k) return n;
+  return "function";
+}
+
+std::optional<Kind> parse_kind(std::string_view s) {
+  for (const auto& [v, n] : kKindNames)
+    if (n == s) return v;
+  return std::nullopt;
+}
+
+struct Catalogue::Impl {
+  std::vector<Entry> entries;
+  std::unordered_map<std::string, std::size_t> by_api;
+  std::vector<Target> targets;
+  std::map<std::string, SupportLists, std::less<>> support;  // by target
+};
+
+Catalogue::Catalogue() : impl_(std::make_unique<Impl>()) {}
+Catalogue::~Catalogue() = default;
+Catalogue::Catalogue(Catalogue&&) noexcept = default;
+Catalogue& Catalogue::operator=(Catalogue&&) noexcept = default;
+
+namespace {
+
+Mapping parse_mapping(const Json& m, const std::string& where) {
+  if (!m.is_object()) throw DataError(where + ": expected an object");
+  Mapping out;
+  out.replacement = str_field(m, "replacement", where, false);
+  std::string status = str_field(m, "status", where, true);
+  auto st = parse_status(status);
+  if (!st)
+    throw DataError(where + ".status: unknown status \"" + status +
+                    "\" (expected supported, partial, unsupported or unknown)");
+  out.status = *st;
+  out.min_torch = str_field(m, "min_torch", where, false);
+  out.note = str_field(m, "note", where, false);
+  out.source = str_field(m, "source", where, true);
+  if (out.status != Status::Unsupported && out.replacement.empty() && out.note.empty())
+    throw DataError(where + ": a " + status + " mapping needs a replacement or a note");
+  return out;
+}
+
+void parse_entries(Catalogue::Impl& impl, const std::string& name, const std::string& text,
+                   const std::set<std::string>& target_names) {
+  Json doc = Json::parse(text);
+  auto it = doc.find("entries");
+  if (it == doc.end() || !it->is_array()) throw DataError(name + ": missing list \"entries\"");
+  std::size_t i = 0;
+  for (const Json& e : *it) {
+    std::string where = name + ": entries[" + std::to_string(i++) + "]";
+    if (!e.is_object()) throw DataError(where + ": expected an object");
+    Entry entry;
+    entry.api = str_field(e, "api", where, true);
+    where += " (" + entry.api + ")";
+    std::string kind = str_field(e, "kind", where, true);
+    auto k = parse_kind(kind);
+    if (!k) throw DataError(where + ".kind: unknown kind \"" + kind + "\"");
+    entry.kind = *k;
+    entry.family = str_field(e, "family", where, true);
+    entry.summary = str_field(e, "summary", where, false);
+    auto t = e.find("targets");
+    if (t == e.end() || !t->is_object()) throw DataError(where + ": missing object \"targets\"");
+    for (const auto& [tname, m] : t->items()) {
+      if (!target_names.count(tname))
+        throw DataError(where + ".targets: unknown target \"" + tname + "\"");
+      entry.targets.emplace(tname, parse_mapping(m, where + ".targets." + tname));
+    }
+    if (impl.by_api.count(entry.api)) throw DataError(where + ": duplicate entry");
+    impl.by_api.emplace(entry.api, impl.entries.size());
+    impl.entries.push_back(std::move(entry));
+  }
+}
+
+void parse_targets(Catalogue::Impl& impl, const std::string& name, const std::string& text) {
+  Json doc = Json::parse(text);
+  auto it = doc.find("targets");
+  if (it == doc.end() || !it->is_array()) throw DataError(name + ": missing list \"targets\"");
+  std::size_t i = 0;
+  for (const Json& t : *it) {
+    std::string where = name + ": targets[" + std::to_string(i++) + "]";
+    if (!t.is_object()) throw DataError(where + ": expected an object");
+    Target out;
+    out.name = str_field(t, "name", where, true);
+    out.vendor = str_field(t, "vendor", where, true);
+    out.device = str_field(t, "device", where, false);
+    out.module = str_field(t, "module", where, true);
+    out.import_stmt = str_field(t, "import", where, false);
+    out.install = str_field(t, "install", where, true);
+    out.backend = str_field(t, "backend", where, false);
+    out.visible_devices = str_field(t, "visible_devices", where, false);
+    out.amp_device = str_field(t, "amp_device", where, false);
+    out.min_torch = str_field(t, "min_torch", where, false);
+    out.torch_versions = str_list(t, "torch_versions", where);
+    out.no_dtypes = str_list(t, "no_dtypes", where);
+    out.notes = str_field(t, "notes", where, false);
+    out.sources = str_list(t, "sources", where);
+    if (out.sources.empty()) throw DataError(where + ": missing field \"sources\"");
+    impl.targets.push_back(std::move(out));
+  }
+}
+
+void parse_support(Catalogue::Impl& impl, const std::string& name, const std::string& text) {
+  Json doc = Json::parse(text);
+  std::string target = str_field(doc, "target", name, true);
+  SupportLists& lists = impl.support[target];
+  lists.source = str_field(doc, "source", name, true);
+  lists.judge_prefix = str_field(doc, "judge_prefix", name, false);
+  auto v = doc.find("versions");
+  if (v == doc.end() || !v->is_object()) throw DataError(name + ": missing object \"versions\"");
+  for (const auto& [ver, body] : v->items()) {
+    std::string where = name + ": versions." + ver;
+    VersionList& vl = lists.versions[ver];
+    for (const std::string& api : str_list(body, "supported", where)) vl.supported.insert(api);
+    for (const char* key : {"partial", "unsupported"}) {
+      auto m = body.find(key);
+      if (m == body.end()) continue;
+      if (!m->is_object()) throw DataError(where + "." + key + ": expected an object");
+      auto& dst = std::string_view(key) == "partial" ? vl.partial : vl.unsupported;
+      for (const auto& [api, tip] : m->items()) {
+        if (!tip.is_string())
+          throw DataError(where + "." + key + "." + api + ": expected a string");
+        dst.emplace(api, tip.get<std::string>());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<Catalogue> Catalogue::parse(const Documents& docs, std::string* error) {
+  Catalogue cat;
+  Impl& impl = *cat.impl_;
+  std::string current;
+  try {
+    current = docs.targets.first;
+    parse_targets(impl, docs.targets.first, docs.targets.second);
+    std::set<std::string> names;
+    for (const Target& t : impl.targets) names.insert(t.name);
+    for (const auto& [name, text] : docs.entries) {
+      current = name;
+      parse_entries(impl, name, text, names);
+    }
+    for (const auto& [name, text] : docs.support) {
+      current = name;
+      parse_support(impl, name, text);
+    }
+  } catch (const DataError& e) {
+    if (error) *error = e.what();
+    return std::nullopt;
+  } catch (const Json::exception& e) {
+    if (error) *error = current + ": " + e.what();
+    return std::nullopt;
+  }
+  return cat;
+}
+
+const Catalogue& Catalogue::builtin() {
+  static const Catalogue cat = [] {
+    Documents docs;
+    for (const embedded::Blob* b = embedded::begin(); b != embedded::end(); ++b) {
+      std::pair<std::string, std::string> doc{std::string(b->name), std::string(b->data)};
+      if (b->name == "targets.json")
+        docs.targets = std::move(doc);
+      else if (b->name.starts_with("catalogue/support/"))
+        docs.support.push_back(std::move(doc));
+      else if (b->name.starts_with("catalogue/"))
+        docs.entries.push_back(std::move(doc));
+    }
+    std::string error;
+    std::optional<Catalogue> parsed = parse(docs, &error);
+    if (!parsed) {
+      // The embedded data is checked by the tests; a failure here is a build defect.
+      std::fprintf(stderr, "torchport: internal error: embedded catalogue: %s\n", error.c_str());
+      std::abort();
+    }
+    return std::move(*parsed);
+  }();
+  return cat;
+}
+
+const std::vector<Entry>& Catalogue::entries() const { return impl_->entries; }
+
+const Entry* Catalogue::find(std::string_view api) const {
+  auto it = impl_->by_api.find(std::string(api));
+  return it == impl_->by_api.end() ? nullptr : &impl_->entries[it->second];
+}
+
+const Mapping* Catalogue::lookup(std::string_view api, std::string_view target) const {
+  const Entry* e = find(api);
+  if (!e) return nullptr;
+  auto it = e->targets.find(target);
+  return it == e->targets.end() ? nullptr : &it->second;
+}
+
+const std::vector<Target>& Catalogue::targets() const { return impl_->targets; }
+
+const Target* Catalogue::target(std::string_view name) const {
+  for (const Target& t : impl_->targets)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::vector<std::string> Catalogue::support_versions(std::string_view target) const {
+  std::vector<std::string> out;
+  auto it = impl_->support.find(target);
+  if (it == impl_->support.end()) return out;
+  for (const auto& [v, _] : it->second.versions) out.push_back(v);
+  std::sort(out.begin(), out.end(),
+            [](const std::string& a, const std::string& b) { return version_less(a, b); });
+  return out;
+}
+
+std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::string_view target,
+                                                 std::string_view torch_version) const {
+  auto it = impl_->support.find(target);
+  if (it == impl_->support.end() || it->second.versions.empty()) return std::nullopt;
+  const SupportLists& lists = it->second;
+  // The exact version, else the newest list not newer than it, else the oldest list.
+  std::vector<std::string> versions = support_versions(target);
+  std::string chosen = versions.back();
+  if (!torch_version.empty()) {
+    chosen = versions.front();
+    for (const std::string& v : versions)
+      if (!version_less(torch_version, v)) chosen = v;
+  }
+  const VersionList& vl = lists.versions.find(chosen)->second;
+  std::string key(api);
+  ApiSupport out;
+  out.source = lists.source + " (torch " + chosen + ")";
+  if (auto u = vl.unsupported.find(key); u != vl.unsupported.end()) {
+    out.status = Status::Unsupported;
+    out.tip = u->second;
+  } else if (auto p = vl.partial.find(key); p != vl.partial.end()) {
+    out.status = Status::Partial;
+    out.tip = p->second;
+  } else if (vl.supported.count(key)) {
+    out.status = Status::Supported;
+  } else if (!lists.judge_prefix.empty() && api.starts_with(lists.judge_prefix)) {
+    out.status = Status::Unknown;
+  } else {
+    return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace torchport::catalogue

@@ -1,0 +1,126 @@
+// The API knowledge base: for each CUDA-specific API, what it becomes on every target.
+//
+// The data lives in data/catalogue/*.json and data/targets.json (generated or curated, each
+// fact with its source) and is embedded into the executable at build time, so the installed
+// `torchport` needs no data files. The rewriter, `explain`, the reports and docs/catalogue.md
+// all read this one catalogue.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace torchport::catalogue {
+
+enum class Status : std::uint8_t {
+  Supported,    ///< the replacement does the same thing on the target
+  Partial,      ///< a replacement exists with limits (see the note)
+  Unsupported,  ///< no equivalent on the target: left in place and reported
+  Unknown,      ///< the vendor lists do not say: rewritten if a replacement is given, reported
+};
+std::string_view to_string(Status s);
+std::optional<Status> parse_status(std::string_view s);
+
+/// What one API becomes on one target.
+struct Mapping {
+  std::string replacement;  ///< e.g. "torch_npu.npu.synchronize"; empty when there is none
+  Status status = Status::Unknown;
+  std::string min_torch;  ///< minimum torch version the replacement needs ("" = any supported)
+  std::string note;       ///< limits, reasons, caveats (one sentence)
+  std::string source;  ///< where the fact comes from (upstream file, torch introspection, doc URL)
+};
+
+/// The kinds of things the catalogue describes.
+enum class Kind : std::uint8_t {
+  Function,  ///< a callable reached by its qualified name: torch.cuda.synchronize
+  Class,     ///< a class reached by its qualified name: torch.cuda.Event, torch.cuda.amp.GradScaler
+  Module,    ///< a module: torch.cuda, torch.cuda.amp, torch.cuda.nvtx
+  Attribute,  ///< a value: torch.backends.cudnn.benchmark, ProfilerActivity.CUDA
+  Method,     ///< a method on any object: ".cuda", ".is_cuda"
+  String,     ///< a string value in a device/backend context: "cuda", "nccl"
+  EnvVar,     ///< an environment variable: CUDA_VISIBLE_DEVICES
+  Package,    ///< a CUDA-only third-party package: flash_attn, apex, amp_C
+};
+std::string_view to_string(Kind k);
+std::optional<Kind> parse_kind(std::string_view s);
+
+struct Entry {
+  std::string api;  ///< the key: "torch.cuda.synchronize", ".cuda", "nccl", "CUDA_VISIBLE_DEVICES"
+  Kind kind = Kind::Function;
+  std::string
+      family;  ///< device, memory, stream, rng, amp, graphs, nvtx, backends, distributed, ...
+  std::string summary;                                  ///< what the CUDA API does (one line)
+  std::map<std::string, Mapping, std::less<>> targets;  ///< by target name
+};
+
+/// One migration target (guide §2).
+struct Target {
+  std::string name;             ///< npu, mlu, musa, xpu, mps, hpu, cpu, accelerator
+  std::string vendor;           ///< "Huawei Ascend", ...
+  std::string device;           ///< the device-string prefix: "npu"; "" for accelerator (runtime)
+  std::string module;           ///< the device module: "torch.npu" ...
+  std::string import_stmt;      ///< statement to insert after the torch import ("" = in-tree)
+  std::string install;          ///< what the user installs
+  std::string backend;          ///< collective backend; "" = none on the device
+  std::string visible_devices;  ///< the CUDA_VISIBLE_DEVICES equivalent; "" = none
+  std::string amp_device;       ///< device_type for torch.amp.autocast: "npu", ...
+  std::string min_torch;        ///< oldest torch the target works with
+  std::vector<std::string> torch_versions;  ///< --torch-version values with per-version lists
+  std::vector<std::string> no_dtypes;       ///< dtypes the device lacks ("float64", ...)
+  std::string notes;
+  std::vector<std::string> sources;
+};
+
+/// Support of a general torch API on a target for one torch version (Ascend's supported_op /
+/// op_list, Cambricon's torch_api.yaml). Used for unsupported_api.csv / unknown_api.csv.
+struct ApiSupport {
+  Status status = Status::Unknown;
+  std::string tip;  ///< the vendor's note, "-" when it gives none
+  std::string source;
+};
+
+class Catalogue {
+ public:
+  Catalogue();
+  ~Catalogue();
+  Catalogue(Catalogue&&) noexcept;
+  Catalogue& operator=(Catalogue&&) noexcept;
+
+  /// The catalogue embedded in the executable (parsed once, thread-safe).
+  static const Catalogue& builtin();
+
+  /// Parses the catalogue from JSON documents (entries file(s), targets file, support lists).
+  /// On error returns nullopt and sets `error` to "<name>: <what is wrong>".
+  struct Documents {
+    std::vector<std::pair<std::string, std::string>> entries;  ///< (name, JSON text)
+    std::pair<std::string, std::string> targets;
+    std::vector<std::pair<std::string, std::string>> support;
+  };
+  static std::optional<Catalogue> parse(const Documents& docs, std::string* error);
+
+  const std::vector<Entry>& entries() const;
+  const Entry* find(std::string_view api) const;
+  /// The mapping of `api` for `target`, or nullptr when the catalogue has none.
+  const Mapping* lookup(std::string_view api, std::string_view target) const;
+
+  const std::vector<Target>& targets() const;
+  const Target* target(std::string_view name) const;
+
+  /// Support of a general torch API (e.g. "torch.sparse.mm") on `target` for `torch_version`
+  /// ("" = the newest list). nullopt when no list exists for the target (it is not judged).
+  std::optional<ApiSupport> api_support(std::string_view api, std::string_view target,
+                                        std::string_view torch_version) const;
+  /// The torch versions that have a support list for `target` (sorted, oldest first).
+  std::vector<std::string> support_versions(std::string_view target) const;
+
+  struct Impl;  ///< opaque (defined in catalogue.cc)
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace torchport::catalogue
