@@ -33,6 +33,7 @@ endif()
 function(torchport_embed_data target)
   file(GLOB_RECURSE data_files CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/data
        ${PROJECT_SOURCE_DIR}/data/*.json)
+  list(FILTER data_files EXCLUDE REGEX "^sources/")
   set(abs "")
   foreach(rel IN LISTS data_files)
     list(APPEND abs ${PROJECT_SOURCE_DIR}/data/${rel})

@@ -149,6 +149,27 @@ Mapping parse_mapping(const Json& m, const std::string& where) {
   return out;
 }
 
+std::string expand(const std::string& text, const Target& t, const std::string& where) {
+  const std::array<std::pair<std::string_view, const std::string*>, 5> fields = {{
+      {"{device}", &t.device},
+      {"{module}", &t.module},
+      {"{backend}", &t.backend},
+      {"{visible_devices}", &t.visible_devices},
+      {"{amp_device}", &t.amp_device},
+  }};
+  std::string out = text;
+  for (const auto& [key, value] : fields) {
+    for (std::size_t pos = out.find(key); pos != std::string::npos; pos = out.find(key, pos)) {
+      if (value->empty())
+        throw DataError(where + ": " + std::string(key) + " is empty for target " + t.name +
+                        ": give it an explicit mapping");
+      out.replace(pos, key.size(), *value);
+      pos += value->size();
+    }
+  }
+  return out;
+}
+
 void parse_entries(Catalogue::Impl& impl, const std::string& name, const std::string& text,
                    const std::set<std::string>& target_names) {
   Json doc = Json::parse(text);
@@ -169,10 +190,26 @@ void parse_entries(Catalogue::Impl& impl, const std::string& name, const std::st
     entry.summary = str_field(e, "summary", where, false);
     auto t = e.find("targets");
     if (t == e.end() || !t->is_object()) throw DataError(where + ": missing object \"targets\"");
+    const Json* fallback = nullptr;
     for (const auto& [tname, m] : t->items()) {
+      if (tname == "*") {
+        fallback = &m;
+        continue;
+      }
       if (!target_names.count(tname))
         throw DataError(where + ".targets: unknown target \"" + tname + "\"");
       entry.targets.emplace(tname, parse_mapping(m, where + ".targets." + tname));
+    }
+    // "*" gives the mapping of every target not named, with {device}, {module}, {backend},
+    // {visible_devices}, {amp_device} taken from the target.
+    if (fallback) {
+      for (const Target& target : impl.targets) {
+        if (entry.targets.count(target.name)) continue;
+        std::string w = where + ".targets.* for " + target.name;
+        Mapping m = parse_mapping(*fallback, w);
+        for (std::string* field : {&m.replacement, &m.note}) *field = expand(*field, target, w);
+        entry.targets.emplace(target.name, std::move(m));
+      }
     }
     if (impl.by_api.count(entry.api)) throw DataError(where + ": duplicate entry");
     impl.by_api.emplace(entry.api, impl.entries.size());

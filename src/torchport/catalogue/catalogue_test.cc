@@ -1,0 +1,177 @@
+#include <gtest/gtest.h>
+#include <torchport/catalogue/catalogue.h>
+
+#include <set>
+#include <string>
+
+namespace torchport::catalogue {
+namespace {
+
+const Catalogue& cat() { return Catalogue::builtin(); }
+
+TEST(Catalogue, HasTheEightTargetsOfTheGuide) {
+  std::set<std::string> names;
+  for (const Target& t : cat().targets()) names.insert(t.name);
+  EXPECT_EQ(names, (std::set<std::string>{"npu", "mlu", "musa", "xpu", "mps", "hpu", "cpu",
+                                          "accelerator"}));
+}
+
+TEST(Catalogue, TargetFactsMatchTheGuideTable) {
+  ASSERT_NE(cat().target("npu"), nullptr);
+  EXPECT_EQ(cat().target("npu")->backend, "hccl");
+  EXPECT_EQ(cat().target("npu")->visible_devices, "ASCEND_RT_VISIBLE_DEVICES");
+  EXPECT_EQ(cat().target("npu")->import_stmt, "import torch_npu");
+  EXPECT_EQ(cat().target("mlu")->backend, "cncl");
+  EXPECT_EQ(cat().target("musa")->backend, "mccl");
+  EXPECT_EQ(cat().target("xpu")->backend, "xccl");
+  EXPECT_EQ(cat().target("xpu")->import_stmt, "");
+  EXPECT_EQ(cat().target("mps")->backend, "") << "MPS has no collective backend";
+  EXPECT_EQ(cat().target("cpu")->backend, "gloo");
+  EXPECT_EQ(cat().target("accelerator")->min_torch, "2.6");
+  EXPECT_EQ(cat().target("nope"), nullptr);
+}
+
+TEST(Catalogue, TorchNpuSynchronizeExists) {
+  const Mapping* m = cat().lookup("torch.cuda.synchronize", "npu");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->replacement, "torch_npu.npu.synchronize");
+  EXPECT_EQ(m->status, Status::Supported);
+  EXPECT_NE(m->source.find("torch_npu.npu.__all__"), std::string::npos);
+}
+
+TEST(Catalogue, MpsHasNoCollectiveBackend) {
+  const Mapping* m = cat().lookup("nccl", "mps");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->replacement, "gloo");
+  EXPECT_EQ(m->status, Status::Partial);
+}
+
+TEST(Catalogue, StarMappingsTakeTheTargetsFields) {
+  EXPECT_EQ(cat().lookup("nccl", "mlu")->replacement, "cncl");
+  EXPECT_EQ(cat().lookup("nccl", "npu")->replacement, "hccl");
+  EXPECT_EQ(cat().lookup("cuda", "musa")->replacement, "musa");
+  EXPECT_EQ(cat().lookup("CUDA_VISIBLE_DEVICES", "xpu")->replacement, "ZE_AFFINITY_MASK");
+}
+
+TEST(Catalogue, RenamedClassesAndIntrospectedFacts) {
+  EXPECT_EQ(cat().lookup("torch.cuda.CUDAGraph", "npu")->replacement, "torch_npu.npu.NPUGraph");
+  EXPECT_EQ(cat().lookup("torch.cuda.CUDAGraph", "mlu")->replacement, "torch.mlu.MLUGraph");
+  // torch.mps has no peak-memory statistic: reported, not invented.
+  const Mapping* mps = cat().lookup("torch.cuda.max_memory_allocated", "mps");
+  EXPECT_EQ(mps->status, Status::Unsupported);
+  EXPECT_EQ(mps->replacement, "");
+  // torch.accelerator's memory API appeared in 2.9; set_device_index in 2.7.
+  EXPECT_EQ(cat().lookup("torch.cuda.max_memory_allocated", "accelerator")->min_torch, "2.9");
+  EXPECT_EQ(cat().lookup("torch.cuda.set_device", "accelerator")->replacement,
+            "torch.accelerator.set_device_index");
+  EXPECT_EQ(cat().lookup("torch.cuda.set_device", "accelerator")->min_torch, "2.7");
+  // RNG on CPU goes through torch itself.
+  EXPECT_EQ(cat().lookup("torch.cuda.manual_seed_all", "cpu")->replacement, "torch.manual_seed");
+}
+
+TEST(Catalogue, EveryEntryCoversEveryTargetWithASource) {
+  ASSERT_GT(cat().entries().size(), 150u);
+  for (const Entry& e : cat().entries()) {
+    for (const Target& t : cat().targets()) {
+      auto it = e.targets.find(t.name);
+      ASSERT_NE(it, e.targets.end()) << e.api << " has no mapping for " << t.name;
+      EXPECT_FALSE(it->second.source.empty()) << e.api << " / " << t.name;
+      if (it->second.status == Status::Supported) {
+        EXPECT_FALSE(it->second.replacement.empty()) << e.api << " / " << t.name;
+      }
+    }
+  }
+}
+
+TEST(Catalogue, AscendListsJudgeGeneralApisPerVersion) {
+  auto s = cat().api_support("torch.optim.Adam.step", "npu", "2.8");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->status, Status::Unsupported);
+  auto ok = cat().api_support("torch.cuda.synchronize", "npu", "2.8");
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->status, Status::Supported);
+  // A torch API no list names is "unknown", as Ascend's tool reports it.
+  auto unk = cat().api_support("torch.no_such_function_xyz", "npu", "2.8");
+  ASSERT_TRUE(unk.has_value());
+  EXPECT_EQ(unk->status, Status::Unknown);
+  EXPECT_FALSE(cat().api_support("numpy.zeros", "npu", "").has_value());
+  EXPECT_FALSE(cat().api_support("torch.zeros", "xpu", "").has_value()) << "no list for xpu";
+  EXPECT_EQ(cat().support_versions("npu"), (std::vector<std::string>{"2.1", "2.6", "2.7", "2.8"}));
+}
+
+TEST(Catalogue, VersionSelectionPicksTheNewestListNotNewerThanAsked) {
+  // torch.sparse.check_sparse_tensor_invariants is unsupported in the 2.8 list; 2.9 and 2.10
+  // fall back to it, 2.0 to the oldest list.
+  auto v = cat().api_support("torch.sparse.check_sparse_tensor_invariants", "npu", "2.10");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_NE(v->source.find("torch 2.8"), std::string::npos) << v->source;
+  auto old = cat().api_support("torch.sparse.check_sparse_tensor_invariants", "npu", "2.0");
+  ASSERT_TRUE(old.has_value());
+  EXPECT_NE(old->source.find("torch 2.1"), std::string::npos) << old->source;
+}
+
+TEST(Catalogue, MluListsCarryCambriconLimits) {
+  auto p = cat().api_support("torch.cuda.Event", "mlu", "");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->status, Status::Partial);
+  EXPECT_FALSE(p->tip.empty());
+}
+
+Catalogue::Documents minimal_docs(std::string entries) {
+  Catalogue::Documents d;
+  d.targets = {"targets.json",
+               R"({"targets": [{"name": "npu", "vendor": "v", "module": "torch.npu",
+                   "device": "npu", "install": "x", "sources": ["s"]},
+                  {"name": "mps", "vendor": "v", "module": "torch.mps", "device": "mps",
+                   "install": "x", "sources": ["s"]}]})"};
+  d.entries.push_back({"catalogue/x.json", std::move(entries)});
+  return d;
+}
+
+TEST(CatalogueParse, ErrorsNameTheDocumentEntryAndField) {
+  std::string error;
+  auto c = Catalogue::parse(minimal_docs(R"({"entries": [{"api": "torch.cuda.x", "kind": "function",
+          "family": "device", "targets": {"npu": {"replacement": "a", "status": "supported"}}}]})"),
+                            &error);
+  EXPECT_FALSE(c.has_value());
+  EXPECT_EQ(error,
+            "catalogue/x.json: entries[0] (torch.cuda.x).targets.npu: missing field \"source\"");
+
+  c = Catalogue::parse(minimal_docs(R"({"entries": [{"api": "a", "kind": "function", "family": "f",
+          "targets": {"npu": {"replacement": "a", "status": "great", "source": "s"}}}]})"),
+                       &error);
+  EXPECT_FALSE(c.has_value());
+  EXPECT_NE(error.find("targets.npu.status: unknown status \"great\""), std::string::npos) << error;
+
+  c = Catalogue::parse(minimal_docs(R"({"entries": [{"api": "a", "kind": "function",
+          "family": "f", "targets": {"tpu": {"status": "unsupported", "source": "s"}}}]})"),
+                       &error);
+  EXPECT_FALSE(c.has_value());
+  EXPECT_NE(error.find("unknown target \"tpu\""), std::string::npos) << error;
+
+  c = Catalogue::parse(minimal_docs("{not json"), &error);
+  EXPECT_FALSE(c.has_value());
+  EXPECT_EQ(error.rfind("catalogue/x.json: ", 0), 0u) << error;
+}
+
+TEST(CatalogueParse, StarNeedsEveryPlaceholderFilled) {
+  std::string error;
+  auto c =
+      Catalogue::parse(minimal_docs(R"({"entries": [{"api": "nccl", "kind": "string", "family": "d",
+          "targets": {"*": {"replacement": "{backend}", "status": "supported", "source": "s"}}}]})"),
+                       &error);
+  EXPECT_FALSE(c.has_value());
+  EXPECT_NE(error.find("{backend} is empty for target npu"), std::string::npos) << error;
+
+  c = Catalogue::parse(minimal_docs(R"({"entries": [{"api": "cuda", "kind": "string", "family": "d",
+          "targets": {"*": {"replacement": "{device}", "status": "supported", "source": "s"},
+                      "mps": {"replacement": "cpu", "status": "partial", "source": "t"}}}]})"),
+                       &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  EXPECT_EQ(c->lookup("cuda", "npu")->replacement, "npu");
+  EXPECT_EQ(c->lookup("cuda", "mps")->replacement, "cpu");
+  EXPECT_EQ(c->lookup("cuda", "mps")->source, "t");
+}
+
+}  // namespace
+}  // namespace torchport::catalogue
