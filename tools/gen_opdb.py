@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""Regenerate the per-target native-kernel databases in data/opdb/ used by `torchport check-ops`.
+
+Inputs (facts only, nothing is copied but operator names and their version gates):
+  - UPSTREAM (default ../shared/upstream next to the repository, see its PROVENANCE.md):
+      npu:  ascend-op-plugin/op_plugin_functions.yaml (per-torch-version gates),
+            ascend-torch_npu/npu_native_functions.yaml
+      mlu:  cambricon-torch_mlu/mlu_functions.yaml
+      musa: moorethreads-torch_musa/musa_functions.yaml, moorethreads-torch_musa/ops_list.md
+      xpu:  intel-torch-xpu-ops/xpu_fallback_ops.txt
+  - the installed torch's torchgen/packaged/ATen/native/native_functions.yaml: the MPS and XPU
+    dispatch keys (with structured delegates) and the set of known aten overloads.
+
+Usage:  python tools/gen_opdb.py [UPSTREAM] [--out DIR] [--check]
+  --check  compare with the files in DIR instead of writing them; exit 1 with a diff if stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+FORMAT = 1
+TARGETS = ("npu", "mlu", "musa", "mps", "xpu")
+
+try:
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+
+class GenError(Exception):
+    pass
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        with path.open(encoding="utf-8") as f:
+            return yaml.load(f, Loader=_Loader)
+    except OSError as e:
+        raise GenError(f"{path}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise GenError(f"{path}: not valid YAML: {e}") from None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise GenError(f"{path}: cannot read: {e.strerror}") from None
+
+
+def op_name(func: str) -> str:
+    """`add.Tensor(Tensor self, ...) -> Tensor` -> `add.Tensor`; a bare name is returned stripped."""
+    return func.split("(", 1)[0].strip()
+
+
+def parse_provenance(upstream: Path) -> dict[str, dict[str, str]]:
+    """folder -> {repository, commit, path} from the table in PROVENANCE.md."""
+    text = _read_text(upstream / "PROVENANCE.md")
+    rows: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 4 or not cells[0].endswith("/") or not re.fullmatch(r"[0-9a-f]{40}", cells[2]):
+            continue
+        rows[cells[0].rstrip("/")] = {"repository": cells[1], "commit": cells[2], "path": cells[3]}
+    if not rows:
+        raise GenError(f"{upstream / 'PROVENANCE.md'}: no provenance table found")
+    return rows
+
+
+def _source(prov: dict[str, dict[str, str]], upstream: Path, rel: str) -> dict[str, str]:
+    folder = rel.split("/", 1)[0]
+    if folder not in prov:
+        raise GenError(f"{upstream / 'PROVENANCE.md'}: no row for {folder}/")
+    return {"file": rel, "repository": prov[folder]["repository"], "commit": prov[folder]["commit"]}
+
+
+# --- version gates of op_plugin_functions.yaml --------------------------------------------------
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.lstrip("v").split("."))
+
+
+def expand_gate(gate: Any, all_versions: list[str], where: str) -> set[str]:
+    """Versions a gate enables. Forms (README-config.md of op-plugin): `all_version`, a closed
+    interval `[v2.1, v2.12]` / `[v2.1, newest]`, or a comma list `v2.1, v2.2`."""
+    if gate is None:
+        return set()
+    if isinstance(gate, str) and gate.strip() == "all_version":
+        return set(all_versions)
+    if isinstance(gate, list):
+        if len(gate) != 2:
+            raise GenError(f"{where}: version interval must have two ends, got {gate!r}")
+        lo, hi = (str(x).strip() for x in gate)
+        hi = all_versions[-1] if hi == "newest" else hi
+        return {v for v in all_versions if _vkey(lo) <= _vkey(v) <= _vkey(hi)}
+    if isinstance(gate, str):
+        out = {v.strip() for v in gate.split(",") if v.strip()}
+        unknown = out - set(all_versions)
+        if unknown - {"v1.11", "v2.0"}:  # versions older than all_version are simply dropped
+            raise GenError(f"{where}: unknown torch version(s) {sorted(unknown)}")
+        return out & set(all_versions)
+    raise GenError(f"{where}: cannot read version gate {gate!r}")
+
+
+def compress_versions(versions: set[str], all_versions: list[str]) -> str:
+    """{'v2.1','v2.2','v2.3','v2.7'} -> '2.1-2.3,2.7' (runs in all_versions order)."""
+    runs: list[list[str]] = []
+    prev_in = False
+    for v in all_versions:
+        if v in versions:
+            if prev_in:
+                runs[-1].append(v)
+            else:
+                runs.append([v])
+        prev_in = v in versions
+    return ",".join(r[0][1:] if len(r) == 1 else f"{r[0][1:]}-{r[-1][1:]}" for r in runs)
+
+
+def gen_npu(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) -> dict[str, Any]:
+    rel_plugin = "ascend-op-plugin/op_plugin_functions.yaml"
+    rel_native = "ascend-torch_npu/npu_native_functions.yaml"
+    doc = _load_yaml(upstream / rel_plugin)
+    if not isinstance(doc, dict) or "all_version" not in doc:
+        raise GenError(f"{upstream / rel_plugin}: no all_version key")
+    all_versions = sorted((str(v) for v in doc["all_version"]), key=_vkey)
+    gated: dict[str, set[str]] = {}
+    for section in ("official", "symint", "autograd"):
+        for i, entry in enumerate(doc.get(section) or []):
+            where = f"{upstream / rel_plugin}: {section}[{i}]"
+            if not isinstance(entry, dict) or "func" not in entry:
+                raise GenError(f"{where}: entry without func")
+            name = op_name(str(entry["func"]))
+            vs = expand_gate(entry.get("acl_op"), all_versions, where) | expand_gate(
+                entry.get("op_api"), all_versions, where
+            )
+            gated.setdefault(name, set()).update(vs)
+    native = _load_yaml(upstream / rel_native)
+    core: list[str] = []
+    for entry in native.get("supported") or []:
+        core.append(op_name(str(entry["func"] if isinstance(entry, dict) else entry)))
+    ops = {n: compress_versions(vs, all_versions) for n, vs in sorted(gated.items()) if vs}
+    return {
+        "target": "npu",
+        "sources": [_source(prov, upstream, rel_plugin), _source(prov, upstream, rel_native)],
+        "torch_versions": [v[1:] for v in all_versions],
+        "torch_version_note": "op_plugin_functions.yaml gates each overload per torch version "
+        "(acl_op or op_api); npu_native_functions.yaml (supported:) holds for every version.",
+        "closed_world": True,
+        "closed_world_note": "An aten overload in neither file is reported as a CPU fallback. torch_npu "
+        "also registers a few kernels in C++ outside these files; those would be misreported.",
+        "fallback": {
+            "default": "cpu",
+            "env": "TORCH_NPU_FALLBACK_CPU_DISABLE=1",
+            "env_effect": "makes every CPU fallback an error, so each one surfaces",
+            "note": "torch_npu's boxed fallback runs the CPU kernel and warns once per op "
+            "(VariableFallbackKernel.cpp); TORCH_NPU_FALLBACK_CPU_DISABLE=1 turns it into an error.",
+        },
+        "always_fallback": [],
+        "ops_gated": ops,
+        "ops_all_versions": sorted(set(core)),
+        "not_in_torch": sorted(n for n in set(ops) | set(core) if n not in aten),
+    }
+
+
+def gen_mlu(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) -> dict[str, Any]:
+    rel = "cambricon-torch_mlu/mlu_functions.yaml"
+    doc = _load_yaml(upstream / rel)
+    ops: set[str] = set()
+    for i, entry in enumerate(doc.get("aten") or []):
+        if not isinstance(entry, dict) or "func" not in entry:
+            raise GenError(f"{upstream / rel}: aten[{i}]: entry without func")
+        keys = str(entry.get("dispatch", "PrivateUse1"))
+        if "PrivateUse1" in [k.strip() for k in keys.split(",")]:
+            ops.add(op_name(str(entry["func"])))
+    vision = sorted(
+        "torchvision::" + op_name(str(e["func"])) for e in (doc.get("vision") or []) if isinstance(e, dict)
+    )
+    return {
+        "target": "mlu",
+        "sources": [_source(prov, upstream, rel)],
+        "torch_versions": ["2.4"],
+        "torch_version_note": "Cambricon/torch_mlu branch r2.4_develop (torch 2.4); no per-version gates.",
+        "closed_world": True,
+        "closed_world_note": "An aten overload not in mlu_functions.yaml (aten:, dispatch PrivateUse1) is "
+        "reported as a CPU fallback. Kernels registered by hand in C++ would be misreported.",
+        "fallback": {
+            "default": "cpu",
+            "env": "ENABLE_FALLBACK_TO_CPU=0",
+            "env_effect": "makes every CPU fallback an error, so each one surfaces",
+            "note": "torch_mlu's MLUFallback.cpp runs the CPU kernel and warns once per op; "
+            "ENABLE_FALLBACK_TO_CPU=0 turns it into an error.",
+        },
+        "always_fallback": [],
+        "ops_all_versions": sorted(ops | set(vision)),
+        "not_in_torch": sorted(n for n in ops if n not in aten),
+    }
+
+
+def gen_musa(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) -> dict[str, Any]:
+    rel = "moorethreads-torch_musa/musa_functions.yaml"
+    rel_list = "moorethreads-torch_musa/ops_list.md"
+    doc = _load_yaml(upstream / rel)
+    if not isinstance(doc, list):
+        raise GenError(f"{upstream / rel}: expected a list of `- func:` entries")
+    ops: set[str] = set()
+    for i, entry in enumerate(doc):
+        if not isinstance(entry, dict) or "func" not in entry:
+            raise GenError(f"{upstream / rel}: entry {i}: no func")
+        disp = entry.get("dispatch")
+        keys = {k.strip() for k in ",".join(disp.keys()).split(",")} if isinstance(disp, dict) else set()
+        if not keys or "PrivateUse1" in keys or "CompositeExplicitAutograd" in keys:
+            ops.add(op_name(str(entry["func"])))
+    listed: set[str] = set()
+    for line in _read_text(upstream / rel_list).splitlines():
+        m = re.fullmatch(r"- `(?:aten::)?([A-Za-z0-9_.]+)`(.*)", line.strip())
+        if m and "quantized" not in m.group(2):
+            listed.add(m.group(1))
+    return {
+        "target": "musa",
+        "sources": [_source(prov, upstream, rel), _source(prov, upstream, rel_list)],
+        "torch_versions": ["2.7"],
+        "torch_version_note": "MooreThreads/torch_musa v2.7.1 (needs its patched torch 2.7.1).",
+        "closed_world": True,
+        "closed_world_note": "ops_list.md is torch_musa's own scan of YAML and C++ registrations, so an "
+        "overload in neither list is reported as missing.",
+        "fallback": {
+            "default": "error",
+            "env": "",
+            "env_effect": "",
+            "note": "No PrivateUse1 cpu_fallback was found in torch_musa's sources (reference notes, section "
+            "1.5, an inference to verify on hardware): a missing kernel is expected to raise.",
+        },
+        "always_fallback": [],
+        "ops_all_versions": sorted(ops),
+        "ops_outside_yaml": sorted(listed - ops),
+        "not_in_torch": sorted(n for n in ops | listed if n not in aten),
+    }
+
+
+def native_functions_path() -> Path:
+    spec = importlib.util.find_spec("torchgen")
+    if spec is None or not spec.submodule_search_locations:
+        raise GenError("torchgen (part of the torch wheel) is not installed")
+    path = Path(list(spec.submodule_search_locations)[0]) / "packaged/ATen/native/native_functions.yaml"
+    if not path.is_file():
+        raise GenError(f"{path}: not found in the installed torch")
+    return path
+
+
+def dispatch_ops(entries: list[dict[str, Any]], key: str) -> set[str]:
+    """Overloads with a kernel for `key`, plus the structured-delegate variants of those."""
+    explicit: set[str] = set()
+    for e in entries:
+        disp = e.get("dispatch")
+        if isinstance(disp, dict):
+            keys = {k.strip() for spec in disp for k in str(spec).split(",")}
+            if key in keys:
+                explicit.add(op_name(str(e["func"])))
+    delegated = {
+        op_name(str(e["func"])) for e in entries if e.get("structured_delegate") in explicit and "func" in e
+    }
+    return explicit | delegated
+
+
+def gen_inline(
+    target: str,
+    entries: list[dict[str, Any]],
+    nf_rel: str,
+    torch_version: str,
+    upstream: Path,
+    prov: dict[str, dict[str, str]],
+    aten: set[str],
+) -> dict[str, Any]:
+    key = target.upper()
+    ops = dispatch_ops(entries, key)
+    nf_source = {"file": nf_rel, "repository": "pytorch/pytorch (the installed wheel)", "commit": ""}
+    short = ".".join(torch_version.split("+")[0].split(".")[:2])
+    if target == "mps":
+        return {
+            "target": "mps",
+            "sources": [nf_source],
+            "torch_versions": [short],
+            "torch_version_note": f"MPS keys of native_functions.yaml in torch {torch_version}.",
+            "closed_world": True,
+            "closed_world_note": "MPS is in-tree: its kernels are the MPS keys of native_functions.yaml. "
+            "A few MPS kernels registered in Objective-C++ outside the YAML would be misreported.",
+            "fallback": {
+                "default": "error",
+                "env": "PYTORCH_ENABLE_MPS_FALLBACK=1",
+                "env_effect": "runs the op on the CPU instead of raising",
+                "note": "An op without an MPS kernel raises NotImplementedError unless "
+                "PYTORCH_ENABLE_MPS_FALLBACK=1 is set, which runs it on the CPU (MPSFallback.mm).",
+            },
+            "always_fallback": [],
+            "ops_all_versions": sorted(ops),
+            "not_in_torch": [],
+        }
+    rel_fb = "intel-torch-xpu-ops/xpu_fallback_ops.txt"
+    fb_lines = [ln.strip() for ln in _read_text(upstream / rel_fb).splitlines() if ln.strip()]
+    # add.out is a structured kernel every device must provide: if native_functions.yaml has no XPU
+    # key for it, the XPU kernels of this torch version come from torch-xpu-ops' own YAML instead.
+    complete = "add.out" in ops
+    note = (
+        "XPU kernels are XPU keys of native_functions.yaml in this torch version."
+        if complete
+        else f"native_functions.yaml of torch {torch_version} has only {len(ops)} XPU overloads (the oneDNN "
+        "gemm/attention kernels); the rest are registered from torch-xpu-ops' own YAML, which is not in the "
+        "upstream data. An overload not listed is therefore reported as unknown, not as a fallback."
+    )
+    return {
+        "target": "xpu",
+        "sources": [nf_source, _source(prov, upstream, rel_fb)],
+        "torch_versions": [short],
+        "torch_version_note": f"XPU keys of native_functions.yaml in torch {torch_version}.",
+        "closed_world": complete,
+        "closed_world_note": note,
+        "fallback": {
+            "default": "error",
+            "env": "PYTORCH_ENABLE_XPU_FALLBACK=1",
+            "env_effect": "runs the op on the CPU instead of raising",
+            "note": "An op without an XPU kernel raises unless PYTORCH_ENABLE_XPU_FALLBACK=1 is set; the ops "
+            "of xpu_fallback_ops.txt (XPUFallback.cpp) always run on the CPU.",
+        },
+        "always_fallback": sorted(n for n in fb_lines if n in aten),
+        "ignored_fallback_entries": sorted(n for n in fb_lines if n not in aten),
+        "ops_all_versions": sorted(ops),
+        "not_in_torch": [],
+    }
+
+
+def generate(upstream: Path) -> dict[str, str]:
+    """file name -> JSON text for every database."""
+    if not upstream.is_dir():
+        raise GenError(f"{upstream}: upstream data folder not found")
+    prov = parse_provenance(upstream)
+    nf_path = native_functions_path()
+    entries = _load_yaml(nf_path)
+    if not isinstance(entries, list):
+        raise GenError(f"{nf_path}: expected a list of entries")
+    entries = [e for e in entries if isinstance(e, dict) and "func" in e]
+    aten = {op_name(str(e["func"])) for e in entries}
+    torch_version = importlib.metadata.version("torch")
+    nf_rel = "torchgen/packaged/ATen/native/native_functions.yaml"
+    dbs = {
+        "npu": gen_npu(upstream, prov, aten),
+        "mlu": gen_mlu(upstream, prov, aten),
+        "musa": gen_musa(upstream, prov, aten),
+        "mps": gen_inline("mps", entries, nf_rel, torch_version, upstream, prov, aten),
+        "xpu": gen_inline("xpu", entries, nf_rel, torch_version, upstream, prov, aten),
+    }
+    delegates = {
+        op_name(str(e["func"])): str(e["structured_delegate"])
+        for e in entries
+        if e.get("structured_delegate")
+    }
+    dbs["aten"] = {
+        "target": "",
+        "sources": [{"file": nf_rel, "repository": "pytorch/pytorch (the installed wheel)", "commit": ""}],
+        "torch_versions": [".".join(torch_version.split("+")[0].split(".")[:2])],
+        "about": "structured_delegate of native_functions.yaml: a functional or in-place overload runs "
+        "through the out= overload it delegates to, on any device that implements that one.",
+        "structured_delegate": dict(sorted(delegates.items())),
+    }
+    out: dict[str, str] = {}
+    for name, db in dbs.items():
+        doc = {
+            "format": FORMAT,
+            "generated_by": "tools/gen_opdb.py",
+            "generated_with_torch": torch_version,
+            **db,
+        }
+        out[f"{name}.json"] = json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False) + "\n"
+    return out
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def stale_diff(files: dict[str, str], out_dir: Path) -> str:
+    diffs: list[str] = []
+    for name, text in files.items():
+        path = out_dir / name
+        old = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if old != text:
+            diffs.extend(
+                difflib.unified_diff(
+                    old.splitlines(keepends=True),
+                    text.splitlines(keepends=True),
+                    fromfile=f"{path} (committed)",
+                    tofile=f"{path} (regenerated)",
+                    n=1,
+                )
+            )
+    return "".join(diffs)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("upstream", nargs="?", default=str(REPO.parent / "shared" / "upstream"))
+    ap.add_argument("--out", default=str(REPO / "data" / "opdb"))
+    ap.add_argument("--check", action="store_true", help="fail with a diff if the files are stale")
+    args = ap.parse_args(argv)
+    try:
+        files = generate(Path(args.upstream))
+    except GenError as e:
+        print(f"gen_opdb: error: {e}", file=sys.stderr)
+        return 2
+    out_dir = Path(args.out)
+    if args.check:
+        diff = stale_diff(files, out_dir)
+        if diff:
+            sys.stdout.write(diff)
+            print("gen_opdb: the databases are stale; run python tools/gen_opdb.py", file=sys.stderr)
+            return 1
+        return 0
+    for name, text in files.items():
+        _write_atomic(out_dir / name, text)
+        print(f"wrote {out_dir / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
