@@ -151,7 +151,9 @@ class Generator:
                 repl = f"torch.mlu.{name}"
             return _m(repl, "partial" if lim else "supported", src, lim)
         if name in self.mlu_all:
-            return _m(f"torch.mlu.{name}", "supported", "upstream cambricon-torch_mlu/torch_mlu.mlu.__all__.txt")
+            return _m(
+                f"torch.mlu.{name}", "supported", "upstream cambricon-torch_mlu/torch_mlu.mlu.__all__.txt"
+            )
         return _m("", "unsupported", src, f"not in torch_api.yaml and torch.mlu has no {name}")
 
     def unverified(self, target: str, name: str) -> Mapping:
@@ -235,8 +237,12 @@ class Generator:
                 "torch.accelerator.is_available()",
                 min_torch="2.6",
             )
-        return _m("", "unsupported", f"{self.intro}: dir(torch.accelerator), dir(torch.cpu)",
-                  f"no device-agnostic equivalent of torch.cuda.{name}")
+        return _m(
+            "",
+            "unsupported",
+            f"{self.intro}: dir(torch.accelerator), dir(torch.cpu)",
+            f"no device-agnostic equivalent of torch.cuda.{name}",
+        )
 
     # -- entries -----------------------------------------------------------------------------
 
@@ -256,7 +262,13 @@ class Generator:
             "cpu": self.cpu(name),
             "accelerator": self.accelerator(name),
         }
-        return {"api": qual, "kind": kind, "family": _family(name), "summary": _summary(obj), "targets": targets}
+        return {
+            "api": qual,
+            "kind": kind,
+            "family": _family(name),
+            "summary": _summary(obj),
+            "targets": targets,
+        }
 
     def amp_entry(self, name: str, targets: list[dict[str, Any]]) -> dict[str, Any]:
         qual = f"torch.cuda.amp.{name}"
@@ -267,11 +279,18 @@ class Generator:
         for t in targets:
             dev = t["amp_device"]
             if t["name"] == "accelerator":
-                note = how.replace("'{amp_device}'", "the device type of torch.accelerator.current_accelerator()")
+                note = how.replace(
+                    "'{amp_device}'", "the device type of torch.accelerator.current_accelerator()"
+                )
                 out[t["name"]] = _m(repl, "supported", amp["source"], note + " (or 'cpu' without one)", "2.6")
             elif t["name"] == "musa":
-                out[t["name"]] = _m(repl, "unknown", amp["source"], how.replace("{amp_device}", dev)
-                                    + "; no upstream list says torch_musa registers autocast")
+                out[t["name"]] = _m(
+                    repl,
+                    "unknown",
+                    amp["source"],
+                    how.replace("{amp_device}", dev)
+                    + "; no upstream list says torch_musa registers autocast",
+                )
             else:
                 out[t["name"]] = _m(repl, "supported", amp["source"], how.replace("{amp_device}", dev))
         npu_q = self.ascend["2.8"][0]
@@ -279,7 +298,9 @@ class Generator:
             out["npu"]["source"] += "; upstream ascend-msfmktransplt/supported_op_2_8.json lists " + qual
         mlu = self.mlu_yaml.get(qual)
         if mlu and mlu.get("limitations"):
-            out["mlu"]["source"] += "; upstream cambricon-torch_mlu/torch_api.yaml: " + mlu["limitations"].strip()
+            out["mlu"]["source"] += (
+                "; upstream cambricon-torch_mlu/torch_api.yaml: " + mlu["limitations"].strip()
+            )
         kind = "class" if isinstance(obj, type) else "function"
         return {"api": qual, "kind": kind, "family": "amp", "summary": _summary(obj), "targets": out}
 
@@ -287,30 +308,48 @@ class Generator:
         qual = f"torch.cuda.nvtx.{name}"
         out = {
             "npu": self.npu_nvtx(name),
-            "mlu": _m(f"torch.mlu.cnpx.{name}", "partial", "shared/reference/peer-migration-tools.md 3.1 "
-                      "(torch.cuda.nvtx -> torch.mlu.cnpx)", "CNPX is Cambricon's NVTX equivalent"),
+            "mlu": _m(
+                f"torch.mlu.cnpx.{name}",
+                "partial",
+                "shared/reference/peer-migration-tools.md 3.1 (torch.cuda.nvtx -> torch.mlu.cnpx)",
+                "CNPX is Cambricon's NVTX equivalent",
+            ),
             "musa": _m("", "unknown", "no upstream data", "no NVTX equivalent is documented for MUSA"),
             "xpu": _m("", "unsupported", f"{self.intro}: dir(torch.xpu)", "torch.xpu has no nvtx"),
-            "mps": _m("", "unsupported", f"{self.intro}: dir(torch.mps)",
-                      "use torch.mps.profiler signposts instead"),
+            "mps": _m(
+                "", "unsupported", f"{self.intro}: dir(torch.mps)", "use torch.mps.profiler signposts instead"
+            ),
             "hpu": _m("", "unknown", "no upstream data", "no NVTX equivalent is documented for HPU"),
-            "cpu": _m("", "unsupported", f"{self.intro}: dir(torch.cpu)",
-                      "NVTX ranges only annotate CUDA timelines: use torch.profiler.record_function"),
-            "accelerator": _m("torch.profiler.record_function", "partial", f"{self.intro}: torch.profiler",
-                              "record_function marks a range in any torch.profiler trace (a context manager, "
-                              "not push/pop)"),
+            "cpu": _m(
+                "",
+                "unsupported",
+                f"{self.intro}: dir(torch.cpu)",
+                "NVTX ranges only annotate CUDA timelines: use torch.profiler.record_function",
+            ),
+            "accelerator": _m(
+                "torch.profiler.record_function",
+                "partial",
+                f"{self.intro}: torch.profiler",
+                "record_function marks a range in any torch.profiler trace (a context manager, not push/pop)",
+            ),
         }
         obj = getattr(self.torch.cuda.nvtx, name)
         return {"api": qual, "kind": "function", "family": "nvtx", "summary": _summary(obj), "targets": out}
 
     def npu_nvtx(self, name: str) -> Mapping:
-        return _m("", "unsupported", "upstream ascend-torch_npu/torch_npu.npu.__all__.txt",
-                  "torch_npu.npu has no nvtx (mstx is Ascend's marker API, with another interface)")
+        return _m(
+            "",
+            "unsupported",
+            "upstream ascend-torch_npu/torch_npu.npu.__all__.txt",
+            "torch_npu.npu has no nvtx (mstx is Ascend's marker API, with another interface)",
+        )
 
     def catalogue(self) -> dict[str, Any]:
         targets = json.loads((ROOT / "data/targets.json").read_text())["targets"]
         entries = [self.cuda_entry(n) for n in sorted(_public(self.torch.cuda))]
-        entries += [self.amp_entry(n, targets) for n in ("GradScaler", "autocast", "custom_bwd", "custom_fwd")]
+        entries += [
+            self.amp_entry(n, targets) for n in ("GradScaler", "autocast", "custom_bwd", "custom_fwd")
+        ]
         entries += [self.nvtx_entry(n) for n in ("mark", "range", "range_pop", "range_push")]
         return {
             "about": "GENERATED by tools/gen_catalogue.py from shared/upstream, "
@@ -326,7 +365,8 @@ class Generator:
         return {
             "about": "GENERATED by tools/gen_catalogue.py: do not edit.",
             "target": "npu",
-            "source": "upstream ascend-msfmktransplt/supported_op_<v>.json and op_list_<v>.json (Ascend/mstt 99c2e0f9)",
+            "source": "upstream ascend-msfmktransplt/supported_op_<v>.json and op_list_<v>.json "
+            "(Ascend/mstt 99c2e0f9)",
             "judge_prefix": "torch.",
             "versions": versions,
         }
@@ -344,7 +384,8 @@ class Generator:
         return {
             "about": "GENERATED by tools/gen_catalogue.py: do not edit.",
             "target": "mlu",
-            "source": "upstream cambricon-torch_mlu/torch_api.yaml (Cambricon/torch_mlu 9e95f972, r2.4_develop)",
+            "source": "upstream cambricon-torch_mlu/torch_api.yaml "
+            "(Cambricon/torch_mlu 9e95f972, r2.4_develop)",
             "judge_prefix": "",
             "versions": {"2.4": {"supported": sup, "partial": part, "unsupported": uns}},
         }
@@ -375,7 +416,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             continue
         if args.check:
             stale += 1
-            diff = difflib.unified_diff(old.splitlines(), text.splitlines(), str(path), "regenerated", lineterm="")
+            diff = difflib.unified_diff(
+                old.splitlines(), text.splitlines(), str(path), "regenerated", lineterm=""
+            )
             print("\n".join(list(diff)[:60]))
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
