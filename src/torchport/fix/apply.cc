@@ -1,0 +1,114 @@
+#include <torchport/fix/apply.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace torchport::fix {
+
+namespace {
+
+bool overlaps(const Edit& a, const Edit& b) {
+  if (a.begin == a.end && b.begin == b.end) return false;  // two insertions never conflict
+  if (a.begin == a.end) return b.begin < a.begin && a.begin < b.end;
+  if (b.begin == b.end) return a.begin < b.begin && b.begin < a.end;
+  return a.begin < b.end && b.begin < a.end;
+}
+
+bool same(const Edit& a, const Edit& b) {
+  return a.begin == b.begin && a.end == b.end && a.replacement == b.replacement;
+}
+
+std::uint32_t first_offset(const Fix& f) {
+  std::uint32_t m = UINT32_MAX;
+  for (const Edit& e : f.edits) m = std::min(m, e.begin);
+  return m;
+}
+
+}  // namespace
+
+std::size_t ApplyResult::applied() const {
+  return static_cast<std::size_t>(
+      std::count(outcomes.begin(), outcomes.end(), FixOutcome::Applied));
+}
+
+ApplyResult apply_fixes(std::string_view text, const std::vector<Fix>& fixes,
+                        Applicability allowed) {
+  ApplyResult out;
+  out.outcomes.assign(fixes.size(), FixOutcome::Applied);
+  std::vector<std::size_t> order(fixes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return first_offset(fixes[a]) < first_offset(fixes[b]);
+  });
+
+  std::vector<AppliedEdit> accepted;
+  for (std::size_t i : order) {
+    const Fix& f = fixes[i];
+    if (static_cast<int>(f.applicability) > static_cast<int>(allowed)) {
+      out.outcomes[i] = FixOutcome::NotApplicable;
+      continue;
+    }
+    bool invalid = f.edits.empty();
+    for (const Edit& e : f.edits)
+      if (e.begin > e.end || e.end > text.size()) invalid = true;
+    if (invalid) {
+      out.outcomes[i] = FixOutcome::Invalid;
+      continue;
+    }
+    // Edits of one fix must not overlap each other either.
+    bool conflict = false;
+    for (std::size_t a = 0; a < f.edits.size() && !conflict; ++a)
+      for (std::size_t b = a + 1; b < f.edits.size() && !conflict; ++b)
+        conflict = overlaps(f.edits[a], f.edits[b]);
+    if (conflict) {
+      out.outcomes[i] = FixOutcome::Invalid;
+      continue;
+    }
+    bool all_duplicate = true;
+    for (const Edit& e : f.edits) {
+      bool dup = std::any_of(accepted.begin(), accepted.end(),
+                             [&](const AppliedEdit& a) { return same(a.edit, e); });
+      all_duplicate = all_duplicate && dup;
+      if (!dup && std::any_of(accepted.begin(), accepted.end(),
+                              [&](const AppliedEdit& a) { return overlaps(a.edit, e); }))
+        conflict = true;
+    }
+    if (all_duplicate) {
+      out.outcomes[i] = FixOutcome::Duplicate;
+      continue;
+    }
+    if (conflict) {
+      out.outcomes[i] = FixOutcome::Overlap;
+      continue;
+    }
+    for (const Edit& e : f.edits) {
+      bool dup = std::any_of(accepted.begin(), accepted.end(),
+                             [&](const AppliedEdit& a) { return same(a.edit, e); });
+      if (!dup) accepted.push_back({e, i});
+    }
+  }
+
+  // Sort by position; insertions at one offset keep the order in which they were accepted,
+  // and come before a replacement starting at the same offset.
+  std::stable_sort(accepted.begin(), accepted.end(),
+                   [](const AppliedEdit& a, const AppliedEdit& b) {
+                     if (a.edit.begin != b.edit.begin) return a.edit.begin < b.edit.begin;
+                     bool ai = a.edit.begin == a.edit.end, bi = b.edit.begin == b.edit.end;
+                     return ai && !bi;
+                   });
+
+  std::size_t size = text.size();
+  for (const AppliedEdit& a : accepted) size += a.edit.replacement.size();
+  out.text.reserve(size);
+  std::uint32_t pos = 0;
+  for (const AppliedEdit& a : accepted) {
+    out.text.append(text.substr(pos, a.edit.begin - pos));
+    out.text.append(a.edit.replacement);
+    pos = a.edit.end;
+  }
+  out.text.append(text.substr(pos));
+  out.edits = std::move(accepted);
+  return out;
+}
+
+}  // namespace torchport::fix
