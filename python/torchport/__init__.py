@@ -7,4 +7,15 @@ package; the runtime tools (run, check-ops, probe, compare) are Python on top of
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+__all__ = ["__version__", "check_ops", "probe"]
+
+
+def __getattr__(name: str) -> object:
+    # Lazy so that `import torchport` stays cheap (no torch): `torchport.probe(model, out=...)`
+    # is the callable torchport.probe package (see torchport/probe/__init__.py).
+    # Same for `torchport.check_ops(model, example_inputs, targets=[...])` (torchport/check_ops/__init__.py).
+    if name in ("probe", "check_ops"):
+        import importlib
+
+        return importlib.import_module(f"torchport.{name}")
+    raise AttributeError(f"module 'torchport' has no attribute {name!r}")

@@ -1,0 +1,257 @@
+"""The probe dump directory: writing it atomically and reading it back with validation.
+
+Layout (docs/probe.md has the full description)::
+
+    DUMP/
+      manifest.json    written last; its presence marks a complete dump
+      records.jsonl    one JSON object per recorded tensor, in execution order
+      tensors/         optional full tensors, one .npy per record (``--full-tensors``)
+
+This module needs only the standard library and numpy, so ``torchport compare`` runs without torch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import numpy as np
+
+FORMAT_NAME = "torchport-probe"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+RECORDS = "records.jsonl"
+TENSORS = "tensors"
+
+# Path components that wrappers put in front of the wrapped model's module names:
+# DistributedDataParallel / DataParallel keep the model as `.module`, torch.compile's
+# OptimizedModule keeps it as `._orig_mod`.
+WRAPPER_PREFIXES = ("module", "_orig_mod")
+
+
+class DumpError(Exception):
+    """A dump cannot be read. The message starts with the path at fault."""
+
+
+def normalize_name(name: str) -> str:
+    """Drop leading wrapper components (`module.`, `_orig_mod.`) from a module path."""
+    parts = name.split(".") if name else []
+    while parts and parts[0] in WRAPPER_PREFIXES:
+        parts.pop(0)
+    return ".".join(parts)
+
+
+def encode_float(v: float) -> Any:
+    """JSON has no NaN/Infinity: non-finite values are written as strings."""
+    if math.isfinite(v):
+        return v
+    if math.isnan(v):
+        return "nan"
+    return "inf" if v > 0 else "-inf"
+
+
+def decode_float(v: Any) -> Optional[float]:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return float(v)
+    return float(v)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class DumpWriter:
+    """Writes a dump into a temporary sibling directory and moves it into place on close().
+
+    A crashed run leaves ``DUMP.partial-*`` without a manifest, never a half-written ``DUMP``.
+    """
+
+    def __init__(self, out: os.PathLike | str, *, overwrite: bool = True) -> None:
+        self.out = Path(out)
+        if self.out.exists() and not (self.out / MANIFEST).exists():
+            if not self.out.is_dir() or any(self.out.iterdir()):
+                raise DumpError(
+                    f"{self.out}: exists and is not a torchport dump; refusing to overwrite it"
+                )
+        if self.out.exists() and not overwrite:
+            raise DumpError(f"{self.out}: already exists")
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"{self.out.name}.partial-", dir=str(self.out.parent)))
+        self._records = open(self.tmp / RECORDS, "w", encoding="utf-8")
+        self.count = 0
+        self.tensor_bytes = 0
+        self.tensors_saved = 0
+        self.tensors_dropped = 0
+        self._tensor_dir: Optional[Path] = None
+
+    def write_records(self, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        lines = [json.dumps(r, separators=(",", ":"), allow_nan=False) for r in records]
+        self._records.write("\n".join(lines))
+        self._records.write("\n")
+        self.count += len(records)
+
+    def save_tensor(self, seq: int, array: np.ndarray, budget: Optional[int]) -> Optional[str]:
+        """Save one tensor as .npy unless the budget is spent; returns its relative path."""
+        nbytes = int(array.nbytes)
+        if budget is not None and self.tensor_bytes + nbytes > budget:
+            self.tensors_dropped += 1
+            return None
+        if self._tensor_dir is None:
+            self._tensor_dir = self.tmp / TENSORS
+            self._tensor_dir.mkdir()
+        rel = f"{TENSORS}/{seq:08d}.npy"
+        np.save(self.tmp / rel, array, allow_pickle=False)
+        self.tensor_bytes += nbytes
+        self.tensors_saved += 1
+        return rel
+
+    def close(self, manifest: dict[str, Any]) -> Path:
+        self._records.close()
+        manifest = dict(manifest)
+        manifest.update(
+            {
+                "format": FORMAT_NAME,
+                "version": FORMAT_VERSION,
+                "records": self.count,
+                "records_file": RECORDS,
+                "records_bytes": (self.tmp / RECORDS).stat().st_size,
+                "tensors": {
+                    "saved": self.tensors_saved,
+                    "bytes": self.tensor_bytes,
+                    "dropped": self.tensors_dropped,
+                },
+            }
+        )
+        atomic_write_text(self.tmp / MANIFEST, json.dumps(manifest, indent=1, allow_nan=False) + "\n")
+        old: Optional[Path] = None
+        if self.out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f"{self.out.name}.old-", dir=str(self.out.parent)))
+            os.rmdir(old)
+            os.replace(self.out, old)
+        os.replace(self.tmp, self.out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return self.out
+
+    def abort(self) -> None:
+        try:
+            self._records.close()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@dataclass
+class Dump:
+    """A validated dump: its manifest, plus a way to stream its records."""
+
+    path: Path
+    manifest: dict[str, Any]
+    records_path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.records_path = self.path / self.manifest.get("records_file", RECORDS)
+
+    @property
+    def level(self) -> str:
+        return str(self.manifest.get("level", "module"))
+
+    @property
+    def count(self) -> int:
+        return int(self.manifest["records"])
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Stream the records, checking each line; a short or corrupt file is a DumpError."""
+        n = 0
+        with open(self.records_path, "rb") as f:
+            for lineno, raw in enumerate(f, start=1):
+                if not raw.endswith(b"\n"):
+                    raise DumpError(
+                        f"{self.records_path}:{lineno}: truncated record (the line has no end); "
+                        f"the dump is incomplete"
+                    )
+                try:
+                    rec = json.loads(raw)
+                except ValueError as e:
+                    raise DumpError(f"{self.records_path}:{lineno}: not a JSON record ({e})") from None
+                if not isinstance(rec, dict) or "name" not in rec or "dir" not in rec:
+                    raise DumpError(f"{self.records_path}:{lineno}: not a probe record")
+                n += 1
+                yield rec
+        if n != self.count:
+            raise DumpError(
+                f"{self.records_path}: holds {n} records but {self.path / MANIFEST} says "
+                f"{self.count}; the dump is truncated"
+            )
+
+    def tensor_path(self, rec: dict[str, Any]) -> Optional[Path]:
+        rel = rec.get("tensor")
+        return None if rel is None else self.path / rel
+
+
+def open_dump(path: os.PathLike | str) -> Dump:
+    """Open and validate a dump directory; raises DumpError with a clear reason."""
+    p = Path(path)
+    if not p.exists():
+        raise DumpError(f"{p}: no such directory")
+    if not p.is_dir():
+        raise DumpError(f"{p}: not a directory (a dump is a directory written by `torchport probe`)")
+    mpath = p / MANIFEST
+    if not mpath.exists():
+        partial = " (it looks like an interrupted run)" if ".partial-" in p.name else ""
+        raise DumpError(f"{mpath}: missing; {p} is not a complete torchport probe dump{partial}")
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise DumpError(f"{mpath}: unreadable manifest ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise DumpError(f"{mpath}: not a torchport probe manifest")
+    if manifest.get("version") != FORMAT_VERSION:
+        raise DumpError(
+            f"{mpath}: dump format version {manifest.get('version')} (this torchport reads {FORMAT_VERSION})"
+        )
+    if not isinstance(manifest.get("records"), int):
+        raise DumpError(f"{mpath}: no record count")
+    dump = Dump(p, manifest)
+    if not dump.records_path.exists():
+        raise DumpError(f"{dump.records_path}: missing; the dump is truncated")
+    size = dump.records_path.stat().st_size
+    want = manifest.get("records_bytes")
+    if isinstance(want, int) and size != want:
+        raise DumpError(
+            f"{dump.records_path}: {size} bytes but the manifest says {want}; the dump is truncated or was edited"
+        )
+    return dump
+
+
+def load_tensor(path: Path, rec: dict[str, Any]) -> np.ndarray:
+    """Memory-map a saved tensor as a flat float32/float64 array (bfloat16 is stored as its bits)."""
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise DumpError(f"{path}: missing tensor file; the dump is truncated") from None
+    except (OSError, ValueError) as e:
+        raise DumpError(f"{path}: unreadable tensor ({e}); the dump is truncated or corrupt") from None
+    want = rec.get("numel")
+    if isinstance(want, int) and arr.size != want:
+        raise DumpError(f"{path}: {arr.size} elements, the record says {want}")
+    if rec.get("stored_as") == "bfloat16-bits":
+        return arr.reshape(-1)  # decoded chunk by chunk by the comparer
+    return arr.reshape(-1)
