@@ -1,0 +1,48 @@
+"""`import torchport.auto`: redirect CUDA to the target named by $TORCHPORT_TARGET (default: auto).
+
+Put it at the top of the entry script, before code that uses CUDA. Other variables: TORCHPORT_LOG (per-call
+log file), TORCHPORT_STRICT=1 (fail on float64 where the target has none), TORCHPORT_CUDA_AVAILABLE
+(truth | target | user, see docs/runtime.md), TORCHPORT_LOG_ALL_RANKS=1.
+
+`torchport.auto.disable()` restores every original; `torchport.auto.enable()` turns it on again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from torchport.runtime import disable, is_cuda_device, is_enabled, summary
+from torchport.targets import TargetUnavailable
+
+__all__ = ["disable", "enable", "is_cuda_device", "is_enabled", "summary"]
+
+
+def enable() -> None:
+    """Enable the redirect from the TORCHPORT_* environment variables (what importing this module does)."""
+    import torchport.runtime as rt
+
+    log = os.environ.get("TORCHPORT_LOG") or None
+    rt.enable(
+        os.environ.get("TORCHPORT_TARGET") or "auto",
+        log=log,
+        strict=os.environ.get("TORCHPORT_STRICT", "") not in ("", "0"),
+        cuda_available=os.environ.get("TORCHPORT_CUDA_AVAILABLE") or "truth",
+        log_all_ranks=os.environ.get("TORCHPORT_LOG_ALL_RANKS", "") not in ("", "0"),
+    )
+    if rt._active is not None:
+        rt._active.print_summary = bool(log)
+
+
+def _enable_or_exit() -> None:
+    try:
+        enable()
+    except TargetUnavailable as e:
+        print(f"torchport: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except (KeyError, ValueError) as e:
+        print(f"torchport: error: {e.args[0] if e.args else e}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+_enable_or_exit()

@@ -1,0 +1,173 @@
+"""Run unchanged CUDA PyTorch code on another target by redirecting CUDA APIs at run time.
+
+Public API (stable):
+
+- ``enable(target, *, log=None, strict=False, cuda_available="truth", shims=("apex", "pynvml"),
+  log_all_ranks=False)``: redirect CUDA to `target` ("npu", "mlu", "musa", "xpu", "mps", "hpu", "cpu" or
+  "auto"). Raises TargetUnavailable (with what to install) when the target cannot run here.
+- ``disable()``: put back every original attribute, environment variable and import hook.
+- ``is_enabled()``, ``current_target()``.
+- ``run_script(path, argv) -> int`` / ``run_module(name, argv) -> int``: run a script like
+  `python path argv...` (sys.argv set, exit code returned, exceptions printed as python prints them).
+- ``is_cuda_device(device)``: True for "cuda" devices and for the target's device: use it where user code
+  checks ``device.type == "cuda"``.
+
+Importing this package does not import torch; enable() does.
+"""
+
+from __future__ import annotations
+
+import atexit
+import sys
+from typing import Any, Optional, Sequence, Union
+
+from torchport.runtime._runner import run_module, run_script
+from torchport.targets import Target, TargetUnavailable
+
+__all__ = [
+    "TargetUnavailable",
+    "current_target",
+    "disable",
+    "enable",
+    "is_cuda_device",
+    "is_enabled",
+    "run_module",
+    "run_script",
+    "summary",
+]
+
+_active: Any = None
+_atexit_registered = False
+
+
+def enable(
+    target: Union[str, Target],
+    *,
+    log: Optional[str] = None,
+    strict: bool = False,
+    cuda_available: str = "truth",
+    shims: Sequence[str] = ("apex", "pynvml"),
+    log_all_ranks: bool = False,
+    check: bool = True,
+) -> None:
+    """Redirect CUDA to `target`. Calling it again with the same target does nothing (nothing is patched
+    twice); with another target, call disable() first. `check=False` skips the device-presence check (tests of
+    per-target decisions use it; the vendor package must still import)."""
+    global _active
+    from torchport.runtime import _session as sess_mod
+
+    if isinstance(target, str):
+        t = sess_mod.resolve_target(target)
+    else:
+        t = target
+    if _active is not None:
+        if _active.target.name == t.name and _active.target == t:
+            return
+        raise RuntimeError(
+            f"torchport runtime is already enabled for target {_active.target.name}; call disable() first"
+        )
+    # environment first: vendor packages read their variables when they initialise
+    env_session = _EnvOnly(t)
+    env_session.map_env()
+    try:
+        devmod = sess_mod.check_available(t) if check else sess_mod.device_module(t)
+    except BaseException:
+        env_session.restore()
+        raise
+    session = sess_mod.Session(
+        t, log=log, strict=strict, cuda_available=cuda_available, log_all_ranks=log_all_ranks, devmod=devmod
+    )
+    session.log.classify = session.mapper.classify
+    env_session.replay(session)
+    from torchport.runtime import _amp, _args, _cuda_ns, _dist, _profiler, _shims
+
+    try:
+        _args.install(session)
+        _cuda_ns.install(session)
+        _amp.install(session)
+        _dist.install(session)
+        _profiler.install(session)
+        _shims.install(session, tuple(shims))
+    except BaseException:
+        session.patcher.restore()
+        session.restore_env()
+        raise
+    _active = session
+    global _atexit_registered
+    if not _atexit_registered:
+        atexit.register(_at_exit)
+        _atexit_registered = True
+
+
+class _EnvOnly:
+    """Maps environment variables before the session exists, then hands the log lines to it."""
+
+    def __init__(self, target: Target) -> None:
+        from torchport.runtime._log import CallLog
+        from torchport.runtime._session import Session
+
+        self.s = Session.__new__(Session)
+        self.s.target = target
+        self.s.log = CallLog(None)
+        self.s.env_before = {}
+        self.warnings: list[str] = []
+        self.s.warn = self.warnings.append  # type: ignore[method-assign]
+
+    def map_env(self) -> None:
+        self.s.map_env()
+
+    def restore(self) -> None:
+        self.s.restore_env()
+
+    def replay(self, session: Any) -> None:
+        session.env_before.update(self.s.env_before)
+        for site in self.s.log.sites.values():
+            session.log.event(site.filename, site.api, site.before, site.after, site.cls, site.why)
+        for w in self.warnings:
+            session.warn(w)
+
+
+def disable() -> None:
+    """Restore every original. Safe to call when not enabled. Writes the log summary if a log is open."""
+    global _active
+    session = _active
+    if session is None:
+        return
+    _active = None
+    session.patcher.restore()
+    session.restore_env()
+    session.log.close()
+
+
+def is_enabled() -> bool:
+    return _active is not None
+
+
+def current_target() -> Optional[Target]:
+    return None if _active is None else _active.target
+
+
+def summary() -> str:
+    """The per-class counts and top call sites so far ("" when not enabled)."""
+    return "" if _active is None else _active.log.summary()
+
+
+def is_cuda_device(device: Any) -> bool:
+    """True when `device` (str, torch.device, tensor) is CUDA or the redirect's target device. Use it in place
+    of `device.type == "cuda"` checks so that they hold on every target."""
+    dev = getattr(device, "device", device)
+    kind = getattr(dev, "type", None)
+    if kind is None:
+        kind = str(dev).split(":", 1)[0]
+    if kind == "cuda":
+        return True
+    return _active is not None and kind == _active.target.device_type
+
+
+def _at_exit() -> None:
+    session = _active
+    if session is None:
+        return
+    if getattr(session, "print_summary", False) and session.log.sites:
+        print(session.log.summary(), file=sys.stderr)
+    session.log.close()

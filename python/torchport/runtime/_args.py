@@ -1,0 +1,513 @@
+"""Device arguments: factories, Tensor/Module methods, nn layers, Generator, default device, DDP/FSDP, device
+mesh, torch.load and DataLoader."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable
+
+import torch
+
+from torchport.runtime._log import MATCH, MISMATCH, MODIFIED
+from torchport.runtime._session import Session
+
+_FP64 = (torch.float64, torch.complex128)
+
+# torch.* functions that take `device=`. Source: PEERS §2 (transfer_to_npu `_wrapper_cuda` list) ∪ §3.1
+# (torch_mlu gpu_migration) ∪ the installed torch's factory functions. Names missing from a torch version are
+# skipped.
+FACTORIES: tuple[str, ...] = (
+    "arange",
+    "as_tensor",
+    "asarray",
+    "bartlett_window",
+    "blackman_window",
+    "empty",
+    "empty_like",
+    "empty_permuted",
+    "empty_quantized",
+    "empty_strided",
+    "eye",
+    "from_file",
+    "frombuffer",
+    "full",
+    "full_like",
+    "hamming_window",
+    "hann_window",
+    "kaiser_window",
+    "linspace",
+    "logspace",
+    "normal",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randint",
+    "randint_like",
+    "randn",
+    "randn_like",
+    "randperm",
+    "range",
+    "scalar_tensor",
+    "sparse_bsc_tensor",
+    "sparse_bsr_tensor",
+    "sparse_compressed_tensor",
+    "sparse_coo_tensor",
+    "sparse_csc_tensor",
+    "sparse_csr_tensor",
+    "tensor",
+    "tril_indices",
+    "triu_indices",
+    "zeros",
+    "zeros_like",
+)
+TENSOR_NEW: tuple[str, ...] = (
+    "new_empty",
+    "new_empty_strided",
+    "new_full",
+    "new_ones",
+    "new_tensor",
+    "new_zeros",
+)
+
+
+def _kw_device(s: Session, fn: Callable[..., Any], api: str, key: str = "device") -> Callable[..., Any]:
+    mapf = s.mapper.map
+    hit = s.log.hit
+    check64 = not s.target.float64
+    fp64 = s.float64
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        d = kwargs.get(key)
+        if d is not None:
+            nd = mapf(d)
+            if nd is not d:
+                kwargs[key] = nd
+                hit(api, (key, d), (key, nd), None)
+                if check64 and kwargs.get("dtype") in _FP64:
+                    fp64(api)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -> Callable[..., Any]:
+    mapf = s.mapper.map
+    hit = s.log.hit
+    check64 = not s.target.float64 and is_tensor
+    dst = s.target.device_type
+    fp64 = s.float64
+
+    @functools.wraps(fn)
+    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            d = args[0]
+            if type(d) is not torch.dtype:
+                nd = mapf(d)
+                if nd is not d:
+                    args = (nd, *args[1:])
+                    hit(api, ("device", d), ("device", nd), None)
+        d = kwargs.get("device")
+        if d is not None:
+            nd = mapf(d)
+            if nd is not d:
+                kwargs["device"] = nd
+                hit(api, ("device", d), ("device", nd), None)
+        if check64:
+            dt = kwargs.get("dtype")
+            if dt is None:
+                for a in args[:2]:
+                    if type(a) is torch.dtype:
+                        dt = a
+            if dt in _FP64:
+                out = fn(self, *args, **kwargs)
+                if out.device.type == dst:
+                    fp64(api)
+                return out
+        return fn(self, *args, **kwargs)
+
+    return to
+
+
+def install(s: Session) -> None:
+    p = s.patcher
+    mapper = s.mapper
+    log = s.log
+    dst = s.target.device_type
+
+    # jit: torch.jit.script resolves torch.zeros & co. by the function's identity; build its table from the
+    # originals first, then register our wrappers under the same aten ops (undone by disable()).
+    import torch.jit._builtins as jit_builtins
+
+    table = jit_builtins._get_builtin_table()
+    # DeviceContext (`with torch.device(...)`, set_default_device) keeps an lru_cache of the constructor
+    # functions; fill it with the originals before we replace them.
+    import torch.utils._device as device_ctx
+
+    device_ctx._device_constructors()
+
+    registered: list[int] = []
+    for name in FACTORIES:
+        fn = getattr(torch, name, None)
+        if fn is None:
+            continue
+        w = _kw_device(s, fn, f"torch.{name}")
+        if p.set(torch, name, w):
+            op = table.get(id(fn))
+            if op is not None:
+                table[id(w)] = op
+                registered.append(id(w))
+
+    def _unregister() -> None:
+        for i in registered:
+            table.pop(i, None)
+
+    p.undo.append(_unregister)
+
+    for name in TENSOR_NEW:
+        p.set(torch.Tensor, name, _kw_device(s, getattr(torch.Tensor, name), f"Tensor.{name}"))
+
+    p.set(torch.Tensor, "to", _to_wrapper(s, torch.Tensor.to, "Tensor.to", True))
+    p.set(torch.nn.Module, "to", _to_wrapper(s, torch.nn.Module.to, "Module.to", False))
+    p.set(torch.nn.Module, "to_empty", _kw_device(s, torch.nn.Module.to_empty, "Module.to_empty"))
+
+    # Tensor.cuda / Module.cuda / Tensor.is_cuda
+    orig_tensor_to = p.original(torch.Tensor, "to")
+    orig_module_to = p.original(torch.nn.Module, "to")
+
+    def _cuda_dev(device: Any) -> Any:
+        return mapper.device if device is None else mapper.map(device)
+
+    def tensor_cuda(
+        self: torch.Tensor,
+        device: Any = None,
+        non_blocking: bool = False,
+        memory_format: torch.memory_format = torch.preserve_format,
+    ) -> torch.Tensor:
+        nd = _cuda_dev(device)
+        cls, why = mapper.classify(device)
+        log.hit(
+            "Tensor.cuda",
+            f"Tensor.cuda({'' if device is None else repr(device)})",
+            f"Tensor.to({str(nd)!r})",
+            cls,
+            why,
+        )
+        if not s.target.float64 and self.dtype in _FP64:
+            s.float64("Tensor.cuda")
+        return orig_tensor_to(self, nd, non_blocking=non_blocking, memory_format=memory_format)
+
+    def module_cuda(self: torch.nn.Module, device: Any = None) -> torch.nn.Module:
+        nd = _cuda_dev(device)
+        cls, why = mapper.classify(device)
+        log.hit(
+            "Module.cuda",
+            f"Module.cuda({'' if device is None else repr(device)})",
+            f"Module.to({str(nd)!r})",
+            cls,
+            why,
+        )
+        return orig_module_to(self, nd)
+
+    def is_cuda(self: torch.Tensor) -> bool:
+        return self.device.type == dst
+
+    p.set(torch.Tensor, "cuda", tensor_cuda)
+    p.set(torch.nn.Module, "cuda", module_cuda)
+    p.set(torch.Tensor, "is_cuda", property(is_cuda, doc=f"True when the tensor is on {dst} (torchport)"))
+
+    # Tensor.type("torch.cuda.FloatTensor")
+    orig_type = torch.Tensor.type
+
+    def tensor_type(self: torch.Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        if isinstance(dtype, str) and dtype.startswith("torch.cuda."):
+            leaf = dtype[len("torch.cuda.") :]
+            new = f"torch.{leaf}" if s.is_cpu else f"torch.{dst}.{leaf}"
+            log.hit("Tensor.type", f"Tensor.type({dtype!r})", f"Tensor.type({new!r})", MATCH)
+            if leaf == "DoubleTensor" and not s.target.float64:
+                s.float64("Tensor.type")
+            dtype = new
+        if dtype is None:
+            return orig_type(self, **kwargs)
+        return orig_type(self, dtype, non_blocking, **kwargs)
+
+    p.set(torch.Tensor, "type", tensor_type)
+
+    if not s.target.float64:
+        orig_double = torch.Tensor.double
+
+        def double(
+            self: torch.Tensor, memory_format: torch.memory_format = torch.preserve_format
+        ) -> torch.Tensor:
+            if self.device.type == dst:
+                s.float64("Tensor.double")
+            return orig_double(self, memory_format=memory_format)
+
+        p.set(torch.Tensor, "double", double)
+
+    # storages: storage.cuda() inside map_location callables and old checkpoints
+    from torch.storage import TypedStorage, _StorageBase
+
+    for cls in (_StorageBase, TypedStorage):
+        orig_scuda = cls.cuda
+
+        def storage_cuda(
+            self: Any, device: Any = None, non_blocking: bool = False, _api: str = cls.__name__
+        ) -> Any:
+            nd = _cuda_dev(device)
+            log.hit(f"{_api}.cuda", f"{_api}.cuda()", f"{_api}.to({str(nd)!r})", *mapper.classify(device))
+            if s.is_cpu:
+                return self if self.device.type == "cpu" else self.cpu()
+            return self.to(device=nd, non_blocking=non_blocking)
+
+        storage_cuda.__wrapped__ = orig_scuda  # type: ignore[attr-defined]
+        p.set(cls, "cuda", storage_cuda)
+
+    # pinned memory: the target decides; on cpu there is no host/device split, pinning is a no-op
+    orig_pin = torch.Tensor.pin_memory
+
+    def pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
+        if s.is_cpu:
+            log.hit("Tensor.pin_memory", "Tensor.pin_memory()", "self", MODIFIED, "cpu has no pinned memory")
+            return self
+        if device is not None:
+            nd = mapper.map(device)
+            if nd is not device:
+                log.hit("Tensor.pin_memory", ("device", device), ("device", nd), None)
+                return orig_pin(self, nd)
+            return orig_pin(self, device)
+        return orig_pin(self)
+
+    p.set(torch.Tensor, "pin_memory", pin_memory)
+
+    _install_nn_layers(s)
+    _install_generator(s)
+    _install_default_device(s)
+    _install_parallel(s)
+    _install_load(s)
+    _install_dataloader(s)
+
+
+def _install_nn_layers(s: Session) -> None:
+    """`__init__` of every torch.nn module class that takes `device=` (Linear, Conv2d, BatchNorm2d, ...)."""
+    import torch.nn as nn
+
+    seen: set[type] = set()
+    for name in dir(nn):
+        cls = getattr(nn, name)
+        if not isinstance(cls, type) or not issubclass(cls, nn.Module) or cls in seen:
+            continue
+        seen.add(cls)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            params = inspect.signature(init).parameters
+        except (TypeError, ValueError):
+            continue
+        if "device" not in params:
+            continue
+        s.patcher.set(cls, "__init__", _kw_device(s, init, f"nn.{name}"))
+
+
+def _install_generator(s: Session) -> None:
+    orig = torch.Generator
+    mapf = s.mapper.map
+    log = s.log
+
+    class _Meta(type(orig)):  # type: ignore[misc]
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return isinstance(obj, orig)
+
+        def __subclasscheck__(cls, sub: type) -> bool:
+            return issubclass(sub, orig)
+
+    class Generator(orig, metaclass=_Meta):  # type: ignore[misc, valid-type]
+        """torch.Generator that accepts CUDA devices (torchport); isinstance checks see the original type."""
+
+        def __new__(cls, device: Any = "cpu") -> Any:
+            nd = mapf(device)
+            if nd is not device:
+                log.hit("torch.Generator", ("device", device), ("device", nd), None)
+            return orig.__new__(cls, nd)
+
+    Generator.__name__ = Generator.__qualname__ = "Generator"
+    Generator.__module__ = "torch"
+    s.patcher.set(torch, "Generator", Generator)
+
+
+def _install_default_device(s: Session) -> None:
+    import torch.utils._device as device_ctx
+
+    mapf = s.mapper.map
+    log = s.log
+    orig_set = torch.set_default_device
+
+    @functools.wraps(orig_set)
+    def set_default_device(device: Any) -> None:
+        nd = mapf(device)
+        if nd is not device:
+            log.hit("torch.set_default_device", ("device", device), ("device", nd), None)
+        return orig_set(nd)
+
+    s.patcher.set(torch, "set_default_device", set_default_device)
+    orig_init = device_ctx.DeviceContext.__init__
+
+    def init(self: Any, device: Any) -> None:
+        nd = mapf(device)
+        if nd is not device:
+            log.hit("with torch.device", ("device", device), ("device", nd), None)
+        orig_init(self, nd)
+
+    s.patcher.set(device_ctx.DeviceContext, "__init__", init)
+
+
+def _install_parallel(s: Session) -> None:
+    """DDP / FSDP device ids and init_device_mesh's device type."""
+    mapper = s.mapper
+    log = s.log
+    indexed = s.target.has_device_index
+
+    def map_ids(ids: Any) -> Any:
+        if ids is None:
+            return None
+        if not indexed:
+            return None  # DDP on a single-device target (cpu, mps) must get device_ids=None
+        return [mapper.map(i) for i in ids]
+
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    orig_ddp = DDP.__init__
+
+    @functools.wraps(orig_ddp)
+    def ddp_init(
+        self: Any, module: Any, device_ids: Any = None, output_device: Any = None, *a: Any, **kw: Any
+    ) -> None:
+        if device_ids is not None or output_device is not None:
+            new_ids = map_ids(device_ids)
+            new_out = (mapper.map(output_device) if indexed else None) if output_device is not None else None
+            cls, why = (MATCH, "") if indexed else (MODIFIED, f"{s.target.device_type} takes no device_ids")
+            log.hit(
+                "DistributedDataParallel",
+                f"DDP(device_ids={device_ids!r}, output_device={output_device!r})",
+                f"DDP(device_ids={new_ids!r}, output_device={new_out!r})",
+                cls,
+                why,
+            )
+            device_ids, output_device = new_ids, new_out
+        orig_ddp(self, module, device_ids, output_device, *a, **kw)
+
+    s.patcher.set(DDP, "__init__", ddp_init)
+
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    except Exception:  # distributed not built
+        FSDP = None
+    if FSDP is not None:
+        orig_fsdp = FSDP.__init__
+
+        @functools.wraps(orig_fsdp)
+        def fsdp_init(self: Any, *a: Any, **kw: Any) -> None:
+            d = kw.get("device_id")
+            if d is not None:
+                nd = mapper.map(d)
+                if not indexed and nd is not d:
+                    nd = None
+                if nd is not d:
+                    log.hit("FullyShardedDataParallel", ("device_id", d), ("device_id", nd), None)
+                    kw["device_id"] = nd
+            orig_fsdp(self, *a, **kw)
+
+        s.patcher.set(FSDP, "__init__", fsdp_init)
+
+    try:
+        import torch.distributed.device_mesh as dm
+    except Exception:
+        dm = None
+    if dm is not None and hasattr(dm, "init_device_mesh"):
+        orig_mesh = dm.init_device_mesh
+        dst = s.target.device_type
+
+        @functools.wraps(orig_mesh)
+        def init_device_mesh(device_type: str, *a: Any, **kw: Any) -> Any:
+            if device_type == "cuda":
+                log.hit("init_device_mesh", "init_device_mesh('cuda')", f"init_device_mesh({dst!r})", MATCH)
+                device_type = dst
+            return orig_mesh(device_type, *a, **kw)
+
+        s.patcher.set(dm, "init_device_mesh", init_device_mesh)
+        import torch.distributed as dist
+
+        if getattr(dist, "init_device_mesh", None) is orig_mesh:
+            s.patcher.set(dist, "init_device_mesh", init_device_mesh)
+
+
+def _install_load(s: Session) -> None:
+    """torch.load of a checkpoint saved on CUDA restores onto the target."""
+    import torch.serialization as ser
+
+    orig_load = ser.load
+    mapper = s.mapper
+    log = s.log
+    restore = ser.default_restore_location
+
+    @functools.wraps(orig_load)
+    def load(f: Any, map_location: Any = None, *a: Any, **kw: Any) -> Any:
+        new = mapper.map_location(map_location, restore)
+        if map_location is None:
+            log.hit(
+                "torch.load",
+                "torch.load(map_location=None)",
+                f"torch.load(map_location=cuda*->{mapper.dst})",
+                MATCH,
+            )
+        elif new is not map_location and not callable(new):
+            log.hit("torch.load", ("map_location", map_location), ("map_location", new), None)
+        elif callable(new) and new is not map_location:
+            log.hit(
+                "torch.load",
+                f"torch.load(map_location={type(map_location).__name__})",
+                f"torch.load(map_location=same, then cuda*->{mapper.dst})",
+                MATCH,
+            )
+        return orig_load(f, new, *a, **kw)
+
+    s.patcher.set(ser, "load", load)
+    if torch.load is orig_load:
+        s.patcher.set(torch, "load", load)
+
+
+def _install_dataloader(s: Session) -> None:
+    from torch.utils.data import DataLoader
+
+    orig = DataLoader.__init__
+    mapper = s.mapper
+    log = s.log
+
+    @functools.wraps(orig)
+    def init(self: Any, *a: Any, **kw: Any) -> None:
+        dev = kw.get("pin_memory_device")
+        if s.is_cpu:
+            if kw.get("pin_memory") or dev:
+                log.hit(
+                    "DataLoader",
+                    f"DataLoader(pin_memory={kw.get('pin_memory')!r}, pin_memory_device={dev!r})",
+                    "DataLoader(pin_memory=False, pin_memory_device='')",
+                    MODIFIED,
+                    "cpu has no pinned memory: batches are already where the model is",
+                )
+                kw["pin_memory"] = False
+                kw["pin_memory_device"] = ""
+        elif dev:
+            nd = mapper.map(dev)
+            if nd is not dev:
+                kw["pin_memory_device"] = str(nd)
+                log.hit("DataLoader", ("pin_memory_device", dev), ("pin_memory_device", str(nd)), MATCH)
+        orig(self, *a, **kw)
+
+    s.patcher.set(DataLoader, "__init__", init)
+
+
+__all__ = ["FACTORIES", "TENSOR_NEW", "install", "MISMATCH"]

@@ -1,0 +1,589 @@
+"""The torch.cuda namespace: device management, streams and events, memory, RNG, graphs, nvtx, typed tensors.
+
+Each name goes to the same name in the target's device module (torch.get_device_module(target)) when it has
+it; otherwise to an emulation here, classified `modified` or `mismatch` with the reason. One code path for
+every target: only the device module differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import sys
+import sysconfig
+import time
+import types
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+
+from torchport.runtime._log import MATCH, MISMATCH, MODIFIED
+from torchport.runtime._session import Session
+
+# name -> position of the device argument (None: no device argument). Source: PEERS §2 (transfer_to_npu wraps
+# these torch.cuda functions' device arguments) ∪ §3.1 (torch_mlu) ∪ torch.cuda.__all__ in torch 2.13.
+FUNCTIONS: dict[str, Optional[int]] = {
+    # device management
+    "device_count": None,
+    "current_device": None,
+    "set_device": 0,
+    "get_device_name": 0,
+    "get_device_properties": 0,
+    "get_device_capability": 0,
+    "synchronize": 0,
+    "is_initialized": None,
+    "init": None,
+    "ipc_collect": None,
+    "get_arch_list": None,
+    "list_gpu_processes": 0,
+    "is_bf16_supported": None,
+    "utilization": 0,
+    # memory
+    "empty_cache": None,
+    "mem_get_info": 0,
+    "memory_allocated": 0,
+    "max_memory_allocated": 0,
+    "memory_reserved": 0,
+    "max_memory_reserved": 0,
+    "memory_cached": 0,
+    "max_memory_cached": 0,
+    "memory_stats": 0,
+    "memory_summary": 0,
+    "memory_snapshot": None,
+    "reset_peak_memory_stats": 0,
+    "reset_max_memory_allocated": 0,
+    "reset_max_memory_cached": 0,
+    "reset_accumulated_memory_stats": 0,
+    "set_per_process_memory_fraction": 1,
+    # RNG
+    "manual_seed": None,
+    "manual_seed_all": None,
+    "seed": None,
+    "seed_all": None,
+    "initial_seed": None,
+    "get_rng_state": 0,
+    "set_rng_state": 1,
+    "get_rng_state_all": None,
+    "set_rng_state_all": None,
+    # streams
+    "current_stream": 0,
+    "default_stream": 0,
+    "set_stream": None,
+    "stream": None,
+    # graphs
+    "is_current_stream_capturing": None,
+    "graph_pool_handle": None,
+    "make_graphed_callables": None,
+}
+# torch.cuda classes that are redirected as a whole.
+CLASSES: tuple[str, ...] = ("Stream", "Event", "device", "device_of", "StreamContext", "CUDAGraph", "graph")
+TYPED_TENSORS: tuple[str, ...] = (
+    "FloatTensor",
+    "DoubleTensor",
+    "HalfTensor",
+    "BFloat16Tensor",
+    "ByteTensor",
+    "CharTensor",
+    "ShortTensor",
+    "IntTensor",
+    "LongTensor",
+    "BoolTensor",
+)
+NVTX: tuple[str, ...] = ("range_push", "range_pop", "range", "mark", "range_start", "range_end")
+
+# On cpu the device module's Stream/Event are placeholders without timing or synchronize(): use ours.
+_CPU_OWN = {
+    "current_device",
+    "Stream",
+    "Event",
+    "current_stream",
+    "default_stream",
+    "stream",
+    "set_stream",
+    "StreamContext",
+}
+
+
+class _HostEvent:
+    """torch.cuda.Event on a host target: record() takes a timestamp; CPU work is synchronous, so the
+    interval between two records is the work's duration."""
+
+    def __init__(
+        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> None:
+        self.enable_timing = enable_timing
+        self._t: Optional[int] = None
+
+    def record(self, stream: Any = None) -> None:
+        self._t = time.perf_counter_ns()
+
+    def wait(self, stream: Any = None) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        return None
+
+    def elapsed_time(self, end_event: _HostEvent) -> float:
+        if self._t is None or end_event._t is None:
+            raise RuntimeError("elapsed_time: both events must be recorded first")
+        return (end_event._t - self._t) / 1e6
+
+
+class _HostStream:
+    """torch.cuda.Stream on a host target: work runs in order on the calling thread."""
+
+    def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
+        self.device = torch.device("cpu")
+        self.priority = priority
+        self.cuda_stream = 0
+
+    def synchronize(self) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def wait_stream(self, stream: Any) -> None:
+        return None
+
+    def wait_event(self, event: Any) -> None:
+        return None
+
+    def record_event(self, event: Optional[_HostEvent] = None) -> _HostEvent:
+        event = event or _HostEvent()
+        event.record(self)
+        return event
+
+    def __enter__(self) -> _HostStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _HostStream)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+_DEFAULT_STREAM = _HostStream()
+
+
+class _HostGraph:
+    """torch.cuda.CUDAGraph where graphs do not exist: capture runs the region eagerly once; replay cannot
+    re-run it, so it raises instead of returning stale outputs."""
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        self.target = "this target"
+
+    def capture_begin(self, *a: Any, **kw: Any) -> None:
+        return None
+
+    def capture_end(self) -> None:
+        return None
+
+    def replay(self) -> None:
+        raise RuntimeError(
+            f"torch.cuda.CUDAGraph.replay: {self.target} has no graph capture, so torchport cannot "
+            "replay the captured region; call the captured code directly (or use "
+            "torch.cuda.make_graphed_callables, which torchport runs eagerly)"
+        )
+
+    def reset(self) -> None:
+        return None
+
+    def pool(self) -> None:
+        return None
+
+
+class _HostGraphContext:
+    def __init__(self, cuda_graph: _HostGraph, pool: Any = None, stream: Any = None, **kw: Any) -> None:
+        self.graph = cuda_graph
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _NoDevice:
+    """torch.cuda.device(i) / device_of(t) on a single-device target: a context manager that does nothing."""
+
+    def __init__(self, device: Any = None) -> None:
+        self.idx = 0
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _meminfo() -> tuple[int, int]:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        free = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+        return int(free), int(total)
+    except (ValueError, OSError, AttributeError):
+        return 0, 0
+
+
+def _properties(s: Session) -> Any:
+    free, total = _meminfo()
+    return types.SimpleNamespace(
+        name=platform.processor() or platform.machine() or s.target.device_type,
+        total_memory=total,
+        major=0,
+        minor=0,
+        multi_processor_count=os.cpu_count() or 1,
+        is_integrated=True,
+        is_multi_gpu_board=False,
+        uuid="",
+    )
+
+
+def _emulations(s: Session) -> dict[str, tuple[Callable[..., Any], str, str]]:
+    """name -> (function, class, why) for names the device module does not have."""
+    dst = s.target.device_type
+    no_alloc = f"{dst} has no device caching allocator: returns 0"
+    one_gen = f"{dst} tensors use torch's default generator: seeds/states apply to it"
+
+    def zero(*a: Any, **k: Any) -> int:
+        return 0
+
+    def nothing(*a: Any, **k: Any) -> None:
+        return None
+
+    def rng_all(*a: Any, **k: Any) -> list[torch.Tensor]:
+        return [torch.get_rng_state()]
+
+    def set_rng_all(states: Any) -> None:
+        torch.set_rng_state(list(states)[0])
+
+    def manual_seed(seed: int) -> None:
+        torch.random.default_generator.manual_seed(int(seed))
+
+    def seed() -> None:
+        torch.random.default_generator.seed()
+
+    def summary(*a: Any, **k: Any) -> str:
+        return f"torchport: {dst} has no device allocator statistics\n"
+
+    return {
+        "device_count": (lambda: 1, MODIFIED, f"{dst} counts as one device"),
+        "current_device": (lambda: 0, MODIFIED, f"{dst} is device 0"),
+        "set_device": (nothing, MODIFIED, f"{dst} has one device"),
+        "get_device_name": (lambda d=None: _properties(s).name, MODIFIED, f"the {dst} name"),
+        "get_device_properties": (
+            lambda d=None: _properties(s),
+            MISMATCH,
+            f"{dst} properties, major=minor=0",
+        ),
+        "get_device_capability": (lambda d=None: (0, 0), MISMATCH, f"{dst} has no CUDA capability: (0, 0)"),
+        "is_initialized": (lambda: True, MATCH, ""),
+        "init": (nothing, MATCH, ""),
+        "ipc_collect": (nothing, MODIFIED, "no-op"),
+        "get_arch_list": (lambda: [], MISMATCH, "no CUDA architectures"),
+        "list_gpu_processes": (lambda d=None: "no GPU processes (torchport)", MISMATCH, "no GPU"),
+        "is_bf16_supported": (lambda *a, **k: True, MODIFIED, f"{dst} computes bfloat16"),
+        "utilization": (zero, MISMATCH, "no utilization counter"),
+        "empty_cache": (nothing, MODIFIED, "no cache to empty"),
+        "mem_get_info": (lambda d=None: _meminfo(), MODIFIED, "host memory (free, total)"),
+        "memory_allocated": (zero, MISMATCH, no_alloc),
+        "max_memory_allocated": (zero, MISMATCH, no_alloc),
+        "memory_reserved": (zero, MISMATCH, no_alloc),
+        "max_memory_reserved": (zero, MISMATCH, no_alloc),
+        "memory_cached": (zero, MISMATCH, no_alloc),
+        "max_memory_cached": (zero, MISMATCH, no_alloc),
+        "memory_stats": (lambda d=None: {}, MISMATCH, f"{dst} has no allocator statistics: returns {{}}"),
+        "memory_summary": (summary, MISMATCH, "no allocator statistics"),
+        "memory_snapshot": (lambda *a, **k: [], MISMATCH, "no allocator statistics"),
+        "reset_peak_memory_stats": (nothing, MODIFIED, "no-op"),
+        "reset_max_memory_allocated": (nothing, MODIFIED, "no-op"),
+        "reset_max_memory_cached": (nothing, MODIFIED, "no-op"),
+        "reset_accumulated_memory_stats": (nothing, MODIFIED, "no-op"),
+        "set_per_process_memory_fraction": (nothing, MISMATCH, f"no memory limit is enforced on {dst}"),
+        "manual_seed": (manual_seed, MODIFIED, one_gen),
+        "manual_seed_all": (manual_seed, MODIFIED, one_gen),
+        "seed": (seed, MODIFIED, one_gen),
+        "seed_all": (seed, MODIFIED, one_gen),
+        "initial_seed": (lambda: torch.initial_seed(), MODIFIED, one_gen),
+        "get_rng_state": (lambda d=None: torch.get_rng_state(), MODIFIED, one_gen),
+        "set_rng_state": (lambda st, d=None: torch.set_rng_state(st), MODIFIED, one_gen),
+        "get_rng_state_all": (rng_all, MODIFIED, one_gen),
+        "set_rng_state_all": (set_rng_all, MODIFIED, one_gen),
+        "current_stream": (lambda d=None: _DEFAULT_STREAM, MODIFIED, "work runs in order on the host"),
+        "default_stream": (lambda d=None: _DEFAULT_STREAM, MODIFIED, "work runs in order on the host"),
+        "set_stream": (nothing, MODIFIED, "work runs in order on the host"),
+        "stream": (lambda st=None: contextlib.nullcontext(st), MODIFIED, "work runs in order on the host"),
+        "is_current_stream_capturing": (lambda: False, MATCH, ""),
+        "graph_pool_handle": (lambda: None, MODIFIED, "no graph memory pools"),
+        "make_graphed_callables": (
+            lambda callables, *a, **k: callables,
+            MODIFIED,
+            f"no graphs on {dst}: the callables run eagerly (same results)",
+        ),
+    }
+
+
+def _site_packages_prefixes() -> tuple[str, ...]:
+    paths = {sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths |= {p for p in sys.path if p.endswith(("site-packages", "dist-packages"))}
+    return tuple(sorted(os.path.abspath(p) + os.sep for p in paths if p))
+
+
+def install(s: Session) -> None:
+    cuda = torch.cuda
+    p = s.patcher
+    log = s.log
+    mapper = s.mapper
+    dev = s.devmod
+    dst = s.target.device_type
+    modname = s.target.device_module
+    emul = _emulations(s)
+
+    def find(name: str) -> tuple[Optional[Callable[..., Any]], str, str, str]:
+        """(implementation, class, why, shown name) for torch.cuda.<name> on this target."""
+        if not (s.is_cpu and name in _CPU_OWN):
+            impl = getattr(dev, name, None)
+            if impl is not None:
+                return impl, MATCH, "", f"{modname}.{name}"
+        if name in emul:
+            fn, cls, why = emul[name]
+            return fn, cls, why, "torchport emulation"
+        return None, MISMATCH, f"{modname} has no {name}", ""
+
+    for name, pos in FUNCTIONS.items():
+        if not hasattr(cuda, name):
+            continue
+        impl, cls, why, shown = find(name)
+        p.set(cuda, name, _redirect(s, name, pos, impl, cls, why, shown))
+
+    # is_available: the truth by default (see docs/runtime.md); --cuda-available=target|user
+    orig_avail = cuda.is_available
+    mode = s.cuda_available
+    prefixes = _site_packages_prefixes()
+
+    def target_available() -> bool:
+        return True if s.is_cpu else bool(dev.is_available())
+
+    def is_available() -> bool:
+        if mode == "truth":
+            answer = orig_avail()
+            log.hit(
+                "torch.cuda.is_available",
+                "torch.cuda.is_available()",
+                repr(answer),
+                MATCH,
+                "the truth (default)",
+            )
+            return answer
+        if mode == "user":
+            caller = os.path.abspath(sys._getframe(1).f_code.co_filename)
+            if caller.startswith(prefixes):
+                answer = orig_avail()
+                log.hit(
+                    "torch.cuda.is_available",
+                    "torch.cuda.is_available()",
+                    repr(answer),
+                    MATCH,
+                    "library caller",
+                )
+                return answer
+        answer = target_available()
+        log.hit(
+            "torch.cuda.is_available",
+            "torch.cuda.is_available()",
+            f"{modname}.is_available() = {answer}",
+            MODIFIED,
+            f"answers for {dst} (--cuda-available={mode})",
+        )
+        return answer
+
+    p.set(cuda, "is_available", is_available)
+
+    for name in CLASSES:
+        if not hasattr(cuda, name):
+            continue
+        p.set(cuda, name, _class_redirect(s, name))
+
+    # default_generators: a tuple attribute, not a function
+    if s.is_cpu or not hasattr(dev, "default_generators"):
+        p.set(cuda, "default_generators", (torch.default_generator,))
+    else:
+        p.set(cuda, "default_generators", dev.default_generators)
+
+    # typed tensors: torch.cuda.FloatTensor(...) -> the target's; DoubleTensor keeps float64 (policy applies)
+    for name in TYPED_TENSORS:
+        if not hasattr(cuda, name):
+            continue
+        base = getattr(torch, name) if s.is_cpu else getattr(dev, name, None)
+        p.set(cuda, name, _typed_tensor(s, name, base))
+
+    # nvtx ranges become profiler record_function ranges on every target (they show in torch.profiler traces)
+    import torch.cuda.nvtx as nvtx
+
+    stack: list[Any] = []
+
+    def range_push(msg: str) -> int:
+        rf = torch.autograd.profiler.record_function(msg)
+        rf.__enter__()
+        stack.append(rf)
+        return len(stack) - 1
+
+    def range_pop() -> int:
+        if stack:
+            stack.pop().__exit__(None, None, None)
+        return len(stack)
+
+    @contextlib.contextmanager
+    def nvtx_range(msg: str, *args: Any, **kwargs: Any) -> Iterator[None]:
+        with torch.autograd.profiler.record_function(msg.format(*args, **kwargs) if args or kwargs else msg):
+            yield
+
+    nvtx_impl: dict[str, Callable[..., Any]] = {
+        "range_push": range_push,
+        "range_pop": range_pop,
+        "range": nvtx_range,
+        "mark": lambda msg: None,
+        "range_start": lambda msg: 0,
+        "range_end": lambda rid: None,
+    }
+    for name in NVTX:
+        if hasattr(nvtx, name):
+            p.set(
+                nvtx, name, _logged(s, f"torch.cuda.nvtx.{name}", nvtx_impl[name], MODIFIED, "profiler range")
+            )
+    _ = mapper
+
+
+def _logged(s: Session, api: str, fn: Callable[..., Any], cls: str, why: str) -> Callable[..., Any]:
+    hit = s.log.hit
+
+    def wrapper(*a: Any, **k: Any) -> Any:
+        hit(api, f"{api}()", "torch.autograd.profiler.record_function", cls, why)
+        return fn(*a, **k)
+
+    wrapper.__name__ = api.rsplit(".", 1)[-1]
+    return wrapper
+
+
+def _redirect(
+    s: Session,
+    name: str,
+    pos: Optional[int],
+    impl: Optional[Callable[..., Any]],
+    cls: str,
+    why: str,
+    shown: str,
+) -> Callable[..., Any]:
+    api = f"torch.cuda.{name}"
+    hit = s.log.hit
+    mapf = s.mapper.map
+    target = s.target
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if pos is not None:
+            if len(args) > pos:
+                d = args[pos]
+                nd = mapf(d) if type(d) is not int else d  # ints stay ordinals for the device module
+                if nd is not d:
+                    args = (*args[:pos], nd, *args[pos + 1 :])
+            d = kwargs.get("device")
+            if d is not None and type(d) is not int:
+                kwargs["device"] = mapf(d)
+        hit(api, f"{api}()", shown or "error", cls, why)
+        if impl is None:
+            raise NotImplementedError(f"{api} has no equivalent on target {target.name} ({why}) [torchport]")
+        return impl(*args, **kwargs)
+
+    wrapper.__name__ = name
+    wrapper.__qualname__ = name
+    wrapper.__doc__ = f"torchport: {api} -> {shown or 'unsupported'} ({cls})"
+    return wrapper
+
+
+def _class_redirect(s: Session, name: str) -> Any:
+    dst = s.target.device_type
+    dev = s.devmod
+    hit = s.log.hit
+    mapf = s.mapper.map
+    api = f"torch.cuda.{name}"
+    if s.is_cpu or not s.target.has_device_index:
+        own: dict[str, Any] = {
+            "Stream": _HostStream,
+            "Event": _HostEvent,
+            "StreamContext": lambda stream=None: contextlib.nullcontext(stream),
+            "device": _NoDevice,
+            "device_of": _NoDevice,
+            "CUDAGraph": _HostGraph,
+            "graph": _HostGraphContext,
+        }
+        impl = own[name]
+        cls_, why = (
+            (MODIFIED, f"{dst}: work runs in order on the host")
+            if name in ("Stream", "Event", "StreamContext")
+            else (MODIFIED, f"{dst} has one device")
+            if name in ("device", "device_of")
+            else (MISMATCH, f"{dst} has no graph capture: replay() raises")
+        )
+        shown = "torchport emulation"
+        if s.is_cpu is False and name in ("Stream", "Event", "StreamContext") and hasattr(dev, name):
+            impl, cls_, why, shown = getattr(dev, name), MATCH, "", f"{s.target.device_module}.{name}"
+    else:
+        graph_name = f"{dst.upper()}Graph"
+        lookup = graph_name if name == "CUDAGraph" else name
+        impl = getattr(dev, lookup, None)
+        cls_, why, shown = MATCH, "", f"{s.target.device_module}.{lookup}"
+        if impl is None:
+            impl, cls_, why, shown = None, MISMATCH, f"{s.target.device_module} has no {lookup}", ""
+
+    if isinstance(impl, type) and (s.is_cpu or not s.target.has_device_index):
+        # our own classes: subclass so that isinstance(x, torch.cuda.Stream) keeps working, and log creation
+        def __init__(self: Any, *a: Any, **k: Any) -> None:
+            hit(api, f"{api}()", shown, cls_, why, 2)
+            impl.__init__(self, *a, **k)
+
+        return type(name, (impl,), {"__init__": __init__, "__module__": "torch.cuda"})
+
+    def factory(*a: Any, **k: Any) -> Any:
+        if "device" in k:
+            k["device"] = mapf(k["device"])
+        hit(api, f"{api}()", shown or "error", cls_, why)
+        if impl is None:
+            raise NotImplementedError(
+                f"{api} has no equivalent on target {s.target.name} ({why}) [torchport]"
+            )
+        return impl(*a, **k)
+
+    factory.__name__ = name
+    return factory
+
+
+def _typed_tensor(s: Session, name: str, base: Any) -> Any:
+    api = f"torch.cuda.{name}"
+    hit = s.log.hit
+    shown = f"torch.{name}" if s.is_cpu else f"{s.target.device_module}.{name}"
+
+    def typed(*a: Any, **k: Any) -> Any:
+        if name == "DoubleTensor" and not s.target.float64:
+            s.float64(api)
+        hit(
+            api,
+            f"{api}()",
+            shown,
+            MATCH if base is not None else MISMATCH,
+            "" if base is not None else "missing",
+        )
+        if base is None:
+            raise NotImplementedError(f"{api} has no equivalent on target {s.target.name} [torchport]")
+        return base(*a, **k)
+
+    typed.__name__ = name
+    return typed

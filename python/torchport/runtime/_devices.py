@@ -1,0 +1,112 @@
+"""Device-argument translation: "cuda", "cuda:N", torch.device("cuda", N), bare ints, map_location dicts."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import torch
+
+from torchport.targets import Target
+
+_int = int
+_str = str
+
+
+class DeviceMapper:
+    """Maps CUDA device values to the target's. Returns the very same object when nothing changes, so callers
+    test `new is not old` to know whether to log."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.dst = target.device_type
+        self.indexed = target.has_device_index
+        self._cache: dict[str, str] = {}
+        self._dev_cache: dict[tuple[str, Optional[int]], torch.device] = {}
+
+    @property
+    def device(self) -> torch.device:
+        """The target device with no index (what `.cuda()` with no argument moves to)."""
+        return self.torch_device(None)
+
+    def _map_str(self, s: str) -> str:
+        head, sep, idx = s.partition(":")
+        if head != "cuda":
+            return s
+        if not sep:
+            return self.dst
+        if not idx.strip().isdigit():
+            return s  # not a valid device string: let torch raise its own error
+        return f"{self.dst}:{int(idx)}" if self.indexed else self.dst
+
+    def map(self, d: Any) -> Any:
+        """The target equivalent of device value `d` (str, torch.device, int), or `d` itself."""
+        t = type(d)
+        if t is _str:
+            r = self._cache.get(d)
+            if r is None:
+                r = self._map_str(d)
+                if r == d:
+                    r = d
+                self._cache[d] = r
+            return r
+        if t is torch.device:
+            if d.type != "cuda":
+                return d
+            return self.torch_device(d.index)
+        if t is _int:  # a bare int means a CUDA ordinal to torch
+            return self.torch_device(d)
+        return d
+
+    def torch_device(self, index: Optional[int]) -> torch.device:
+        key = (self.dst, index if self.indexed else None)
+        dev = self._dev_cache.get(key)
+        if dev is None:
+            dev = torch.device(self.dst, key[1]) if key[1] is not None else torch.device(self.dst)
+            self._dev_cache[key] = dev
+        return dev
+
+    def loses_index(self, d: Any) -> bool:
+        """True when `d` names a CUDA device other than 0 and the target has one device only."""
+        if self.indexed:
+            return False
+        if isinstance(d, bool):
+            return False
+        if isinstance(d, int):
+            return d != 0
+        if isinstance(d, str):
+            head, _, idx = d.partition(":")
+            return head == "cuda" and idx.strip().isdigit() and int(idx) != 0
+        if isinstance(d, torch.device):
+            return d.type == "cuda" and d.index not in (None, 0)
+        return False
+
+    def classify(self, d: Any) -> tuple[str, str]:
+        """The log class of redirecting device value `d`."""
+        if self.loses_index(d):
+            return "modified", f"{self.dst} has one device: the CUDA index is dropped"
+        if isinstance(d, int) and not isinstance(d, bool):
+            return "match", "a bare int is a CUDA ordinal"
+        return "match", ""
+
+    def map_location_str(self, loc: str) -> str:
+        """A saved storage location ("cuda:0") to the location to restore onto."""
+        return self.map(loc)
+
+    def map_location(self, map_location: Any, restore: Callable[[Any, str], Any]) -> Any:
+        """The map_location argument to pass to the real torch.load; None means 'as saved'."""
+        if map_location is None or isinstance(map_location, dict) or callable(map_location):
+            user = map_location
+
+            def _restore(storage: Any, location: str) -> Any:
+                if isinstance(user, dict):
+                    location = user.get(location, location)
+                    if isinstance(location, torch.device):
+                        location = str(location)
+                elif user is not None:
+                    result = user(storage, location)
+                    if result is not None:
+                        return result
+                return restore(storage, self.map(location))
+
+            return _restore
+        return self.map(map_location)

@@ -1,0 +1,104 @@
+"""Profiler: ProfilerActivity.CUDA -> the target's activity (dropped where none), use_cuda, sort keys."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+from torchport.runtime._log import MATCH, MODIFIED
+from torchport.runtime._session import Session
+
+
+def install(s: Session) -> None:
+    p = s.patcher
+    hit = s.log.hit
+    target = s.target
+    PA = torch.profiler.ProfilerActivity
+    repl = getattr(PA, target.profiler_activity) if target.profiler_activity else None
+
+    def map_activities(acts: Any) -> Any:
+        if acts is None:
+            return None
+        out: list[Any] = []
+        for a in acts:
+            if a == PA.CUDA:
+                if repl is not None and repl not in out:
+                    out.append(repl)
+            elif a not in out:
+                out.append(a)
+        return out or [PA.CPU]
+
+    import torch.profiler.profiler as prof
+
+    orig_init = prof.profile.__init__
+
+    @functools.wraps(orig_init)
+    def profile_init(self: Any, *a: Any, **kw: Any) -> None:
+        acts = kw.get("activities")
+        if acts is not None and PA.CUDA in list(acts):
+            new = map_activities(acts)
+            cls, why = (
+                (MATCH, "") if repl is not None else (MODIFIED, f"{target.name} has no device activity")
+            )
+            hit("torch.profiler.profile", ("activities", list(acts)), ("activities", new), cls, why)
+            kw["activities"] = new
+        if kw.get("use_cuda"):
+            hit(
+                "torch.profiler.profile",
+                ("use_cuda", True),
+                ("use_cuda", False),
+                MODIFIED,
+                "device activity mapped",
+            )
+            kw["use_cuda"] = False
+            if "activities" not in kw:
+                kw["activities"] = map_activities([PA.CPU, PA.CUDA])
+        orig_init(self, *a, **kw)
+
+    p.set(prof.profile, "__init__", profile_init)
+
+    import torch.autograd.profiler as aprof
+
+    orig_ainit = aprof.profile.__init__
+
+    @functools.wraps(orig_ainit)
+    def aprofile_init(self: Any, *a: Any, **kw: Any) -> None:
+        if kw.get("use_cuda"):
+            kw["use_cuda"] = False
+            if target.device_type != "cpu" and repl is not None:
+                kw["use_device"] = target.device_type
+            hit(
+                "autograd.profiler.profile",
+                ("use_cuda", True),
+                ("use_device", kw.get("use_device")),
+                MODIFIED,
+            )
+        if kw.get("use_device") == "cuda":
+            nd = None if target.device_type == "cpu" else target.device_type
+            hit("autograd.profiler.profile", ("use_device", "cuda"), ("use_device", nd), MATCH)
+            kw["use_device"] = nd
+        orig_ainit(self, *a, **kw)
+
+    p.set(aprof.profile, "__init__", aprofile_init)
+
+    from torch.autograd.profiler_util import EventList
+
+    orig_table = EventList.table
+
+    @functools.wraps(orig_table)
+    def table(self: Any, sort_by: Any = None, *a: Any, **kw: Any) -> Any:
+        if isinstance(sort_by, str) and "cuda" in sort_by:
+            new = sort_by.replace("cuda", "cpu" if target.device_type == "cpu" else "device")
+            hit(
+                "EventList.table",
+                ("sort_by", sort_by),
+                ("sort_by", new),
+                MODIFIED,
+                "CUDA time columns are absent",
+            )
+            sort_by = new
+        return orig_table(self, sort_by, *a, **kw)
+
+    p.set(EventList, "table", table)

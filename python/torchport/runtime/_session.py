@@ -1,0 +1,191 @@
+"""One enabled redirect: the target, the device mapper, the log, the patch records and the policies."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import warnings
+from typing import Any, Optional
+
+import torch
+
+from torchport.runtime._devices import DeviceMapper
+from torchport.runtime._log import MISMATCH, CallLog
+from torchport.runtime._patcher import Patcher
+from torchport.targets import (
+    TARGETS,
+    Target,
+    TargetUnavailable,
+    get_target,
+    missing_package_message,
+    vendor_package_missing,
+)
+
+CUDA_AVAILABLE_MODES = ("truth", "target", "user")
+
+
+class TorchportWarning(UserWarning):
+    """A redirect that the user should know about (float64 on a target without it, an unmapped variable)."""
+
+
+class Float64Unsupported(RuntimeError):
+    """--strict: a float64 tensor was requested on a target that has no float64."""
+
+    torchport_short = True  # `torchport run` prints the located message without a traceback
+
+
+def _import_vendor(target: Target) -> None:
+    if target.vendor_package is None:
+        return
+    if vendor_package_missing(target):
+        raise TargetUnavailable(missing_package_message(target))
+    try:
+        importlib.import_module(target.vendor_package)
+    except Exception as e:  # a broken vendor install: say so, without its traceback
+        raise TargetUnavailable(
+            f"target {target.name}: importing {target.vendor_package} failed ({type(e).__name__}: {e}); "
+            f"check the install: {target.install_hint}"
+        ) from None
+
+
+def device_module(target: Target) -> Any:
+    """torch.get_device_module(target.device_type), with a clear error when torch does not know the device."""
+    try:
+        return torch.get_device_module(target.device_type)
+    except Exception as e:
+        raise TargetUnavailable(
+            f"target {target.name}: torch {torch.__version__} has no {target.device_type!r} device module "
+            f"({e}); {target.install_hint}"
+        ) from None
+
+
+def check_available(target: Target) -> Any:
+    """Import the vendor package and return the device module; raise TargetUnavailable with the reason."""
+    _import_vendor(target)
+    mod = device_module(target)
+    if target.device_type == "cpu":
+        return mod
+    try:
+        present = bool(mod.is_available())
+    except Exception:
+        present = False
+    if not present:
+        who = target.vendor_package or f"torch {torch.__version__}"
+        env = (
+            f" (visible-devices variable: {', '.join(target.visible_devices_env)})"
+            if target.visible_devices_env
+            else ""
+        )
+        raise TargetUnavailable(
+            f"target {target.name}: {who} is importable but no {target.title} device is visible "
+            f"({target.device_module}.is_available() is False){env}; check the driver and the device, or use "
+            f"--target cpu"
+        )
+    return mod
+
+
+def resolve_target(name: str) -> Target:
+    """The Target for `name`; "auto" picks the accelerator that is present, otherwise cpu."""
+    if name != "auto":
+        return get_target(name)
+    for t in TARGETS.values():  # out-of-tree packages first: importing one registers its device
+        if t.vendor_package is not None and not vendor_package_missing(t):
+            try:
+                check_available(t)
+                return t
+            except TargetUnavailable:
+                continue
+    acc = torch.accelerator.current_accelerator() if hasattr(torch, "accelerator") else None
+    if acc is not None:
+        for t in TARGETS.values():
+            if t.device_type == acc.type:
+                return t
+    return TARGETS["cpu"]
+
+
+class Session:
+    def __init__(
+        self,
+        target: Target,
+        *,
+        log: Optional[str],
+        strict: bool,
+        cuda_available: str,
+        log_all_ranks: bool,
+        devmod: Any,
+    ) -> None:
+        if cuda_available not in CUDA_AVAILABLE_MODES:
+            raise ValueError(f"cuda_available must be one of {CUDA_AVAILABLE_MODES}, not {cuda_available!r}")
+        self.target = target
+        self.devmod = devmod
+        self.mapper = DeviceMapper(target)
+        self.log = CallLog(log, all_ranks=log_all_ranks)
+        self.strict = strict
+        self.cuda_available = cuda_available
+        self.patcher = Patcher()
+        self.env_before: dict[str, Optional[str]] = {}
+        self.is_cpu = target.device_type == "cpu"
+        self._fp64_sites: set[tuple[str, int]] = set()
+
+    # float64 policy: never downgrade; warn once per call site, or fail with --strict.
+    def float64(self, api: str, depth: int = 2) -> None:
+        frame = sys._getframe(depth)
+        filename, lineno = frame.f_code.co_filename, frame.f_lineno
+        why = (
+            f"{self.target.name} has no float64 ({self.target.sources.get('float64', 'targets table')}); "
+            "torchport does not downgrade it"
+        )
+        self.log.hit(
+            api, f"{api}(float64)", f"{api}(float64) on {self.target.device_type}", MISMATCH, why, depth + 1
+        )
+        msg = f"{filename}:{lineno}: {api} with float64 on {self.target.device_type}: {why}"
+        if self.strict:
+            raise Float64Unsupported(msg + " (--strict)")
+        if (filename, lineno) not in self._fp64_sites:
+            self._fp64_sites.add((filename, lineno))
+            warnings.warn_explicit(msg, TorchportWarning, filename, lineno)
+
+    def warn(self, msg: str) -> None:
+        print(f"torchport: warning: {msg}", file=sys.stderr)
+
+    def map_env(self) -> None:
+        """CUDA variables set by the user become the target's, before the vendor package reads them."""
+        from torchport.runtime._log import MATCH, MODIFIED
+        from torchport.targets import CUDA_ENV_VARS
+
+        t = self.target
+        for var in sorted(
+            set(CUDA_ENV_VARS) | {k for k in os.environ if k.startswith(("TORCH_NCCL_", "NCCL_"))}
+        ):
+            value = os.environ.get(var)
+            if value is None:
+                continue
+            new = t.env_map.get(var)
+            if new is None:
+                for prefix, repl in t.env_prefix_map.items():
+                    if var.startswith(prefix):
+                        new = repl + var[len(prefix) :]
+            if new is None:
+                self.log.event(
+                    "<environment>", var, f"{var}={value}", "ignored", MISMATCH, f"{t.name} has no equivalent"
+                )
+                self.warn(f"{var}={value} is set but {t.name} has no equivalent variable; it is ignored")
+                continue
+            if new in os.environ:
+                if os.environ[new] != value:
+                    self.warn(f"{var}={value} not copied to {new}: {new}={os.environ[new]} is already set")
+                continue
+            self.env_before[new] = None
+            os.environ[new] = value
+            cls = MODIFIED if t.name == "hpu" and var == "CUDA_VISIBLE_DEVICES" else MATCH
+            why = "HABANA_VISIBLE_MODULES takes module ids, not ordinals" if cls == MODIFIED else ""
+            self.log.event("<environment>", var, f"{var}={value}", f"{new}={value}", cls, why)
+
+    def restore_env(self) -> None:
+        for var, before in self.env_before.items():
+            if before is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = before
+        self.env_before.clear()

@@ -1,0 +1,156 @@
+"""`torchport run`: run an unchanged CUDA script on another target."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional, Sequence
+
+USAGE = """usage: torchport run [--target T] [--log FILE] [--strict] [--cuda-available MODE] [--log-all-ranks]
+                     [--no-shims] [--quiet] (script.py | -m module) [args...]
+
+Run an unchanged CUDA PyTorch script on another target: CUDA APIs, device arguments, checkpoints, collectives,
+AMP, the profiler and CUDA environment variables are redirected at run time (docs/runtime.md).
+
+options:
+  --target T            npu, mlu, musa, xpu, mps, hpu, cpu or auto (default: $TORCHPORT_TARGET, else auto)
+  --log FILE            per-call log, one line per redirected call site with its class
+                        (default: $TORCHPORT_LOG)
+  --strict              fail (instead of warning) when float64 is used on a target without float64
+  --cuda-available MODE what torch.cuda.is_available() answers: truth (default: False without CUDA),
+                        target (the target's availability, as transfer_to_npu does), user (the target's for
+                        your code, the truth for installed libraries)
+  --log-all-ranks       under torchrun, every rank writes FILE.rankN (default: rank 0 only)
+  --no-shims            do not serve apex / pynvml replacements
+  --quiet               no summary on stderr at exit
+"""
+
+
+def _error(msg: str) -> int:
+    print(f"torchport run: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    target = os.environ.get("TORCHPORT_TARGET") or "auto"
+    log = os.environ.get("TORCHPORT_LOG") or None
+    strict = False
+    cuda_available = os.environ.get("TORCHPORT_CUDA_AVAILABLE") or "truth"
+    all_ranks = False
+    shims: tuple[str, ...] = ("apex", "pynvml")
+    quiet = False
+    script: Optional[str] = None
+    module: Optional[str] = None
+    rest: list[str] = []
+    i = 0
+
+    def value(opt: str) -> Optional[str]:
+        nonlocal i
+        a = args[i]
+        if a.startswith(opt + "="):
+            return a.split("=", 1)[1]
+        if i + 1 >= len(args):
+            return None
+        i += 1
+        return args[i]
+
+    while i < len(args):
+        a = args[i]
+        if a in ("-h", "--help"):
+            print(USAGE)
+            return 0
+        if a == "--target" or a.startswith("--target="):
+            v = value("--target")
+            if v is None:
+                return _error("--target needs a value")
+            target = v
+        elif a == "--log" or a.startswith("--log="):
+            v = value("--log")
+            if v is None:
+                return _error("--log needs a file name")
+            log = v
+        elif a == "--cuda-available" or a.startswith("--cuda-available="):
+            v = value("--cuda-available")
+            if v not in ("truth", "target", "user"):
+                return _error("--cuda-available takes truth, target or user")
+            cuda_available = v
+        elif a == "--strict":
+            strict = True
+        elif a == "--log-all-ranks":
+            all_ranks = True
+        elif a == "--no-shims":
+            shims = ()
+        elif a == "--quiet":
+            quiet = True
+        elif a == "-m":
+            if i + 1 >= len(args):
+                return _error("-m needs a module name")
+            module, rest = args[i + 1], args[i + 2 :]
+            break
+        elif a == "--":
+            if i + 1 >= len(args):
+                return _error("no script given")
+            script, rest = args[i + 1], args[i + 2 :]
+            break
+        elif a.startswith("-"):
+            return _error(f"unknown option {a!r} (see torchport run --help)")
+        else:
+            script, rest = a, args[i + 1 :]
+            break
+        i += 1
+    if script is None and module is None:
+        print(USAGE, file=sys.stderr)
+        return _error("no script given")
+
+    from torchport.targets import TARGET_NAMES
+
+    if target not in TARGET_NAMES:
+        return _error(f"unknown target {target!r}; choose one of: {', '.join(TARGET_NAMES)}")
+    if script is not None and not os.path.isfile(script):
+        return _error(f"can't open file {script!r}: no such file")
+
+    import torchport.runtime as rt
+    from torchport.targets import TargetUnavailable
+
+    if rt.is_enabled():  # the .pth hook enabled it from $TORCHPORT_TARGET: the command line wins
+        rt.disable()
+    try:
+        rt.enable(
+            target,
+            log=log,
+            strict=strict,
+            cuda_available=cuda_available,
+            shims=shims,
+            log_all_ranks=all_ranks,
+        )
+    except TargetUnavailable as e:
+        return _error(str(e))
+    except OSError as e:
+        return _error(f"cannot write the log {log!r}: {e.strerror}")
+    session = rt._active
+    session.print_summary = not quiet
+    # child processes (torchrun workers, multiprocessing spawn) inherit the redirect through the .pth hook
+    chosen = session.target.name
+    exported = {"TORCHPORT_TARGET": chosen, "TORCHPORT_CUDA_AVAILABLE": cuda_available}
+    if strict:
+        exported["TORCHPORT_STRICT"] = "1"
+    saved = {k: os.environ.get(k) for k in exported}
+    os.environ.update(exported)
+    try:
+        if module is not None:
+            code = rt.run_module(module, rest)
+        else:
+            assert script is not None
+            code = rt.run_script(script, rest)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if not quiet and session.log.sites:
+            sys.stdout.flush()
+            print(session.log.summary(), file=sys.stderr)
+        rt.disable()
+    return code
