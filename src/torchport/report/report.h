@@ -1,0 +1,87 @@
+// The reports of a run: change_list.csv, unsupported_api.csv, unknown_api.csv, cuda_op_list.csv
+// (Ascend GPU2Ascend's exact columns), report.json (everything), the log and the terminal table.
+//
+// Writers are pure functions from a Report to text; the driver (project/) writes the files.
+#pragma once
+
+#include <torchport/rules/engine.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace torchport::report {
+
+/// One finding, located by the driver.
+struct Row {
+  std::string file;  ///< relative to the input root, '/' separators
+  std::uint32_t start_line = 0;
+  std::uint32_t end_line = 0;
+  std::uint32_t column = 0;  ///< 1-based column of the start (for path:line:col)
+  rules::Operation op = rules::Operation::Modify;
+  std::string code;      ///< rule code
+  std::string api;       ///< qualified API
+  std::string message;   ///< what was done / why not
+  bool applied = false;  ///< its fix is in the output
+};
+
+/// How a file ended (LibCST's codemod runner): every file is one of these, with a reason.
+enum class Outcome : std::uint8_t { Success, Failure, Skip };
+std::string_view to_string(Outcome o);
+
+struct FileEntry {
+  std::string file;  ///< relative path
+  Outcome outcome = Outcome::Success;
+  std::string reason;  ///< for Failure/Skip: "path:line:col: message" or why it was skipped
+  bool python = false;
+  bool changed = false;
+  std::uint32_t findings = 0;
+  std::string min_torch;
+};
+
+struct CudaOp {
+  std::string file;
+  std::string api;
+};
+
+struct Report {
+  std::string command;  ///< "migrate" or "analyze"
+  std::string target;
+  std::string torch_version;
+  std::string input;
+  std::string output;  ///< result directory ("" for analyze without -o)
+  std::vector<FileEntry> files;
+  std::vector<Row> rows;  ///< all findings, by file then position
+  std::vector<CudaOp> cuda_ops;
+  std::string min_torch;  ///< the highest minimum torch version any output needs
+
+  std::size_t count(rules::Operation op) const;
+  std::size_t count(Outcome o) const;
+};
+
+/// A CSV cell: quoted when it holds a comma, quote or line break (RFC 4180); a cell starting
+/// with = + - @ % (other than a lone "-") gets a leading ' so spreadsheets do not run it.
+std::string csv_cell(std::string_view cell);
+
+/// `File,Start Line,End Line,Operation Type,Message`: every INSERT/MODIFY/DELETE/UNSUPPORTED row.
+std::string change_list_csv(const Report& r);
+/// `File,Start Line,End Line,OP,Tips`: the UNSUPPORTED rows.
+std::string unsupported_api_csv(const Report& r);
+/// `File,Start Line,End Line,OP,Tips`: the UNKNOWN rows.
+std::string unknown_api_csv(const Report& r);
+/// `File,Api`: custom CUDA operators found in C++/CUDA sources.
+std::string cuda_op_list_csv(const Report& r);
+/// Everything, machine-readable.
+std::string report_json(const Report& r);
+/// One log line per row: `file: line a ~ b   Operation Type: MODIFY   Message: ...`.
+std::string log_line(const Row& row);
+/// The terminal summary: a `files | statistics` table plus file outcomes.
+std::string summary_table(const Report& r);
+/// Text findings for `analyze --format text`: `path:line:col: CODE [OP] api: message`.
+std::string findings_text(const Report& r);
+
+/// The larger of two "X.Y[.Z]" versions ("" is the smallest).
+std::string max_version(const std::string& a, const std::string& b);
+
+}  // namespace torchport::report

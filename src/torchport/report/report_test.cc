@@ -1,0 +1,110 @@
+#include <gtest/gtest.h>
+#include <torchport/report/report.h>
+
+#include <nlohmann/json.hpp>
+
+namespace torchport::report {
+namespace {
+
+using rules::Operation;
+
+Report sample() {
+  Report r;
+  r.command = "migrate";
+  r.target = "npu";
+  r.input = "proj";
+  r.rows = {
+      {"train.py", 3, 3, 5, Operation::Modify, "TP100", "torch.cuda.synchronize",
+       "change function torch.cuda.synchronize to torch_npu.npu.synchronize", true},
+      {"train.py", 1, 1, 1, Operation::Insert, "TP001", "torch_npu", "insert import torch_npu",
+       true},
+      {"model/net.py", 7, 9, 1, Operation::Unsupported, "TP300", "flash_attn",
+       "flash_attn is CUDA-only, use SDPA", false},
+      {"model/net.py", 12, 12, 9, Operation::Unknown, "TP900", "torch.foo", "-", false},
+  };
+  r.files = {{"train.py", Outcome::Success, "", true, true, 2, ""},
+             {"bad.py", Outcome::Failure, "bad.py:2:5: invalid syntax", true, false, 0, ""},
+             {"README.md", Outcome::Skip, "not Python: copied", false, false, 0, ""}};
+  r.cuda_ops = {{"csrc/ops.cpp", "my_ops.fused_add"}};
+  return r;
+}
+
+TEST(Csv, QuotesAndGuardsCells) {
+  EXPECT_EQ(csv_cell("plain"), "plain");
+  EXPECT_EQ(csv_cell("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_cell("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_cell("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(csv_cell("=HYPERLINK(1)"), "'=HYPERLINK(1)");
+  EXPECT_EQ(csv_cell("-1+1"), "'-1+1");
+  EXPECT_EQ(csv_cell("-"), "-") << "Ascend's 'no tip' marker stays as it is";
+}
+
+TEST(Csv, ChangeListHasAscendColumnsAndSkipsUnknown) {
+  EXPECT_EQ(change_list_csv(sample()),
+            "File,Start Line,End Line,Operation Type,Message\n"
+            "train.py,3,3,MODIFY,change function torch.cuda.synchronize to "
+            "torch_npu.npu.synchronize\n"
+            "train.py,1,1,INSERT,insert import torch_npu\n"
+            "model/net.py,7,9,UNSUPPORTED,\"flash_attn is CUDA-only, use SDPA\"\n");
+}
+
+TEST(Csv, UnsupportedAndUnknownLists) {
+  EXPECT_EQ(unsupported_api_csv(sample()),
+            "File,Start Line,End Line,OP,Tips\n"
+            "model/net.py,7,9,flash_attn,\"flash_attn is CUDA-only, use SDPA\"\n");
+  EXPECT_EQ(unknown_api_csv(sample()),
+            "File,Start Line,End Line,OP,Tips\nmodel/net.py,12,12,torch.foo,-\n");
+  EXPECT_EQ(cuda_op_list_csv(sample()), "File,Api\ncsrc/ops.cpp,my_ops.fused_add\n");
+  EXPECT_EQ(unknown_api_csv(Report{}), "File,Start Line,End Line,OP,Tips\n");
+}
+
+TEST(Json, CarriesSummaryFilesAndFindings) {
+  auto j = nlohmann::json::parse(report_json(sample()));
+  EXPECT_EQ(j["target"], "npu");
+  EXPECT_EQ(j["summary"]["files"], 3);
+  EXPECT_EQ(j["summary"]["failure"], 1);
+  EXPECT_EQ(j["summary"]["modify"], 1);
+  EXPECT_EQ(j["summary"]["unsupported"], 1);
+  EXPECT_EQ(j["summary"]["unknown"], 1);
+  EXPECT_EQ(j["files"][1]["reason"], "bad.py:2:5: invalid syntax");
+  EXPECT_EQ(j["findings"].size(), 4u);
+  EXPECT_EQ(j["findings"][2]["operation"], "UNSUPPORTED");
+  EXPECT_EQ(j["findings"][0]["applied"], true);
+  EXPECT_EQ(j["cuda_ops"][0]["api"], "my_ops.fused_add");
+}
+
+TEST(Text, LogLineAndSummaryTable) {
+  Report r = sample();
+  EXPECT_EQ(log_line(r.rows[0]),
+            "train.py: line: 3 ~ 3   Operation Type: MODIFY   Message: change function "
+            "torch.cuda.synchronize to torch_npu.npu.synchronize");
+  r.min_torch = "2.9";
+  EXPECT_EQ(summary_table(r),
+            "+---------------------+------------+\n"
+            "| files               | statistics |\n"
+            "+---------------------+------------+\n"
+            "| change_list.csv     |          3 |\n"
+            "| unsupported_api.csv |          1 |\n"
+            "| unknown_api.csv     |          1 |\n"
+            "| cuda_op_list.csv    |          1 |\n"
+            "+---------------------+------------+\n"
+            "3 files (2 Python): 1 success, 1 failure, 1 skipped; 1 changed\n"
+            "the output needs torch >= 2.9\n");
+}
+
+TEST(Text, FindingsAreLocatedPathLineCol) {
+  std::string t = findings_text(sample());
+  EXPECT_NE(t.find("bad.py:2:5: invalid syntax\n"), std::string::npos);
+  EXPECT_NE(t.find("model/net.py:7:1: TP300 [UNSUPPORTED] flash_attn: flash_attn is CUDA-only"),
+            std::string::npos);
+}
+
+TEST(Version, MaxComparesNumerically) {
+  EXPECT_EQ(max_version("2.9", "2.10"), "2.10");
+  EXPECT_EQ(max_version("2.6", ""), "2.6");
+  EXPECT_EQ(max_version("", "2.7"), "2.7");
+  EXPECT_EQ(max_version("2.13", "2.6"), "2.13");
+}
+
+}  // namespace
+}  // namespace torchport::report
