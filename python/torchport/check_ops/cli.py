@@ -1,0 +1,152 @@
+"""`torchport check-ops`: run a CUDA training script on this CPU and predict, per target, which operators
+fall back to the CPU, fail, or hit a dtype the target lacks.
+
+    torchport check-ops --target npu [--target mlu ...] [--torch-version X.Y] [--steps N]
+                        [--format text|json|csv] [-o FILE] -- script.py args...
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from torchport.check_ops.opdb import DB_TARGETS
+
+PROG = "torchport check-ops"
+
+
+class _StopScript(BaseException):
+    """Raised from the optimizer-step hook once the requested number of steps has run."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run a CUDA PyTorch script on this CPU (CUDA redirected to the CPU) and report, per "
+        "target, the operators that would fall back to the CPU, fail, or use a dtype the target lacks.",
+        usage=f"{PROG} --target T [--target T ...] [options] -- script.py [args ...]",
+    )
+    p.add_argument(
+        "--target",
+        "-t",
+        action="append",
+        required=True,
+        choices=DB_TARGETS,
+        help="target to check (repeatable)",
+    )
+    p.add_argument(
+        "--torch-version",
+        metavar="X.Y",
+        help="torch version of the target install (default: the installed torch)",
+    )
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=1,
+        metavar="N",
+        help="stop after N optimizer steps (default 1; a script without an optimizer runs to its end)",
+    )
+    p.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument("--show-native", action="store_true", help="list native operators too (text format)")
+    return p
+
+
+def _split(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    args = list(argv)
+    if "--" in args:
+        i = args.index("--")
+        return args[:i], args[i + 1 :]
+    return args, []
+
+
+def _check_version(v: Optional[str]) -> Optional[str]:
+    if v is None:
+        return None
+    parts = v.split(".")
+    if len(parts) < 2 or not all(x.isdigit() for x in parts[:2]):
+        raise ValueError(f"--torch-version: expected X.Y (for example 2.7), got {v!r}")
+    return ".".join(parts[:2])
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    own, script_argv = _split(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    args = parser.parse_args(own)
+    if not script_argv:
+        parser.error("give the script to run after `--`: torchport check-ops --target npu -- train.py")
+    if args.steps < 1:
+        parser.error("--steps must be at least 1")
+    try:
+        version = _check_version(args.torch_version)
+    except ValueError as e:
+        parser.error(str(e))
+    script = Path(script_argv[0])
+    if not script.is_file():
+        print(f"{PROG}: error: {script}: no such file", file=sys.stderr)
+        return 2
+
+    from torchport.check_ops import check_callable
+    from torchport.check_ops.opdb import OpDbError
+
+    try:
+        from torchport import runtime as rt
+    except ImportError as e:
+        print(f"{PROG}: error: script mode needs torchport.runtime ({e})", file=sys.stderr)
+        return 2
+
+    import torch
+
+    state = {"rc": 0, "error": "", "steps": 0}
+
+    def after_step(opt: Any, a: Any, k: Any) -> None:
+        state["steps"] += 1
+        if state["steps"] >= args.steps:
+            raise _StopScript()
+
+    def body() -> None:
+        try:
+            state["rc"] = rt.run_script(str(script), script_argv[1:])
+        except _StopScript:
+            state["rc"] = 0
+        except SystemExit as e:
+            state["rc"] = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except Exception as e:  # the user's script failed: report what ran until then
+            state["rc"] = 1
+            state["error"] = f"{script}: the script raised {type(e).__name__}: {e}"
+
+    handle = torch.optim.optimizer.register_optimizer_step_post_hook(after_step)
+    rt.enable("cpu")
+    try:
+        report = check_callable(body, args.target, steps=1, torch_version=version)
+    except OpDbError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        rt.disable()
+        handle.remove()
+    report.steps = state["steps"]
+    if state["error"]:
+        report.notes.append(state["error"] + " (the report covers the operators run before that)")
+    text = report.to_text(args.show_native) if args.format == "text" else report.render(args.format)
+    if args.output:
+        from torchport.check_ops.report import write_atomic
+
+        try:
+            write_atomic(Path(args.output), text)
+        except OSError as e:
+            print(f"{PROG}: error: {args.output}: cannot write: {e.strerror}", file=sys.stderr)
+            return 2
+        print(f"{PROG}: wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    if state["error"]:
+        print(f"{PROG}: {state['error']}", file=sys.stderr)
+        return 1
+    return 0 if state["rc"] == 0 else int(state["rc"]) if isinstance(state["rc"], int) else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
