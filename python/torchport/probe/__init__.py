@@ -47,7 +47,9 @@ def __getattr__(name: str) -> Any:
 
 
 class _CallableModule(types.ModuleType):
-    def __call__(self, model: Any = None, out: Any = "probe_dump", level: str = "module", **kwargs: Any) -> Any:
+    def __call__(
+        self, model: Any = None, out: Any = "probe_dump", level: str = "module", **kwargs: Any
+    ) -> Any:
         return probe(model, out=out, level=level, **kwargs)
 
 

@@ -44,7 +44,9 @@ def _probe_parser() -> argparse.ArgumentParser:
         epilog="example: torchport probe --out fp32.dump -- train.py --epochs 1",
     )
     p.add_argument("--out", required=True, help="dump directory to write (replaced if it is a dump)")
-    p.add_argument("--level", choices=("module", "op"), default="module", help="what to record (default module)")
+    p.add_argument(
+        "--level", choices=("module", "op"), default="module", help="what to record (default module)"
+    )
     p.add_argument("--steps", type=int, help="stop recording after N steps (optimizer.step() calls)")
     p.add_argument("--full-tensors", action="store_true", help="also save every tensor as .npy")
     p.add_argument(
@@ -94,7 +96,10 @@ def probe_main(argv: Sequence[str]) -> int:
 
             runtime.enable(ns.target)
         except (ImportError, AttributeError):
-            print("torchport probe: error: --target needs torchport.runtime, which is not available", file=sys.stderr)
+            print(
+                "torchport probe: error: --target needs torchport.runtime, which is not available",
+                file=sys.stderr,
+            )
             return 2
         except Exception as e:  # noqa: BLE001 - the runtime's own error message is the reason
             print(f"torchport probe: error: --target {ns.target}: {e}", file=sys.stderr)
@@ -143,7 +148,9 @@ def probe_main(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
     if n == 0:
-        print("torchport probe: warning: the script called no nn.Module, nothing was recorded", file=sys.stderr)
+        print(
+            "torchport probe: warning: the script called no nn.Module, nothing was recorded", file=sys.stderr
+        )
     return code
 
 
@@ -161,13 +168,19 @@ def _compare_parser() -> argparse.ArgumentParser:
     p.add_argument("dump_b", metavar="DUMP_B")
     p.add_argument("--format", choices=("text", "csv", "html"), default="text")
     p.add_argument("--output", "-o", help="write the report to this file (atomically) instead of stdout")
-    p.add_argument("--rtol", type=float, default=d.rtol, help=f"statistics: max relative diff (default {d.rtol})")
+    p.add_argument(
+        "--rtol", type=float, default=d.rtol, help=f"statistics: max relative diff (default {d.rtol})"
+    )
     p.add_argument(
         "--cosine", type=float, default=d.cosine, help=f"full tensors: cosine pass level (default {d.cosine})"
     )
-    p.add_argument("--atol", type=float, default=d.atol, help=f"full tensors: max abs error (default {d.atol})")
+    p.add_argument(
+        "--atol", type=float, default=d.atol, help=f"full tensors: max abs error (default {d.atol})"
+    )
     p.add_argument("--stats-only", action="store_true", help="ignore saved tensors, compare statistics")
-    p.add_argument("--force", action="store_true", help="compare even if the dumps look like different models")
+    p.add_argument(
+        "--force", action="store_true", help="compare even if the dumps look like different models"
+    )
     p.add_argument("--jobs", "-j", type=int, default=min(4, os.cpu_count() or 1), help="threads for tensors")
     p.add_argument("--limit", type=int, default=40, help="flagged rows listed in the text report")
     return p
@@ -181,7 +194,12 @@ def compare_main(argv: Sequence[str]) -> int:
     th = Thresholds(rtol=ns.rtol, cosine=ns.cosine, atol=ns.atol)
     try:
         res = compare_dumps(
-            ns.dump_a, ns.dump_b, th, force=ns.force, workers=max(1, ns.jobs), full=False if ns.stats_only else None
+            ns.dump_a,
+            ns.dump_b,
+            th,
+            force=ns.force,
+            workers=max(1, ns.jobs),
+            full=False if ns.stats_only else None,
         )
     except DumpError as e:
         print(f"torchport compare: error: {e}", file=sys.stderr)
@@ -189,9 +207,11 @@ def compare_main(argv: Sequence[str]) -> int:
     except OSError as e:
         print(f"torchport compare: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 2
-    text = {"text": lambda: write_text(res, ns.limit), "csv": lambda: write_csv(res), "html": lambda: write_html(res)}[
-        ns.format
-    ]()
+    text = {
+        "text": lambda: write_text(res, ns.limit),
+        "csv": lambda: write_csv(res),
+        "html": lambda: write_html(res),
+    }[ns.format]()
     if ns.output:
         try:
             atomic_write_text(Path(ns.output), text)

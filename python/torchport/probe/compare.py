@@ -110,7 +110,13 @@ def io_label(direction: str, io: str) -> str:
 
 
 def _key(rec: dict[str, Any]) -> tuple[str, str, int, str, int]:
-    return (normalize_name(str(rec["name"])), str(rec["dir"]), int(rec["call"]), str(rec["io"]), int(rec["slot"]))
+    return (
+        normalize_name(str(rec["name"])),
+        str(rec["dir"]),
+        int(rec["call"]),
+        str(rec["io"]),
+        int(rec["slot"]),
+    )
 
 
 def _nonfinite(rec: dict[str, Any]) -> bool:
@@ -120,7 +126,8 @@ def _nonfinite(rec: dict[str, Any]) -> bool:
 def _check_same_model(a: Dump, b: Dump) -> None:
     if a.level != b.level:
         raise DumpError(
-            f"{b.path}: recorded at {b.level} level but {a.path} at {a.level} level; record both with the same --level"
+            f"{b.path}: recorded at {b.level} level but {a.path} at {a.level} level; "
+            "record both with the same --level"
         )
     ma, mb = a.manifest.get("model") or {}, b.manifest.get("model") or {}
     sa, sb = ma.get("signature"), mb.get("signature")
@@ -279,9 +286,14 @@ def _flag_introduced(out: Row, ins: list[Row], th: Thresholds, full: bool) -> No
     elif not full:
         ro_s = _stat_rel(out)
         rins = [_stat_rel(r) if not r.identical else 0.0 for r in ins]
-        if ro_s is not None and ro_s > th.rtol_warn_out and all(x is not None and x < th.rtol_warn_in for x in rins):
+        if (
+            ro_s is not None
+            and ro_s > th.rtol_warn_out
+            and all(x is not None and x < th.rtol_warn_in for x in rins)
+        ):
             out.reasons.append(
-                f"error introduced here: relative diff {ro_s:.3g} at the output, below {th.rtol_warn_in} at the input"
+                f"error introduced here: relative diff {ro_s:.3g} at the output, "
+                f"below {th.rtol_warn_in} at the input"
             )
     if out.reasons:
         out.status = "warn"
@@ -397,7 +409,14 @@ def iter_csv_fields(rows: Iterable[Row]) -> Iterator[dict[str, Any]]:
             d[f"{s}_b"] = r.b.get(s)
         for s in STATS:
             d[f"rel_{s}"] = r.rel.get(s)
-        for m in ("cosine", "max_abs_err", "max_rel_err", "euclidean", "share_rel_gt_0.1pct", "share_rel_gt_0.5pct"):
+        for m in (
+            "cosine",
+            "max_abs_err",
+            "max_rel_err",
+            "euclidean",
+            "share_rel_gt_0.1pct",
+            "share_rel_gt_0.5pct",
+        ):
             d[m] = r.metrics.get(m)
         for side, rec in (("a", r.a), ("b", r.b)):
             d[f"nan_{side}"] = rec.get("nan")

@@ -86,9 +86,7 @@ class DumpWriter:
         self.out = Path(out)
         if self.out.exists() and not (self.out / MANIFEST).exists():
             if not self.out.is_dir() or any(self.out.iterdir()):
-                raise DumpError(
-                    f"{self.out}: exists and is not a torchport dump; refusing to overwrite it"
-                )
+                raise DumpError(f"{self.out}: exists and is not a torchport dump; refusing to overwrite it")
         if self.out.exists() and not overwrite:
             raise DumpError(f"{self.out}: already exists")
         self.out.parent.mkdir(parents=True, exist_ok=True)
@@ -236,7 +234,8 @@ def open_dump(path: os.PathLike | str) -> Dump:
     want = manifest.get("records_bytes")
     if isinstance(want, int) and size != want:
         raise DumpError(
-            f"{dump.records_path}: {size} bytes but the manifest says {want}; the dump is truncated or was edited"
+            f"{dump.records_path}: {size} bytes but the manifest says {want}; "
+            "the dump is truncated or was edited"
         )
     return dump
 

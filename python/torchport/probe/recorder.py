@@ -302,7 +302,9 @@ class Probe:
         finally:
             self._busy = False
 
-    def _on_grad(self, t: torch.Tensor, name: str, typ: str, leaf: bool, call: int, io: str, slot: int) -> None:
+    def _on_grad(
+        self, t: torch.Tensor, name: str, typ: str, leaf: bool, call: int, io: str, slot: int
+    ) -> None:
         """Record the gradient of `t` when backward reaches it.
 
         One hook per tensor dispatches to every module that saw the tensor, newest first: the

@@ -27,7 +27,9 @@ def _where_rec(rec: Optional[dict[str, Any]]) -> str:
         what.append(f"{rec['nan']} NaN")
     if rec.get("inf"):
         what.append(f"{rec['inf']} Inf")
-    return f"{rec['name'] or '<root>'} {rec['dir']} call {rec['call']} {io_}[{rec['slot']}] ({', '.join(what)})"
+    return (
+        f"{rec['name'] or '<root>'} {rec['dir']} call {rec['call']} {io_}[{rec['slot']}] ({', '.join(what)})"
+    )
 
 
 def _row_metrics(r: Row) -> str:
@@ -55,7 +57,8 @@ def summary_lines(res: Result) -> list[str]:
             f"fail if cosine < {th.cosine} and max abs err > {th.atol}, cosine < {th.cosine_fail}, "
             f"max abs err > {th.atol_fail}, or NaN/Inf (msprobe defaults unless overridden)"
             if res.full
-            else f"fail if the relative diff of max or L2 norm > {th.rtol}, or NaN/Inf (msprobe default unless overridden)"
+            else f"fail if the relative diff of max or L2 norm > {th.rtol}, or NaN/Inf "
+            "(msprobe default unless overridden)"
         ),
         f"rows: {len(res.rows)} aligned: {c['pass']} pass, {c['warn']} warn, {c['fail']} fail; "
         f"{len(res.only_a)} only in A, {len(res.only_b)} only in B",
@@ -70,7 +73,9 @@ def summary_lines(res: Result) -> list[str]:
     for d in ("forward", "backward"):
         r = res.first_difference(d)
         label = f"first difference ({d}):"
-        lines.append(f"{label:<30} " + ("none (bit-identical)" if r is None else f"{r.where()}  {_row_metrics(r)}"))
+        lines.append(
+            f"{label:<30} " + ("none (bit-identical)" if r is None else f"{r.where()}  {_row_metrics(r)}")
+        )
     lines.append(f"{'first NaN/Inf in A:':<30} {_where_rec(res.first_nonfinite_a)}")
     lines.append(f"{'first NaN/Inf in B:':<30} {_where_rec(res.first_nonfinite_b)}")
     return lines
@@ -81,14 +86,18 @@ def write_text(res: Result, limit: int = 40) -> str:
     flagged = [r for r in res.rows if r.status != "pass"]
     if flagged:
         lines.append("")
-        lines.append(f"flagged rows in execution order ({len(flagged)}; first {min(limit, len(flagged))} shown):")
+        lines.append(
+            f"flagged rows in execution order ({len(flagged)}; first {min(limit, len(flagged))} shown):"
+        )
         for r in flagged[:limit]:
             lines.append(f"  {r.status.upper():<4} #{r.a.get('seq'):<6} {r.where():<50} {_row_metrics(r)}")
             lines.append(f"       {'; '.join(r.reasons)}")
     for side, recs in (("A", res.only_a), ("B", res.only_b)):
         if recs:
             ex = recs[0]
-            lines.append(f"only in {side}: {len(recs)} records, first: {ex['name']} {ex['dir']} call {ex['call']}")
+            lines.append(
+                f"only in {side}: {len(recs)} records, first: {ex['name']} {ex['dir']} call {ex['call']}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -123,7 +132,9 @@ def write_html(res: Result) -> str:
         for d in rows:
             color = _COLORS[d["status"]]
             style = f" style='background:{color}'" if color else ""
-            out.append(f"<tr{style}>" + "".join(f"<td>{html.escape(_fmt(d[c]))}</td>" for c in cols) + "</tr>")
+            out.append(
+                f"<tr{style}>" + "".join(f"<td>{html.escape(_fmt(d[c]))}</td>" for c in cols) + "</tr>"
+            )
         out.append("</table>")
     out.append("</body></html>\n")
     return "\n".join(out)
