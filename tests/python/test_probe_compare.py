@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 import torch.nn as nn
-from probe_testlib import mlp, train
 
+from probe_testlib import mlp, train
 from torchport.probe.compare import compare_dumps
 
 
