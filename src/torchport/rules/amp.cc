@@ -1,0 +1,81 @@
+// Rule family TP200: CUDA automatic mixed precision.
+//
+// What it does:
+//   Calls of torch.cuda.amp.autocast and torch.cuda.amp.GradScaler, however they are imported,
+//   become torch.amp.autocast / torch.amp.GradScaler with the target's device type as the first
+//   argument. torch.get_autocast_gpu_dtype / set_autocast_gpu_dtype / is_autocast_enabled()
+//   are mapped through the catalogue (TP100).
+// Why:
+//   torch.cuda.amp is deprecated and only drives CUDA; torch.amp takes a device type, so the same
+//   code enables mixed precision on the target (the vendors document torch.amp for npu/mlu/musa).
+// Example:
+//   scaler = torch.cuda.amp.GradScaler()
+//   with autocast():                     # from torch.cuda.amp import autocast
+// Becomes:
+//   scaler = torch.amp.GradScaler("npu")
+//   with autocast("npu"):                # the import becomes torch.amp (TP001)
+//   For --target accelerator the device type is `_tp_device.type`.
+// Safety:
+//   Positional arguments of torch.cuda.amp.autocast (enabled, dtype, cache_enabled) do not line
+//   up with torch.amp.autocast(device_type, dtype, enabled, ...), so such calls are reported
+//   and left alone. The default autocast dtype is the target's (float16 on CUDA, bfloat16 on
+//   CPU); pass dtype= explicitly to keep float16.
+#include <torchport/rules/context.h>
+
+namespace torchport::rules {
+
+using semantic::TokenIndex;
+using syntax::TokenKind;
+
+void run_amp(Context& ctx) {
+  const semantic::Model& m = ctx.m;
+  for (const semantic::Reference& ref : m.references()) {
+    std::string_view q = ref.qualified;
+    std::string_view which;
+    if (q == "torch.cuda.amp.autocast" || q == "torch.cuda.amp.autocast_mode.autocast") {
+      which = "autocast";
+    } else if (q == "torch.cuda.amp.GradScaler" || q == "torch.cuda.amp.grad_scaler.GradScaler") {
+      which = "GradScaler";
+    } else {
+      continue;
+    }
+    const std::string api = "torch.cuda.amp." + std::string(which);
+    ctx.handled.insert(ref.first);
+    auto lpar = m.next(ref.last);
+    const std::uint32_t rb = m.tokens()[ref.first].begin;
+    const std::uint32_t re = m.tokens()[ref.last].end;
+    if (!lpar || m.kind(*lpar) != TokenKind::LPar) {
+      ctx.flag("TP200", Operation::Unsupported, api,
+               api + " used without a call: pass device_type to torch.amp." + std::string(which) +
+                   " by hand",
+               rb, re);
+      continue;
+    }
+    auto args = call_args(m, *lpar);
+    const bool positional = !args.empty() && args.front().keyword.empty() && which == "autocast";
+    if (positional) {
+      ctx.flag("TP200", Operation::Unsupported, api,
+               "positional arguments of torch.cuda.amp.autocast do not match torch.amp.autocast; "
+               "use keywords",
+               rb, m.tokens()[*m.match(*lpar)].end);
+      continue;
+    }
+    // The callee: rewrite the chain when it spells the cuda segment itself (torch.cuda.amp.X,
+    // cuda.amp.X); names bound by a rewritten import (amp.X, X) stay as they are.
+    const auto head = m.lookup(m.token_text(ref.first), m.lines()[ref.line].scope);
+    const std::string head_target = head ? head->target : std::string();
+    const bool import_rewritten = head_target.starts_with("torch.cuda.amp");
+    std::string msg = "change " + api + " to torch.amp." + std::string(which) +
+                      " with device type " + ctx.device_type_expr();
+    if (!import_rewritten) {
+      ctx.modify("TP200", api, msg, rb, re, ctx.render("torch.amp." + std::string(which)));
+      msg = "pass the device type to torch.amp." + std::string(which);
+    }
+    const std::uint32_t at = m.tokens()[*lpar].end;
+    const bool empty = args.empty();
+    ctx.modify("TP200", api, msg, at, at, ctx.device_type_expr() + (empty ? "" : ", "));
+    if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+  }
+}
+
+}  // namespace torchport::rules

@@ -1,0 +1,88 @@
+// Shared state of one check() run: the file's semantic model, the target, the catalogue and
+// the findings collected so far. Internal to the rules layer.
+#pragma once
+
+#include <torchport/catalogue/catalogue.h>
+#include <torchport/rules/engine.h>
+#include <torchport/semantic/model.h>
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace torchport::rules {
+
+/// The name the accelerator target's module-level device variable gets.
+inline constexpr std::string_view kDeviceVar = "_tp_device";
+/// torch version that introduced torch.accelerator (the accelerator target's idiom).
+inline constexpr std::string_view kAcceleratorMinTorch = "2.6";
+
+class Context {
+ public:
+  Context(const semantic::Model& model, const catalogue::Catalogue& cat,
+          const catalogue::Target& target, const Options& opts);
+
+  const semantic::Model& m;
+  const catalogue::Catalogue& cat;
+  const catalogue::Target& target;
+  const Options& opts;
+  FileResult result;
+
+  bool accelerator() const { return target.name == "accelerator"; }
+
+  /// The local name of the torch module; records that `import torch` must be inserted when the
+  /// file does not bind it at module level.
+  std::string torch_name();
+  /// Renders a qualified replacement ("torch.npu.synchronize") for this file: the torch alias,
+  /// and the accelerator placeholders {device}, {device_type}, {module}.
+  std::string render(std::string_view replacement);
+  /// A quoted device-type literal ("npu") or, for accelerator, `_tp_device.type`.
+  std::string device_type_expr();
+  /// A device value: "npu" or `_tp_device`.
+  std::string device_expr();
+
+  /// False (and an Unsupported finding is recorded by the caller) when `min_torch` is newer
+  /// than the requested --torch-version.
+  bool version_ok(std::string_view min_torch) const;
+  void require_torch(std::string_view min_torch);
+
+  void modify(std::string_view code, std::string api, std::string message, std::uint32_t begin,
+              std::uint32_t end, std::string replacement);
+  void flag(std::string_view code, Operation op, std::string api, std::string message,
+            std::uint32_t begin, std::uint32_t end);
+
+  /// Token ranges already rewritten by an earlier rule (by the first token index).
+  std::set<semantic::TokenIndex> handled;
+
+  bool need_torch_import = false;
+  bool used_device_var = false;
+  bool used_device_id = false;  ///< --specify-device: DEVICE_ID must be defined
+  bool changed = false;
+};
+
+/// Compares "X.Y[.Z]" versions: <0, 0, >0.
+int compare_versions(std::string_view a, std::string_view b);
+
+/// The callee Reference of the call whose `(` is token `lpar`, if the callee is a dotted name.
+const semantic::Reference* callee_of(const semantic::Model& m, semantic::TokenIndex lpar);
+/// The last name of a callee chain ("to" for `x.y.to(`), also for calls on call results.
+std::string_view callee_last_name(const semantic::Model& m, semantic::TokenIndex lpar);
+
+/// Top-level arguments of the call whose `(` is `lpar`: token index ranges [first, last].
+struct Arg {
+  semantic::TokenIndex first, last;
+  std::string_view keyword;  ///< "" for positional
+};
+std::vector<Arg> call_args(const semantic::Model& m, semantic::TokenIndex lpar);
+
+// Rule families, in the order they run (each file documents its family).
+void run_imports(Context& ctx);      // TP001-TP002 imports.cc
+void run_amp(Context& ctx);          // TP200 amp.cc
+void run_cuda_api(Context& ctx);     // TP100 cuda_api.cc
+void run_device(Context& ctx);       // TP300-TP302 device.cc
+void run_distributed(Context& ctx);  // TP400-TP401 distributed.cc
+void run_env(Context& ctx);          // TP500 env.cc
+void run_insertions(Context& ctx);   // TP900 insertions.cc
+
+}  // namespace torchport::rules

@@ -1,0 +1,217 @@
+// Rule family TP100: the torch.cuda API and the other catalogued CUDA-specific names.
+//
+// What it does:
+//   Every dotted reference that resolves (through imports, aliases and simple assignments) to a
+//   catalogued API - torch.cuda.*, torch.backends.cudnn.*, torch.backends.cuda.*,
+//   torch.get_autocast_gpu_dtype, torch.profiler.ProfilerActivity.CUDA, ... - is replaced by the
+//   target's replacement from the catalogue, or reported when the target has none. The longest
+//   catalogued prefix wins, so `torch.cuda.Stream().synchronize` maps through torch.cuda.Stream.
+//   torch.cuda.* names the catalogue does not list are rewritten to the target's device module
+//   and reported as UNKNOWN (device targets), or left in place and reported (cpu).
+// Why:
+//   torch.cuda only drives NVIDIA GPUs; each target has its own device module
+//   (torch_npu.npu, torch.mlu, torch.xpu, ...) and the accelerator target uses torch.accelerator
+//   and torch.get_device_module().
+// Example:
+//   import torch as t
+//   t.cuda.synchronize()
+//   from torch import cuda
+//   n = cuda.device_count()
+// Becomes (npu):
+//   import torch as t
+//   import torch_npu
+//   torch_npu.npu.synchronize()
+//   n = torch_npu.npu.device_count()
+//   (accelerator: t.get_device_module(_tp_device).synchronize(), t.accelerator.device_count())
+// Safety:
+//   Replacements with status "partial" or "unknown" are applied and reported with the
+//   catalogue's note; "unsupported" ones are left in place and reported. A replacement that
+//   needs a newer torch than --torch-version is not applied and is reported.
+#include <torchport/rules/context.h>
+
+#include <algorithm>
+#include <array>
+
+namespace torchport::rules {
+
+namespace {
+
+// torch.cuda functions that torch.cpu also has (checked against torch 2.13: dir(torch.cpu)), so
+// the accelerator target can call them through torch.get_device_module(), CPU included.
+constexpr std::array<std::string_view, 9> kCommonDeviceModule = {
+    "synchronize", "current_device", "set_device",    "current_stream", "stream",
+    "Stream",      "Event",          "StreamContext", "device_count"};
+
+bool common(std::string_view name) {
+  for (auto n : kCommonDeviceModule) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+bool cuda_specific(std::string_view q) {
+  return q == "torch.cuda" || q.starts_with("torch.cuda.") ||
+         q.starts_with("torch.backends.cudnn") || q.starts_with("torch.backends.cuda.");
+}
+
+std::size_t segments(std::string_view q) {
+  return q.empty() ? 0 : static_cast<std::size_t>(std::count(q.begin(), q.end(), '.')) + 1;
+}
+
+// The fallback when the catalogue has no mapping for a torch.cuda / backends name.
+std::optional<catalogue::Mapping> fallback(const Context& ctx, std::string_view q) {
+  catalogue::Mapping mp;
+  mp.source = "torchport built-in fallback (rules/cuda_api.cc)";
+  const std::string& t = ctx.target.name;
+  if (q.starts_with("torch.backends.")) {
+    if (t == "accelerator") return std::nullopt;  // harmless off CUDA, effective on CUDA
+    mp.status = catalogue::Status::Unsupported;
+    mp.note = "a CUDA backend setting with no effect on " + t + "; left in place";
+    return mp;
+  }
+  std::string_view rest = q == "torch.cuda" ? std::string_view{} : q.substr(11);
+  std::string_view first = rest.substr(0, rest.find('.'));
+  if (t == "accelerator" || t == "cpu") {
+    const std::string module = t == "cpu" ? "torch.cpu" : "{module}";
+    if (rest.empty()) {
+      mp.replacement = module;
+      mp.status = catalogue::Status::Partial;
+      mp.note = "the device module has fewer functions than torch.cuda";
+    } else if (first == "is_available" && t == "accelerator") {
+      mp.replacement = "torch.accelerator.is_available";
+      mp.status = catalogue::Status::Supported;
+    } else if (first == "device_count" && t == "accelerator") {
+      mp.replacement = "torch.accelerator.device_count";
+      mp.status = catalogue::Status::Supported;
+    } else if (first == "is_available" || common(first)) {
+      mp.replacement = module + "." + std::string(first);
+      mp.status = catalogue::Status::Supported;
+    } else if (first == "manual_seed" || first == "manual_seed_all") {
+      mp.replacement = "torch.manual_seed";
+      mp.status = catalogue::Status::Partial;
+      mp.note = "torch.manual_seed seeds every device, the CPU included";
+    } else if (t == "accelerator") {
+      mp.replacement = module + "." + std::string(first);
+      mp.status = catalogue::Status::Unknown;
+      mp.note = "works where the device module has it (cuda, xpu, npu); torch.cpu does not";
+    } else {
+      mp.status = catalogue::Status::Unsupported;
+      mp.note = "no CPU equivalent; left in place";
+    }
+    if (!mp.replacement.empty() && rest.find('.') != std::string_view::npos && !rest.empty()) {
+      // Only the first segment after torch.cuda is mapped; the caller appends the rest.
+    }
+    return mp;
+  }
+  if (ctx.target.module.empty()) return std::nullopt;
+  mp.replacement = ctx.target.module + (rest.empty() ? "" : "." + std::string(first));
+  mp.status = catalogue::Status::Unknown;
+  mp.note = "assumed to exist as " + mp.replacement + "; not confirmed by the vendor's lists";
+  return mp;
+}
+
+}  // namespace
+
+void run_cuda_api(Context& ctx) {
+  const semantic::Model& m = ctx.m;
+  for (const semantic::Reference& ref : m.references()) {
+    if (ref.qualified.empty() || ctx.handled.contains(ref.first)) continue;
+    const std::string& q = ref.qualified;
+    if (q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel") continue;  // TP401
+    // The longest catalogued prefix.
+    std::string prefix = q;
+    const catalogue::Mapping* found = nullptr;
+    const catalogue::Entry* entry = nullptr;
+    while (!prefix.empty()) {
+      entry = ctx.cat.find(prefix);
+      if (entry && entry->kind != catalogue::Kind::Method &&
+          entry->kind != catalogue::Kind::String && entry->kind != catalogue::Kind::EnvVar &&
+          entry->kind != catalogue::Kind::Package) {
+        found = ctx.cat.lookup(prefix, ctx.target.name);
+        break;
+      }
+      entry = nullptr;
+      auto dot = prefix.rfind('.');
+      if (dot == std::string::npos) break;
+      prefix.resize(dot);
+    }
+    std::optional<catalogue::Mapping> fb;
+    if (!entry) {
+      if (!cuda_specific(q)) continue;
+      // torch.cuda.X: map torch.cuda.X itself (X's attributes follow).
+      prefix = q.starts_with("torch.cuda.") ? q.substr(0, q.find('.', 11)) : q;
+      if (q.starts_with("torch.backends.")) prefix = q;
+      fb = fallback(ctx, prefix);
+      if (!fb) continue;
+      found = &*fb;
+    } else if (!found) {
+      ctx.flag("TP100", Operation::Unknown, prefix,
+               "the catalogue has no mapping of " + prefix + " for " + ctx.target.name,
+               m.tokens()[ref.first].begin, m.tokens()[ref.last].end);
+      continue;
+    }
+    // The chain names covering `prefix`.
+    const auto head = m.lookup(m.token_text(ref.first), m.lines()[ref.line].scope);
+    const std::size_t head_segments = head ? segments(head->target) : 1;
+    const std::size_t want = segments(prefix);
+    std::size_t n = want >= head_segments ? 1 + (want - head_segments) : 1;
+    n = std::min(n, ref.names.size());
+    const std::uint32_t begin = m.tokens()[ref.first].begin;
+    const std::uint32_t end = m.tokens()[ref.names[n - 1]].end;
+    // Segments covered by those names beyond `prefix` (when the head already goes deeper).
+    std::string covered = head ? head->target : std::string(m.token_text(ref.first));
+    for (std::size_t i = 1; i < n; ++i) covered += "." + std::string(m.token_text(ref.names[i]));
+    std::string extra = covered.size() > prefix.size() ? covered.substr(prefix.size()) : "";
+
+    // The accelerator target must also run on CPU-only machines, where torch.accelerator.X
+    // raises; the device module of _tp_device (torch.cpu there) has these functions.
+    std::optional<catalogue::Mapping> accel;
+    if (ctx.accelerator() && prefix.starts_with("torch.cuda.")) {
+      std::string_view fn = std::string_view(prefix).substr(11);
+      if (common(fn) && fn != "device_count") {
+        accel = *found;
+        accel->replacement = "{module}." + std::string(fn);
+        accel->status = catalogue::Status::Supported;
+        accel->min_torch = std::string(kAcceleratorMinTorch);
+        accel->note = "the device module of _tp_device, torch.cpu when there is no accelerator";
+        found = &*accel;
+      }
+    }
+    const catalogue::Mapping& mp = *found;
+    if (mp.status == catalogue::Status::Unsupported || mp.replacement.empty()) {
+      ctx.flag("TP100", Operation::Unsupported, prefix,
+               mp.note.empty() ? prefix + " has no equivalent on " + ctx.target.name : mp.note,
+               begin, end);
+      continue;
+    }
+    if (!ctx.version_ok(mp.min_torch)) {
+      ctx.flag("TP100", Operation::Unsupported, prefix,
+               "the replacement " + mp.replacement + " needs torch >= " + mp.min_torch +
+                   " (--torch-version " + ctx.opts.torch_version + "); left in place",
+               begin, end);
+      continue;
+    }
+    // An attribute that is assigned to cannot become a call.
+    if (auto after = m.next(ref.names[n - 1]); after && n == ref.names.size() &&
+                                               m.kind(*after) == syntax::TokenKind::Equal &&
+                                               mp.replacement.find('(') != std::string::npos) {
+      ctx.flag("TP100", Operation::Unsupported, prefix,
+               "assignment to " + prefix + "; use " + mp.replacement + " instead", begin, end);
+      continue;
+    }
+    std::string text = ctx.render(mp.replacement) + extra;
+    if (m.text().substr(begin, end - begin) == text) continue;
+    ctx.require_torch(mp.min_torch);
+    if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+    std::string message = "change " + prefix + " to " + mp.replacement;
+    if (!mp.note.empty()) message += " (" + mp.note + ")";
+    ctx.modify("TP100", prefix, message, begin, end, text);
+    if (mp.status == catalogue::Status::Unknown) {
+      ctx.flag("TP100", Operation::Unknown, prefix,
+               mp.note.empty() ? "support of " + mp.replacement + " is not confirmed" : mp.note,
+               begin, end);
+    }
+  }
+}
+
+}  // namespace torchport::rules

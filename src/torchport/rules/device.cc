@@ -1,0 +1,322 @@
+// Rule family TP300-TP302: device placement and device values.
+//
+// What it does:
+//   TP300 rewrites "cuda", "cuda:N" and f"cuda:{i}" where they are used as devices: the
+//   device=, map_location=, device_type= and output_device= keywords; the first argument of
+//   torch.device, .to, torch.autocast, torch.amp.*, torch.set_default_device; torch.load's
+//   second argument; `x.device.type == "cuda"` and comparisons with device variables; argparse
+//   `--device` defaults and choices; and variables assigned a device value
+//   (`device = "cuda" if torch.cuda.is_available() else "cpu"`).
+//   TP301 rewrites `.cuda(...)` calls on tensors and modules, TP302 `.is_cuda`.
+// Why:
+//   These are the places where a CUDA device is named; a string anywhere else (a log message, a
+//   URL, a docstring) is not a device and is never touched.
+// Example:
+//   x = torch.zeros(2, device="cuda:0").cuda(non_blocking=True)
+//   if x.device.type == "cuda" and x.is_cuda: ...
+//   ckpt = torch.load(path, map_location=f"cuda:{rank}")
+// Becomes (npu):
+//   x = torch.zeros(2, device="npu:0").npu(non_blocking=True)
+//   if x.device.type == "npu" and x.is_npu: ...
+//   ckpt = torch.load(path, map_location=f"npu:{rank}")
+//   (cpu: .to("cpu", non_blocking=True) and .is_cpu; accelerator: _tp_device, _tp_device.type,
+//   f"{_tp_device.type}:{rank}" and `.device.type == _tp_device.type`)
+// Safety:
+//   Only strings in the contexts above change. `.cuda(i)` keeps its index except on the
+//   single-device targets cpu and mps, where it is dropped (reported). `.is_cuda` inside a
+//   comparison (`x.is_cuda == y`) is reported for the accelerator target, not rewritten.
+//   --specify-device makes plain device strings f"<device>:{DEVICE_ID}" (Ascend's -s).
+#include <torchport/rules/context.h>
+
+namespace torchport::rules {
+
+using semantic::TokenIndex;
+using syntax::TokenKind;
+
+namespace {
+
+bool device_keyword(std::string_view kw) {
+  return kw == "device" || kw == "map_location" || kw == "device_type" || kw == "output_device";
+}
+
+bool device_first_arg(std::string_view q) {
+  return q == "torch.device" || q == "torch.autocast" || q == "torch.amp.autocast" ||
+         q == "torch.amp.GradScaler" || q == "torch.set_default_device" ||
+         q == "torch.get_device_module" || q == "torch.Generator" || q == "torch.cuda.set_device";
+}
+
+bool is_device_operand(const semantic::Model& m, TokenIndex t) {
+  // `<chain>.type`, or a Name bound to a device value.
+  if (m.kind(t) != TokenKind::Name) return false;
+  const semantic::Reference* r = m.reference_at(t);
+  if (!r) return false;
+  if (r->names.size() >= 2 && m.token_text(r->last) == "type") return true;
+  if (r->names.size() == 1) {
+    auto b = m.lookup(m.token_text(r->first), m.lines()[r->line].scope);
+    return b && b->kind == semantic::Binding::Kind::Device;
+  }
+  return false;
+}
+
+enum class Ctx { None, Device, Comparison, Choice };
+
+// Is the string (or f-string) starting at token `s` used as a device?
+Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
+  // Comparisons: `<x>.type == "cuda"`, `"cuda" != dev`.
+  if (auto p = m.prev(s);
+      p && (m.kind(*p) == TokenKind::EqEqual || m.kind(*p) == TokenKind::NotEqual)) {
+    if (auto pp = m.prev(*p); pp && is_device_operand(m, *pp)) return Ctx::Comparison;
+  }
+  if (auto n = m.next(s_last);
+      n && (m.kind(*n) == TokenKind::EqEqual || m.kind(*n) == TokenKind::NotEqual)) {
+    if (auto nn = m.next(*n); nn && is_device_operand(m, *nn)) {
+      const semantic::Reference* r = m.reference_at(*nn);
+      if (r && r->first == *nn) return Ctx::Comparison;
+    }
+  }
+  TokenIndex cur = s;
+  bool in_container = false;
+  while (true) {
+    auto en = m.enclosing_open(cur);
+    if (!en) break;
+    auto before = m.prev(*en);
+    const bool call = m.kind(*en) == TokenKind::LPar && before &&
+                      (m.kind(*before) == TokenKind::Name || m.kind(*before) == TokenKind::RPar ||
+                       m.kind(*before) == TokenKind::RSqb);
+    if (!call) {
+      cur = *en;
+      in_container = true;
+      continue;
+    }
+    auto args = call_args(m, *en);
+    std::size_t pos = 0;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const Arg& a = args[i];
+      if (cur < a.first || cur > a.last) {
+        if (a.keyword.empty()) ++pos;
+        continue;
+      }
+      const semantic::Reference* callee = callee_of(m, *en);
+      const std::string q = callee ? callee->qualified : std::string();
+      std::string_view last = callee_last_name(m, *en);
+      if (device_keyword(a.keyword)) return Ctx::Device;
+      if ((a.keyword == "default" || a.keyword == "choices") && last == "add_argument" &&
+          !args.empty() && args[0].keyword.empty()) {
+        auto sv = semantic::string_value(m.text(), m.tokens()[args[0].first]);
+        if (sv && sv->value.find("device") != std::string_view::npos) {
+          return a.keyword == "choices" ? Ctx::Choice : Ctx::Device;
+        }
+      }
+      if (a.keyword.empty() && !in_container) {
+        if (pos == 0 && (device_first_arg(q) || (q.empty() && last == "to" && callee == nullptr) ||
+                         (last == "to" && callee && callee->names.size() >= 2 && q.empty()))) {
+          return Ctx::Device;
+        }
+        if (pos == 1 && q == "torch.load") return Ctx::Device;
+      }
+      return Ctx::None;
+    }
+    return Ctx::None;
+  }
+  if (in_container) return Ctx::None;
+  // An assignment of a device value at the top level of a line: `device = "cuda" if ... else`.
+  auto li = m.line_of(s);
+  if (!li) return Ctx::None;
+  const semantic::Line& line = m.lines()[*li];
+  if (line.tokens.size() >= 3 && m.kind(line.tokens[0]) == TokenKind::Name &&
+      (m.kind(line.tokens[1]) == TokenKind::Equal || m.kind(line.tokens[1]) == TokenKind::Colon)) {
+    auto b = m.lookup(m.token_text(line.tokens[0]), line.scope);
+    if (b && b->kind == semantic::Binding::Kind::Device) return Ctx::Device;
+  }
+  return Ctx::None;
+}
+
+std::string index_device(Context& ctx, const std::string& idx) {
+  const std::string& t = ctx.target.name;
+  if (ctx.accelerator()) {
+    ctx.used_device_var = true;
+    return "f\"{" + std::string(kDeviceVar) + ".type}:{" + idx + "}\"";
+  }
+  if (t == "cpu" || t == "mps") return "\"" + ctx.target.device + "\"";
+  return "f\"" + ctx.target.device + ":{" + idx + "}\"";
+}
+
+void device_strings(Context& ctx) {
+  const semantic::Model& m = ctx.m;
+  const auto n = static_cast<TokenIndex>(m.tokens().size());
+  for (TokenIndex i = 0; i < n; ++i) {
+    const TokenKind k = m.kind(i);
+    if (k == TokenKind::String) {
+      auto sv = semantic::string_value(m.text(), m.tokens()[i]);
+      if (!sv || !semantic::is_cuda_device_string(sv->value)) continue;
+      Ctx c = device_context(m, i, i);
+      if (c == Ctx::None) continue;
+      const std::string api = "\"" + std::string(sv->value) + "\"";
+      const syntax::Token& tok = m.tokens()[i];
+      if (ctx.accelerator()) {
+        std::string text;
+        if (sv->value == "cuda") {
+          text = std::string(kDeviceVar) + ".type";
+        } else {
+          text = "f" + std::string(1, sv->quote) + "{" + std::string(kDeviceVar) + ".type}" +
+                 std::string(sv->value.substr(4)) + std::string(1, sv->quote);
+        }
+        ctx.used_device_var = true;
+        ctx.require_torch(kAcceleratorMinTorch);
+        ctx.modify("TP300", api, "replace device string " + api + " with the current accelerator",
+                   tok.begin, tok.end, text);
+      } else if (ctx.opts.specify_device && c == Ctx::Device) {
+        ctx.used_device_id = true;
+        ctx.modify(
+            "TP300", api,
+            "replace device string " + api + " with f'" + ctx.target.device + ":{DEVICE_ID}'",
+            tok.begin, tok.end, "f\"" + ctx.target.device + ":{DEVICE_ID}\"");
+      } else if (sv->value != "cuda" && (ctx.target.name == "cpu" || ctx.target.name == "mps") &&
+                 c != Ctx::Comparison) {
+        // One device: the index is dropped (catalogue entry "cuda:N").
+        ctx.modify("TP300", api,
+                   "replace string " + api + " with \"" + ctx.target.device + "\" (" +
+                       ctx.target.name + " has one device)",
+                   sv->value_begin, sv->value_begin + static_cast<std::uint32_t>(sv->value.size()),
+                   ctx.target.device);
+      } else {
+        ctx.modify("TP300", api,
+                   "replace string \"cuda\" with \"" + ctx.target.device + "\" in " + api,
+                   sv->value_begin, sv->value_begin + 4, ctx.target.device);
+      }
+      continue;
+    }
+    if (k == TokenKind::FStringStart) {
+      auto mid = m.next(i);
+      if (!mid || m.kind(*mid) != TokenKind::FStringMiddle) continue;
+      std::string_view v = m.token_text(*mid);
+      if (!(v == "cuda" || v.starts_with("cuda:"))) continue;
+      TokenIndex last = i;
+      for (TokenIndex j = i; j < n; ++j) {
+        if (m.kind(j) == TokenKind::FStringEnd && m.enclosing_open(j) == m.enclosing_open(i)) {
+          last = j;
+          break;
+        }
+      }
+      if (device_context(m, i, last) == Ctx::None) continue;
+      const std::uint32_t b = m.tokens()[*mid].begin;
+      std::string repl = ctx.target.device;
+      if (ctx.accelerator()) {
+        ctx.used_device_var = true;
+        ctx.require_torch(kAcceleratorMinTorch);
+        repl = "{" + std::string(kDeviceVar) + ".type}";
+      }
+      ctx.modify("TP300", "f\"" + std::string(v) + "...\"",
+                 "replace \"cuda\" with \"" + (ctx.accelerator() ? repl : ctx.target.device) +
+                     "\" in an f-string device",
+                 b, b + 4, repl);
+    }
+  }
+}
+
+void cuda_methods(Context& ctx) {
+  const semantic::Model& m = ctx.m;
+  const auto n = static_cast<TokenIndex>(m.tokens().size());
+  const std::string& t = ctx.target.name;
+  for (TokenIndex i = 0; i < n; ++i) {
+    if (m.kind(i) != TokenKind::Name) continue;
+    std::string_view name = m.token_text(i);
+    if (name != "cuda" && name != "is_cuda") continue;
+    auto p = m.prev(i);
+    if (!p || m.kind(*p) != TokenKind::Dot) continue;
+    if (const semantic::Reference* r = m.reference_at(i); r && !r->qualified.empty()) continue;
+    auto nx = m.next(i);
+    const syntax::Token& tok = m.tokens()[i];
+    if (name == "is_cuda") {
+      const catalogue::Mapping* mp = ctx.cat.lookup(".is_cuda", t);
+      if (mp && mp->status == catalogue::Status::Unsupported) {
+        ctx.flag("TP302", Operation::Unsupported, ".is_cuda", mp->note, tok.begin, tok.end);
+        continue;
+      }
+      std::string repl;
+      if (mp && !mp->replacement.empty()) {
+        repl = ctx.render(mp->replacement);
+        if (repl.starts_with(".")) repl.erase(0, 1);
+      } else if (ctx.accelerator()) {
+        repl = "device.type == " + std::string(kDeviceVar) + ".type";
+        ctx.used_device_var = true;
+      } else {
+        repl = "is_" + ctx.target.device;
+      }
+      if (ctx.accelerator() && nx &&
+          (m.kind(*nx) == TokenKind::EqEqual || m.kind(*nx) == TokenKind::NotEqual ||
+           m.kind(*nx) == TokenKind::KwIs)) {
+        ctx.flag(
+            "TP302", Operation::Unsupported, ".is_cuda",
+            ".is_cuda inside a comparison; rewrite as x.device.type == _tp_device.type by hand",
+            tok.begin, tok.end);
+        continue;
+      }
+      if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+      ctx.modify("TP302", ".is_cuda", "change attribute is_cuda to " + repl, tok.begin, tok.end,
+                 repl);
+      continue;
+    }
+    // .cuda
+    if (!nx || m.kind(*nx) != TokenKind::LPar) {
+      ctx.flag("TP301", Operation::Unknown, ".cuda",
+               ".cuda used without a call; replace it by hand", tok.begin, tok.end);
+      continue;
+    }
+    const catalogue::Mapping* mp = ctx.cat.lookup(".cuda", t);
+    if (mp && mp->status == catalogue::Status::Unsupported) {
+      ctx.flag("TP301", Operation::Unsupported, ".cuda", mp->note, tok.begin, tok.end);
+      continue;
+    }
+    std::string method;
+    if (mp && mp->replacement.starts_with(".") && mp->replacement.find('(') == std::string::npos &&
+        mp->replacement != ".to" && mp->replacement != ".cpu") {
+      // .npu/.mlu/.musa/.xpu take the same arguments as .cuda; .cpu does not (non_blocking),
+      // so cpu goes through .to("cpu", ...).
+      method = mp->replacement.substr(1);
+    } else if (!mp && (t == "npu" || t == "mlu" || t == "musa" || t == "xpu")) {
+      method = t;
+    }
+    if (!method.empty()) {
+      ctx.modify("TP301", ".cuda", "change method .cuda to ." + method, tok.begin, tok.end, method);
+      continue;
+    }
+    // .to(<device>, <the other arguments>)
+    auto args = call_args(m, *nx);
+    std::string idx;
+    std::string rest;
+    for (const Arg& a : args) {
+      const std::uint32_t ab = m.tokens()[a.first].begin;
+      const std::uint32_t ae = m.tokens()[a.last].end;
+      std::string_view text = m.text().substr(ab, ae - ab);
+      if (a.keyword.empty() && idx.empty()) {
+        idx = std::string(text);
+      } else if (a.keyword == "device") {
+        auto eq = m.next(a.first);
+        const std::uint32_t vb = m.tokens()[*m.next(*eq)].begin;
+        idx = std::string(m.text().substr(vb, ae - vb));
+      } else {
+        if (!rest.empty()) rest += ", ";
+        rest += text;
+      }
+    }
+    std::string dev = idx.empty() ? ctx.device_expr() : index_device(ctx, idx);
+    if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+    const std::uint32_t end = m.tokens()[*m.match(*nx)].end;
+    std::string msg = "change method .cuda(...) to .to(" + dev + ")";
+    if (!idx.empty() && (t == "cpu" || t == "mps")) {
+      msg += "; the device index " + idx + " is dropped (" + t + " has one device)";
+    }
+    ctx.modify("TP301", ".cuda", msg, tok.begin, end,
+               "to(" + dev + (rest.empty() ? "" : ", " + rest) + ")");
+  }
+}
+
+}  // namespace
+
+void run_device(Context& ctx) {
+  device_strings(ctx);
+  cuda_methods(ctx);
+}
+
+}  // namespace torchport::rules

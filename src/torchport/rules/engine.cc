@@ -1,0 +1,294 @@
+#include <torchport/rules/context.h>
+#include <torchport/rules/engine.h>
+#include <torchport/syntax/tree.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+
+namespace torchport::rules {
+
+using semantic::TokenIndex;
+using syntax::TokenKind;
+
+std::string_view to_string(Operation op) {
+  switch (op) {
+    case Operation::Insert:
+      return "INSERT";
+    case Operation::Modify:
+      return "MODIFY";
+    case Operation::Delete:
+      return "DELETE";
+    case Operation::Unsupported:
+      return "UNSUPPORTED";
+    case Operation::Unknown:
+      return "UNKNOWN";
+  }
+  return "UNKNOWN";
+}
+
+namespace {
+
+constexpr std::array<RuleInfo, 13> kRegistry = {{
+    {"TP001", "cuda-amp-import", "imports of torch.cuda.amp become imports of torch.amp"},
+    {"TP002", "cuda-only-package",
+     "CUDA-only third-party packages are flagged with an alternative"},
+    {"TP100", "cuda-module-api",
+     "torch.cuda.*, torch.backends.cudnn/cuda and other catalogued APIs"},
+    {"TP200", "cuda-amp", "torch.cuda.amp autocast/GradScaler become torch.amp with a device type"},
+    {"TP300", "device-string", "\"cuda\", \"cuda:N\" and f\"cuda:{i}\" in device contexts"},
+    {"TP301", "cuda-method", ".cuda(...) on tensors and modules"},
+    {"TP302", "is-cuda", ".is_cuda on tensors"},
+    {"TP400", "nccl-backend",
+     "nccl in init_process_group/new_group, Backend.NCCL, is_nccl_available"},
+    {"TP401", "data-parallel", "torch.nn.DataParallel is flagged with the DDP recommendation"},
+    {"TP500", "cuda-env-var", "CUDA/NCCL environment variables used from Python"},
+    {"TP900", "target-import", "the target's import, `import torch` and the device variable"},
+    {"TP901", "custom-cuda-op", "custom CUDA operators in .cpp/.cu sources (cuda_op_list.csv)"},
+    {"TP902", "project-file", "CUDA-only requirements and CUDA settings in shell launchers"},
+}};
+
+std::vector<int> version_parts(std::string_view v) {
+  std::vector<int> out;
+  while (!v.empty()) {
+    int x = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec != std::errc{}) break;
+    out.push_back(x);
+    v.remove_prefix(static_cast<std::size_t>(p - v.data()));
+    if (!v.empty() && v.front() == '.')
+      v.remove_prefix(1);
+    else
+      break;
+  }
+  return out;
+}
+
+// Used when the catalogue has no "accelerator" target entry.
+catalogue::Target accelerator_fallback() {
+  catalogue::Target t;
+  t.name = "accelerator";
+  t.min_torch = std::string(kAcceleratorMinTorch);
+  return t;
+}
+
+}  // namespace
+
+std::span<const RuleInfo> registry() { return kRegistry; }
+
+int compare_versions(std::string_view a, std::string_view b) {
+  auto pa = version_parts(a), pb = version_parts(b);
+  for (std::size_t i = 0; i < std::max(pa.size(), pb.size()); ++i) {
+    int x = i < pa.size() ? pa[i] : 0, y = i < pb.size() ? pb[i] : 0;
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+Context::Context(const semantic::Model& model, const catalogue::Catalogue& catalogue,
+                 const catalogue::Target& tgt, const Options& options)
+    : m(model), cat(catalogue), target(tgt), opts(options) {}
+
+std::string Context::torch_name() {
+  if (auto alias = m.module_alias("torch")) return *alias;
+  need_torch_import = true;
+  return "torch";
+}
+
+std::string Context::device_expr() {
+  if (accelerator()) {
+    used_device_var = true;
+    return std::string(kDeviceVar);
+  }
+  return "\"" + target.device + "\"";
+}
+
+std::string Context::device_type_expr() {
+  if (accelerator()) {
+    used_device_var = true;
+    return std::string(kDeviceVar) + ".type";
+  }
+  return "\"" + (target.amp_device.empty() ? target.device : target.amp_device) + "\"";
+}
+
+std::string Context::render(std::string_view replacement) {
+  std::string out;
+  std::string_view r = replacement;
+  // Placeholders (accelerator): {device}, {device_type}, {module}.
+  while (!r.empty()) {
+    auto open = r.find('{');
+    if (open == std::string_view::npos) {
+      out += r;
+      break;
+    }
+    out += r.substr(0, open);
+    auto close = r.find('}', open);
+    if (close == std::string_view::npos) {
+      out += r.substr(open);
+      break;
+    }
+    std::string_view key = r.substr(open + 1, close - open - 1);
+    if (key == "device") {
+      used_device_var = true;
+      out += kDeviceVar;
+    } else if (key == "device_type") {
+      used_device_var = true;
+      out += std::string(kDeviceVar) + ".type";
+    } else if (key == "module") {
+      used_device_var = true;
+      out += "torch.get_device_module(" + std::string(kDeviceVar) + ")";
+    } else {
+      out += r.substr(open, close - open + 1);
+    }
+    r.remove_prefix(close + 1);
+  }
+  // The catalogue writes the accelerator's module-level device variable as `device`.
+  if (accelerator()) {
+    std::string renamed;
+    for (std::size_t i = 0; i < out.size();) {
+      const bool start = i == 0 || !(std::isalnum(static_cast<unsigned char>(out[i - 1])) ||
+                                     out[i - 1] == '_' || out[i - 1] == '.');
+      const bool word =
+          out.compare(i, 6, "device") == 0 &&
+          (i + 6 == out.size() || !(std::isalnum(static_cast<unsigned char>(out[i + 6])) ||
+                                    out[i + 6] == '_' || out[i + 6] == '('));
+      if (start && word) {
+        renamed += kDeviceVar;
+        used_device_var = true;
+        i += 6;
+        continue;
+      }
+      renamed += out[i++];
+    }
+    out = std::move(renamed);
+  }
+  // The torch alias: every `torch.` at the start of a dotted name.
+  std::string fixed;
+  for (std::size_t i = 0; i < out.size();) {
+    bool at_name_start = i == 0 || !(std::isalnum(static_cast<unsigned char>(out[i - 1])) ||
+                                     out[i - 1] == '_' || out[i - 1] == '.');
+    if (at_name_start && out.compare(i, 6, "torch.") == 0) {
+      fixed += torch_name();
+      i += 5;
+      continue;
+    }
+    if (at_name_start && out.compare(i, 5, "torch") == 0 &&
+        (i + 5 == out.size() ||
+         !(std::isalnum(static_cast<unsigned char>(out[i + 5])) || out[i + 5] == '_'))) {
+      fixed += torch_name();
+      i += 5;
+      continue;
+    }
+    fixed += out[i++];
+  }
+  return fixed;
+}
+
+bool Context::version_ok(std::string_view min_torch) const {
+  if (min_torch.empty() || opts.torch_version.empty()) return true;
+  return compare_versions(opts.torch_version, min_torch) >= 0;
+}
+
+void Context::require_torch(std::string_view min_torch) {
+  if (min_torch.empty()) return;
+  if (result.min_torch_version.empty() ||
+      compare_versions(min_torch, result.min_torch_version) > 0) {
+    result.min_torch_version = std::string(min_torch);
+  }
+}
+
+void Context::modify(std::string_view code, std::string api, std::string message,
+                     std::uint32_t begin, std::uint32_t end, std::string replacement) {
+  Finding f;
+  f.code = std::string(code);
+  f.op = begin == end ? Operation::Insert : Operation::Modify;
+  f.api = std::move(api);
+  f.message = std::move(message);
+  f.begin = begin;
+  f.end = end;
+  fix::Fix fx;
+  fx.edits.push_back(fix::Edit{begin, end, std::move(replacement)});
+  f.fix = std::move(fx);
+  result.findings.push_back(std::move(f));
+  changed = true;
+}
+
+void Context::flag(std::string_view code, Operation op, std::string api, std::string message,
+                   std::uint32_t begin, std::uint32_t end) {
+  Finding f;
+  f.code = std::string(code);
+  f.op = op;
+  f.api = std::move(api);
+  f.message = std::move(message);
+  f.begin = begin;
+  f.end = end;
+  result.findings.push_back(std::move(f));
+}
+
+const semantic::Reference* callee_of(const semantic::Model& m, TokenIndex lpar) {
+  auto p = m.prev(lpar);
+  if (!p || m.kind(*p) != TokenKind::Name) return nullptr;
+  const semantic::Reference* r = m.reference_at(*p);
+  if (r && r->last == *p) return r;
+  return nullptr;
+}
+
+std::string_view callee_last_name(const semantic::Model& m, TokenIndex lpar) {
+  auto p = m.prev(lpar);
+  if (!p || m.kind(*p) != TokenKind::Name) return {};
+  return m.token_text(*p);
+}
+
+std::vector<Arg> call_args(const semantic::Model& m, TokenIndex lpar) {
+  std::vector<Arg> out;
+  auto close = m.match(lpar);
+  if (!close) return out;
+  std::optional<TokenIndex> first;
+  TokenIndex last = lpar;
+  for (auto i = m.next(lpar); i && *i < *close; i = m.next(*i)) {
+    auto en = m.enclosing_open(*i);
+    bool top = en && *en == lpar;
+    if (top && m.kind(*i) == TokenKind::Comma) {
+      if (first) out.push_back(Arg{*first, last, {}});
+      first.reset();
+      continue;
+    }
+    if (!first) first = *i;
+    last = *i;
+  }
+  if (first) out.push_back(Arg{*first, last, {}});
+  for (Arg& a : out) {
+    auto n = m.next(a.first);
+    if (m.kind(a.first) == TokenKind::Name && n && *n <= a.last && m.kind(*n) == TokenKind::Equal) {
+      a.keyword = m.token_text(a.first);
+    }
+  }
+  return out;
+}
+
+FileResult check(const syntax::Tree& tree, const catalogue::Catalogue& cat, const Options& opts) {
+  semantic::Model model(tree.text(), tree.tokens());
+  const catalogue::Target* target = cat.target(opts.target);
+  catalogue::Target fallback;
+  if (!target) {
+    fallback = accelerator_fallback();
+    fallback.name = opts.target;
+    fallback.device = opts.target == "accelerator" ? "" : opts.target;
+    target = &fallback;
+  }
+  Context ctx(model, cat, *target, opts);
+  if (!tree.ok()) return std::move(ctx.result);
+  run_imports(ctx);
+  run_amp(ctx);
+  run_cuda_api(ctx);
+  run_device(ctx);
+  run_distributed(ctx);
+  run_env(ctx);
+  run_insertions(ctx);
+  std::stable_sort(ctx.result.findings.begin(), ctx.result.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.begin < b.begin; });
+  return std::move(ctx.result);
+}
+
+}  // namespace torchport::rules

@@ -1,0 +1,99 @@
+// Rule family TP500: CUDA environment variables used from Python.
+//
+// What it does:
+//   String keys of os.environ[...], os.environ.get/setdefault/pop, os.getenv and os.putenv that
+//   name a CUDA or NCCL variable are replaced by the target's equivalent from the catalogue;
+//   CUDA_VISIBLE_DEVICES becomes the target's visible-devices variable. Variables without an
+//   equivalent are reported.
+// Why:
+//   Each runtime reads its own variables: setting CUDA_VISIBLE_DEVICES does nothing on an Ascend
+//   NPU (ASCEND_RT_VISIBLE_DEVICES) or a Cambricon MLU (MLU_VISIBLE_DEVICES).
+// Example:
+//   os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
+// Becomes (npu):
+//   os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
+// Safety:
+//   The same name in any other string (a message, a shell command) is left alone. Variables the
+//   target has no equivalent for stay and are reported UNSUPPORTED with the reason.
+#include <torchport/rules/context.h>
+
+namespace torchport::rules {
+
+using semantic::TokenIndex;
+using syntax::TokenKind;
+
+namespace {
+
+bool env_access(const semantic::Model& m, TokenIndex s) {
+  auto en = m.enclosing_open(s);
+  if (!en) return false;
+  auto before = m.prev(*en);
+  if (!before || m.kind(*before) != TokenKind::Name) return false;
+  const semantic::Reference* r = m.reference_at(*before);
+  if (!r) return false;
+  const std::string& q = r->qualified;
+  if (m.kind(*en) == TokenKind::LSqb) return q == "os.environ";
+  if (m.kind(*en) != TokenKind::LPar) return false;
+  if (q == "os.environ.get" || q == "os.environ.setdefault" || q == "os.environ.pop" ||
+      q == "os.getenv" || q == "os.putenv" || q == "os.unsetenv") {
+    auto args = call_args(m, *en);
+    return !args.empty() && args[0].first == s && args[0].last == s;
+  }
+  return false;
+}
+
+}  // namespace
+
+void run_env(Context& ctx) {
+  const semantic::Model& m = ctx.m;
+  const auto n = static_cast<TokenIndex>(m.tokens().size());
+  for (TokenIndex i = 0; i < n; ++i) {
+    if (m.kind(i) != TokenKind::String) continue;
+    auto sv = semantic::string_value(m.text(), m.tokens()[i]);
+    if (!sv) continue;
+    const std::string var(sv->value);
+    const catalogue::Entry* entry = ctx.cat.find(var);
+    // Prefix entries: "NCCL_*" -> "HCCL_*".
+    std::string key = var;
+    std::string suffix;
+    if (!entry) {
+      for (std::string_view pre : {"TORCH_NCCL_", "NCCL_"}) {
+        if (var.starts_with(pre)) {
+          key = std::string(pre) + "*";
+          suffix = var.substr(pre.size());
+          entry = ctx.cat.find(key);
+          break;
+        }
+      }
+    }
+    const bool cudaish = var.starts_with("CUDA_") || var.starts_with("NCCL_") ||
+                         var == "PYTORCH_CUDA_ALLOC_CONF" || var == "CUDA_LAUNCH_BLOCKING";
+    if (!(entry && entry->kind == catalogue::Kind::EnvVar) && !cudaish) continue;
+    if (!env_access(m, i)) continue;
+    const std::uint32_t b = sv->value_begin;
+    const std::uint32_t e = b + static_cast<std::uint32_t>(sv->value.size());
+    const catalogue::Mapping* mp = entry ? ctx.cat.lookup(key, ctx.target.name) : nullptr;
+    std::string repl;
+    std::string note;
+    if (mp) {
+      if (mp->status != catalogue::Status::Unsupported) repl = mp->replacement;
+      if (!suffix.empty() && repl.ends_with("*")) repl = repl.substr(0, repl.size() - 1) + suffix;
+      note = mp->note;
+    } else if (var == "CUDA_VISIBLE_DEVICES") {
+      repl = ctx.target.visible_devices;
+      if (repl.empty()) note = ctx.target.name + " has no visible-devices variable";
+    }
+    if (repl.empty()) {
+      if (ctx.accelerator() && var == "CUDA_VISIBLE_DEVICES") continue;  // still right on CUDA
+      ctx.flag("TP500", Operation::Unsupported, var,
+               note.empty() ? var + " has no known equivalent on " + ctx.target.name : note, b, e);
+      continue;
+    }
+    ctx.modify("TP500", var,
+               "change environment variable " + var + " to " + repl +
+                   (note.empty() ? "" : " (" + note + ")"),
+               b, e, repl);
+  }
+}
+
+}  // namespace torchport::rules

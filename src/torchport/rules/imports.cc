@@ -1,0 +1,115 @@
+// Rule family TP001-TP002: imports.
+//
+// What it does:
+//   TP001 rewrites imports of torch.cuda.amp (`import torch.cuda.amp as amp`,
+//   `from torch.cuda.amp import autocast, GradScaler`, `from torch.cuda import amp`) into imports
+//   of torch.amp. TP002 flags imports of CUDA-only packages (flash_attn, xformers, apex, amp_C,
+//   bitsandbytes, triton, pynvml, cupy, deepspeed.ops) with the target's alternative.
+// Why:
+//   torch.cuda.amp is deprecated and CUDA-only; torch.amp takes a device type and works on
+//   every target. CUDA-only packages cannot even be installed on the other targets.
+// Example:
+//   from torch.cuda.amp import GradScaler, autocast
+//   import flash_attn
+// Becomes:
+//   from torch.amp import GradScaler, autocast      # calls get a device type (TP200)
+//   import flash_attn                               # left in place, reported UNSUPPORTED
+// Safety:
+//   Only imported names that torch.amp provides (autocast, GradScaler) are rewritten; any other
+//   name imported from torch.cuda.amp is reported and the import is left alone.
+#include <torchport/rules/context.h>
+
+#include <array>
+
+namespace torchport::rules {
+
+namespace {
+
+struct Package {
+  std::string_view name;
+  std::string_view reason;
+};
+
+constexpr std::array<Package, 10> kCudaOnlyPackages = {{
+    {"flash_attn", "flash-attn is CUDA-only; use torch.nn.functional.scaled_dot_product_attention"},
+    {"xformers",
+     "xformers kernels are CUDA-only; use torch.nn.functional.scaled_dot_product_attention"},
+    {"apex",
+     "apex is CUDA-only; use torch.amp for amp and torch.optim (fused=False) for FusedAdam"},
+    {"amp_C", "amp_C is apex's CUDA extension; remove it and use torch.amp"},
+    {"bitsandbytes", "bitsandbytes ships CUDA kernels; check the vendor's quantization library"},
+    {"triton", "Triton kernels target CUDA/ROCm; check whether the vendor ships a Triton backend"},
+    {"pynvml", "pynvml queries NVIDIA drivers; use torch.<device> memory/device APIs"},
+    {"cupy", "cupy is CUDA-only; use torch tensors on the target device"},
+    {"deepspeed.ops", "DeepSpeed's CUDA ops need the vendor's DeepSpeed build"},
+    {"nvidia", "NVIDIA Python packages are CUDA-only"},
+}};
+
+bool amp_name(std::string_view n) { return n == "autocast" || n == "GradScaler"; }
+
+}  // namespace
+
+void run_imports(Context& ctx) {
+  const semantic::Model& m = ctx.m;
+  for (const semantic::Import& im : m.imports()) {
+    const std::uint32_t mb = m.tokens()[im.module_begin].begin;
+    const std::uint32_t me = m.tokens()[im.module_end - 1].end;
+    // TP002: CUDA-only packages.
+    for (const Package& p : kCudaOnlyPackages) {
+      const std::string full = im.kind == semantic::ImportKind::From && !im.name.empty()
+                                   ? im.module + "." + im.name
+                                   : im.module;
+      if (full == p.name || full.starts_with(std::string(p.name) + ".")) {
+        std::string reason(p.reason);
+        if (const catalogue::Mapping* mp = ctx.cat.lookup(p.name, ctx.target.name)) {
+          if (!mp->note.empty()) reason = mp->note;
+        }
+        ctx.flag("TP002", Operation::Unsupported, std::string(p.name), reason,
+                 m.tokens()[im.item_begin].begin, m.tokens()[im.item_end - 1].end);
+        break;
+      }
+    }
+    // TP001: torch.cuda.amp imports.
+    if (im.kind == semantic::ImportKind::Import && im.module == "torch.cuda.amp" &&
+        im.bound != "torch") {
+      ctx.modify("TP001", "torch.cuda.amp", "change import torch.cuda.amp to torch.amp", mb, me,
+                 "torch.amp");
+    } else if (im.kind == semantic::ImportKind::From && im.module == "torch.cuda.amp") {
+      if (ctx.handled.contains(im.module_begin)) continue;
+      bool all_amp = true;
+      for (const semantic::Import& other : m.imports()) {
+        if (other.line == im.line && other.module == im.module && !amp_name(other.name)) {
+          all_amp = false;
+        }
+      }
+      ctx.handled.insert(im.module_begin);
+      if (all_amp) {
+        ctx.modify("TP001", "torch.cuda.amp",
+                   "change import from torch.cuda.amp to import from torch.amp", mb, me,
+                   "torch.amp");
+      } else {
+        ctx.flag("TP001", Operation::Unsupported, "torch.cuda.amp",
+                 "names other than autocast/GradScaler imported from torch.cuda.amp; "
+                 "import them from torch.amp by hand",
+                 mb, me);
+      }
+    } else if (im.kind == semantic::ImportKind::From && im.module == "torch.cuda" &&
+               im.name == "amp") {
+      // from torch.cuda import amp [as x]  ->  from torch import amp [as x]
+      if (ctx.handled.contains(im.module_begin)) continue;
+      bool only_amp = true;
+      for (const semantic::Import& other : m.imports()) {
+        if (other.line == im.line && other.module == im.module && other.name != "amp") {
+          only_amp = false;
+        }
+      }
+      if (only_amp) {
+        ctx.handled.insert(im.module_begin);
+        ctx.modify("TP001", "torch.cuda.amp", "change import from torch.cuda to import from torch",
+                   mb, me, "torch");
+      }
+    }
+  }
+}
+
+}  // namespace torchport::rules

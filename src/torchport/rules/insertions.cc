@@ -1,0 +1,99 @@
+// Rule family TP900: statements the rewritten file needs.
+//
+// What it does:
+//   Inserts, once per file and only when the file was changed:
+//   - the target's import (`import torch_npu`, `import torch_mlu`, `import torch_musa`) right
+//     after the first module-level torch import, unless the file already imports it;
+//   - `import torch` when a replacement names torch and the file does not bind it;
+//   - for --target accelerator, the module-level device variable after the imports:
+//       _tp_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available()
+//       else torch.device("cpu")
+//   - for --specify-device, DEVICE_ID read from the environment (Ascend's -s).
+// Why:
+//   torch.npu / torch.mlu / torch.musa only exist after the vendor package is imported; the
+//   accelerator target keeps the output readable with one variable instead of a wrapper around
+//   every call.
+// Example:
+//   import torch
+//   x = torch.ones(1).cuda()
+// Becomes (npu):
+//   import torch
+//   import torch_npu
+//   x = torch.ones(1).npu()
+// Safety:
+//   Inserted lines use the file's line endings. Nothing is inserted into an unchanged file.
+#include <torchport/rules/context.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace torchport::rules {
+
+void run_insertions(Context& ctx) {
+  if (!ctx.changed) return;
+  const semantic::Model& m = ctx.m;
+  const std::string nl(m.newline());
+  const std::string_view text = m.text();
+  auto prefix_newline = [&](std::uint32_t at) {
+    return (at > 0 && at == text.size() && text.back() != '\n' && text.back() != '\r')
+               ? nl
+               : std::string();
+  };
+  // The target import.
+  std::string target_import = ctx.target.import_stmt;
+  if (!target_import.empty()) {
+    const std::string module = target_import.substr(target_import.rfind(' ') + 1);
+    for (const semantic::Import& im : m.imports()) {
+      if (im.module == module || im.module.starts_with(module + ".")) target_import.clear();
+    }
+  }
+  const std::string torch = ctx.used_device_var ? ctx.render("torch") : std::string("torch");
+  const std::uint32_t block_end = m.import_block_end();
+  const auto after_torch = m.after_first_torch_import();
+  std::uint32_t var_at = std::max(block_end, after_torch.value_or(0));
+  struct Insert {
+    std::uint32_t at;
+    std::string api, message, text;
+  };
+  std::vector<Insert> inserts;
+  if (ctx.need_torch_import) {
+    inserts.push_back({block_end, "import torch", "insert import torch", "import torch" + nl});
+    var_at = std::max(var_at, block_end);
+  }
+  if (!target_import.empty()) {
+    const std::uint32_t at = after_torch.value_or(block_end);
+    inserts.push_back({at, target_import, "insert " + target_import, target_import + nl});
+  }
+  if (ctx.used_device_id) {
+    std::string os = "__import__(\"os\")";
+    if (auto alias = m.module_alias("os")) os = *alias;
+    inserts.push_back({var_at, "DEVICE_ID", "insert DEVICE_ID read from the environment",
+                       "DEVICE_ID = int(" + os + ".environ.get(\"DEVICE_ID\", \"0\"))" + nl});
+  }
+  if (ctx.used_device_var) {
+    const std::string& t = torch;
+    inserts.push_back({var_at, std::string(kDeviceVar), "insert the device variable (torch >= 2.6)",
+                       std::string(kDeviceVar) + " = " + t +
+                           ".accelerator.current_accelerator() if " + t +
+                           ".accelerator.is_available() else " + t + ".device(\"cpu\")" + nl});
+    ctx.require_torch(kAcceleratorMinTorch);
+  }
+  // One edit per offset, so that the driver keeps their order.
+  std::stable_sort(inserts.begin(), inserts.end(),
+                   [](const Insert& a, const Insert& b) { return a.at < b.at; });
+  for (std::size_t i = 0; i < inserts.size();) {
+    std::size_t j = i;
+    std::string body = prefix_newline(inserts[i].at);
+    std::string api, message;
+    while (j < inserts.size() && inserts[j].at == inserts[i].at) {
+      body += inserts[j].text;
+      api += (api.empty() ? "" : "; ") + inserts[j].api;
+      message += (message.empty() ? "" : "; ") + inserts[j].message;
+      ++j;
+    }
+    ctx.modify("TP900", api, message, inserts[i].at, inserts[i].at, body);
+    i = j;
+  }
+}
+
+}  // namespace torchport::rules

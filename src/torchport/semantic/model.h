@@ -1,0 +1,155 @@
+// The semantic model of one Python file: logical lines, scopes, imports and aliases, qualified
+// names of dotted references, and device-valued names.
+//
+// It is computed from the lossless token stream (every byte of the file is in one token), so
+// it sees exactly what the parser sees and never depends on how code is formatted. Names are
+// resolved as Python does for the cases that matter to migration: module scope, function
+// scopes (class bodies do not enclose methods), `import a.b as c`, `from a import b as c`,
+// `from a import *` is ignored (nothing is guessed), and simple assignments `x = torch.cuda`
+// or `dev = torch.device("cuda")`. A name rebound to anything else (assignment, parameter,
+// loop target, def/class) shadows the import in that scope.
+#pragma once
+
+#include <torchport/syntax/token.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace torchport::semantic {
+
+/// Index into the token vector.
+using TokenIndex = std::uint32_t;
+
+/// One logical line: the non-trivia tokens from the first token up to its NEWLINE.
+struct Line {
+  std::vector<TokenIndex> tokens;  ///< significant tokens (no trivia, no NEWLINE/INDENT/DEDENT)
+  std::uint32_t scope = 0;         ///< the scope the line's code runs in (0 = module)
+  std::uint32_t depth = 0;         ///< indentation depth (number of open INDENTs)
+  std::uint32_t begin = 0;         ///< byte offset of the line's first significant token
+  std::uint32_t end = 0;           ///< byte offset just after the line's NEWLINE token
+};
+
+enum class ImportKind : std::uint8_t { Import, From };
+
+/// One imported name: `import torch.cuda.amp as amp` or `from torch.cuda.amp import autocast`.
+struct Import {
+  ImportKind kind = ImportKind::Import;
+  std::string module;  ///< "torch.cuda.amp" (the `from` module, or the imported module)
+  std::string name;    ///< From: the imported name ("autocast"); Import: ""
+  std::string bound;  ///< the local name it binds: "amp", "autocast", "torch" (`import torch.cuda`)
+  std::string target;      ///< qualified name the bound name stands for
+  std::uint32_t line = 0;  ///< index into lines()
+  std::uint32_t scope = 0;
+  TokenIndex module_begin = 0, module_end = 0;  ///< tokens of the dotted module path [begin, end)
+  TokenIndex item_begin = 0, item_end = 0;      ///< tokens of this item incl. its `as` clause
+};
+
+/// What a name is bound to in a scope.
+struct Binding {
+  enum class Kind : std::uint8_t {
+    Qualified,  ///< stands for a qualified name (import, `x = torch.cuda`)
+    Device,     ///< holds a device value (`dev = torch.device("cuda")`, `device = "cuda"`)
+    Other,      ///< anything else: shadows outer bindings
+  };
+  Kind kind = Kind::Other;
+  std::string target;  ///< for Qualified
+};
+
+/// A dotted reference `a.b.c` in an expression (not an import statement, not after a dot).
+struct Reference {
+  TokenIndex first = 0;           ///< the head Name token
+  TokenIndex last = 0;            ///< the last Name token of the chain
+  std::vector<TokenIndex> names;  ///< every Name token of the chain
+  std::string qualified;  ///< resolved qualified name ("" if the head is not an import/alias)
+  std::uint32_t line = 0;
+};
+
+class Model {
+ public:
+  /// Builds the model. `tokens` must tile `text` (a lexer result).
+  Model(std::string_view text, std::span<const syntax::Token> tokens);
+
+  std::string_view text() const { return text_; }
+  std::span<const syntax::Token> tokens() const { return tokens_; }
+  std::string_view token_text(TokenIndex i) const { return tokens_[i].text(text_); }
+  syntax::TokenKind kind(TokenIndex i) const { return tokens_[i].kind; }
+
+  const std::vector<Line>& lines() const { return lines_; }
+  const std::vector<Import>& imports() const { return imports_; }
+  const std::vector<Reference>& references() const { return references_; }
+
+  /// The line a significant token belongs to, or nullopt for trivia.
+  std::optional<std::uint32_t> line_of(TokenIndex i) const;
+
+  /// Resolves `name` as seen from code in `scope` (innermost function scope, then module).
+  std::optional<Binding> lookup(std::string_view name, std::uint32_t scope) const;
+
+  /// The local name bound to exactly the qualified name `qualified` at module level, e.g.
+  /// "t" after `import torch as t`; nullopt if the module is not imported under a plain name.
+  std::optional<std::string> module_alias(std::string_view qualified) const;
+
+  /// The Reference whose chain contains token `i`, if any.
+  const Reference* reference_at(TokenIndex i) const;
+
+  /// Significant-token navigation within the whole file (skip trivia and INDENT/DEDENT/NL).
+  std::optional<TokenIndex> next(TokenIndex i) const;
+  std::optional<TokenIndex> prev(TokenIndex i) const;
+
+  /// For an opening bracket, its matching closing bracket (and vice versa); nullopt if unmatched.
+  std::optional<TokenIndex> match(TokenIndex bracket) const;
+  /// The innermost unclosed `(`, `[` or `{` that encloses token `i`, if any.
+  std::optional<TokenIndex> enclosing_open(TokenIndex i) const;
+
+  /// Byte offset after which new top-level statements can be inserted: the end of the line of
+  /// the last import in the leading import block (after the docstring and __future__ imports).
+  /// Returns the offset of the line start following that import (or the end of the text).
+  std::uint32_t import_block_end() const;
+  /// The end of the line (after its line break) of the first module-level `import torch...` /
+  /// `from torch... import` statement, or nullopt.
+  std::optional<std::uint32_t> after_first_torch_import() const;
+  /// The line-break text the file uses ("\n", "\r\n" or "\r").
+  std::string_view newline() const { return newline_; }
+
+ private:
+  void build_lines();
+  void build_imports_and_bindings();
+  void build_references();
+  void bind(std::uint32_t scope, std::string name, Binding b);
+  std::uint32_t line_end_offset(std::uint32_t line) const;
+
+  std::string_view text_;
+  std::span<const syntax::Token> tokens_;
+  std::vector<Line> lines_;
+  std::vector<std::int32_t> line_of_token_;  ///< -1 for trivia
+  std::vector<std::int32_t> match_;          ///< matching bracket or -1
+  std::vector<std::int32_t> enclosing_;      ///< innermost open bracket or -1
+  std::vector<Import> imports_;
+  std::vector<Reference> references_;
+  std::vector<std::int32_t> reference_of_token_;
+  struct Scope {
+    std::uint32_t parent = 0;
+    std::vector<std::pair<std::string, Binding>> names;  ///< in binding order; last wins
+  };
+  std::vector<Scope> scopes_;
+  std::string_view newline_ = "\n";
+};
+
+/// A string literal token's value when it is simple (no escapes needed to read it): the
+/// text between its quotes and the byte offset of that text. nullopt for bytes literals,
+/// implicit concatenations are separate tokens.
+struct StringValue {
+  std::string_view value;
+  std::uint32_t value_begin = 0;  ///< byte offset of the first value byte in the file
+  char quote = '"';
+  std::string_view prefix;  ///< "", "r", "u", ...
+};
+std::optional<StringValue> string_value(std::string_view text, const syntax::Token& tok);
+
+/// True if `s` is a CUDA device string: "cuda" or "cuda:<digits>".
+bool is_cuda_device_string(std::string_view s);
+
+}  // namespace torchport::semantic
