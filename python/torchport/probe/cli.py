@@ -191,7 +191,11 @@ def compare_main(argv: Sequence[str]) -> int:
     from torchport.probe.compare import Thresholds, compare_dumps
     from torchport.probe.report import write_csv, write_html, write_text
 
-    th = Thresholds(rtol=ns.rtol, cosine=ns.cosine, atol=ns.atol)
+    # --rtol scales msprobe's statistics rules together: fail above 0.5, "introduced here" when
+    # the output is above 0.1 while the inputs are below 0.01 (the same 1 : 1/5 : 1/50 ratios).
+    th = Thresholds(
+        rtol=ns.rtol, rtol_warn_out=ns.rtol / 5, rtol_warn_in=ns.rtol / 50, cosine=ns.cosine, atol=ns.atol
+    )
     try:
         res = compare_dumps(
             ns.dump_a,

@@ -1,0 +1,186 @@
+"""The dump format: statistics, hash, tensors and budget, atomic replacement, script mode, reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+import torchport
+from probe_testlib import mlp, train
+from torchport.probe.cli import compare_main, probe_main
+from torchport.probe.compare import compare_dumps, tensor_metrics
+from torchport.probe.dump import open_dump
+
+
+class Fixed(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def _records(path):
+    return [json.loads(line) for line in (path / "records.jsonl").read_text().splitlines()]
+
+
+def test_statistics_of_a_known_tensor(tmp_path):
+    x = torch.tensor([[1.0, -2.0, 3.0], [0.0, 4.0, -6.0]])
+    with torchport.probe(Fixed(), out=tmp_path / "d"):
+        Fixed()(x)  # another instance: not probed
+    with torchport.probe(m := Fixed(), out=tmp_path / "d"):
+        m(x)
+    recs = _records(tmp_path / "d")
+    assert [(r["io"], r["dir"]) for r in recs] == [("in", "forward"), ("out", "forward")]
+    out = recs[1]
+    # 2x: [[2,-4,6],[0,8,-12]] -> min -12, max 8, mean 0/6 = 0, L2 sqrt(4+16+36+64+144) = sqrt(264)
+    assert out["min"] == -12 and out["max"] == 8 and out["mean"] == 0
+    assert abs(out["norm"] - 264**0.5) < 1e-9
+    assert out["shape"] == [2, 3] and out["dtype"] == "float32" and out["device"] == "cpu"
+    assert out["nan"] == 0 and out["inf"] == 0
+
+
+def test_nan_and_inf_counts(tmp_path):
+    x = torch.tensor([1.0, float("nan"), float("inf"), float("-inf"), float("nan")])
+    with torchport.probe(m := Fixed(), out=tmp_path / "d"):
+        m(x)
+    rec = _records(tmp_path / "d")[1]
+    assert rec["nan"] == 2 and rec["inf"] == 2
+    assert rec["max"] == "nan"  # JSON has no NaN: written as a string
+
+
+def test_hash_is_stable_and_content_sensitive(tmp_path):
+    train(tmp_path / "a", mlp(), steps=1)
+    train(tmp_path / "b", mlp(), steps=1)
+    ha = [r["hash"] for r in _records(tmp_path / "a")]
+    hb = [r["hash"] for r in _records(tmp_path / "b")]
+    assert ha == hb and all(h.startswith("crc32:") for h in ha)
+    with torchport.probe(m := Fixed(), out=tmp_path / "c"):
+        m(torch.zeros(3))
+        m(torch.zeros(4))
+        m(torch.tensor([0.0, 0.0, 1e-30]))
+    hs = [r["hash"] for r in _records(tmp_path / "c") if r["io"] == "out"]
+    assert len(set(hs)) == 3  # shape and a single tiny element both change the hash
+
+
+def test_full_tensors_round_trip_and_budget(tmp_path):
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    with torchport.probe(m := Fixed(), out=tmp_path / "d", full_tensors=True):
+        m(x)
+        m(x.bfloat16())
+    recs = _records(tmp_path / "d")
+    assert np.array_equal(np.load(tmp_path / "d" / recs[1]["tensor"]), (x * 2).numpy())
+    assert recs[3]["stored_as"] == "bfloat16-bits" and recs[3]["dtype"] == "bfloat16"
+    # a 48-byte budget holds exactly one 3x4 float32 tensor
+    with torchport.probe(m, out=tmp_path / "e", full_tensors=True, max_tensor_bytes=48):
+        m(x)
+    recs = _records(tmp_path / "e")
+    assert recs[0]["tensor"] and recs[1].get("tensor") is None and recs[1]["max"] == 22
+    man = json.loads((tmp_path / "e" / "manifest.json").read_text())
+    assert man["tensors"] == {"saved": 1, "bytes": 48, "dropped": 1}
+
+
+def test_tensor_metrics_against_hand_values():
+    a = np.array([1.0, 2.0, 0.0, 4.0], dtype=np.float32)
+    b = np.array([1.0, 2.002, 0.0, 4.0], dtype=np.float32)
+    m = tensor_metrics(a, b, chunk=3)  # chunk smaller than the array: the streaming path
+    assert abs(m["max_abs_err"] - 0.002) < 1e-6
+    assert abs(m["max_rel_err"] - 0.002 / 2.002) < 1e-6
+    assert m["share_rel_gt_0.1pct"] == 0 and m["share_rel_gt_0.5pct"] == 0  # 0.0999% is within 0.1%
+    assert m["cosine"] > 0.9999999
+    c = np.array([-1.0, -2.0, 0.0, -4.0], dtype=np.float32)
+    assert abs(tensor_metrics(c, a)["cosine"] + 1) < 1e-6
+    assert tensor_metrics(np.array([1.0, 1.0]), np.array([1.0, 0.0]))["share_rel_gt_0.5pct"] == 0.5
+
+
+def test_rewriting_a_dump_replaces_it_atomically(tmp_path):
+    out = tmp_path / "d"
+    train(out, mlp(), steps=2)
+    first = open_dump(out).count
+    train(out, mlp(), steps=1)
+    assert open_dump(out).count < first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]  # no partial or old directories left
+
+
+def test_steps_limit_and_step_numbers(tmp_path):
+    train(tmp_path / "d", mlp(), steps=3)
+    steps = sorted({r["step"] for r in _records(tmp_path / "d")})
+    assert steps == [0, 1, 2]
+
+
+def test_script_mode_records_top_level_modules(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            import torch
+            import torch.nn as nn
+            torch.manual_seed(0)
+            model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+            loss_fn = nn.MSELoss()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(5):
+                loss = loss_fn(model(torch.ones(3, 4)), torch.zeros(3, 2))
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+            print("args", sys.argv[1:])
+            """
+        )
+    )
+    code = probe_main(["--out", str(tmp_path / "d"), "--steps", "2", "--", str(script), "--lr", "3"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "args ['--lr', '3']" in out
+    recs = _records(tmp_path / "d")
+    names = {r["name"] for r in recs}
+    assert {"", "0", "1", "2", "MSELoss"} <= names  # the model and the loss, both top-level
+    assert {r["step"] for r in recs} == {0, 1}  # --steps 2 stops after two optimizer steps
+    man = json.loads((tmp_path / "d" / "manifest.json").read_text())
+    assert man["status"] == "ok" and man["command"][1:] == ["--lr", "3"]
+
+
+def test_script_that_raises_still_leaves_a_dump(tmp_path, capsys):
+    script = tmp_path / "boom.py"
+    script.write_text(
+        "import torch\nm = torch.nn.Linear(2, 2)\nm(torch.ones(1, 2))\nraise ValueError('boom')\n"
+    )
+    code = probe_main(["--out", str(tmp_path / "d"), "--", str(script)])
+    _, err = capsys.readouterr()
+    assert code == 1 and "ValueError: boom" in err
+    man = json.loads((tmp_path / "d" / "manifest.json").read_text())
+    assert man["status"] == "script raised an exception" and man["records"] == 2
+
+
+def test_reports_text_csv_html(tmp_path, capsys):
+    a = train(tmp_path / "a", mlp(), steps=1)
+    bad = mlp()
+    with torch.no_grad():
+        bad[2].weight[3] += 0.5
+    b = train(tmp_path / "b", bad, steps=1)
+    assert compare_main([str(b), str(a)]) == 1
+    text = capsys.readouterr().out
+    assert "first divergence (forward):    2 forward call 0 output[0]  FAIL" in text
+    assert "first divergence (backward):   2 backward call 0 grad_input[0]" in text
+    assert compare_main([str(b), str(a), "--format", "csv", "-o", str(tmp_path / "r.csv")]) == 1
+    lines = (tmp_path / "r.csv").read_text().splitlines()
+    assert lines[0].startswith("seq,direction,name,type,call,io,slot,step,status")
+    assert len(lines) == 1 + compare_dumps(b, a).a.count
+    assert compare_main([str(b), str(a), "--format", "html", "-o", str(tmp_path / "r.html")]) == 1
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("<tr") == len(lines) and "#ffd6d6" in page
+    # user thresholds: a huge --rtol lets the statistics rows pass
+    assert compare_main([str(b), str(a), "--rtol", "100"]) == 0
+
+
+def test_import_torchport_stays_cheap():
+    code = "import sys, torchport; p = torchport.__all__; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"
+    code = "import sys, torchport.probe.compare; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"  # comparing needs numpy only
