@@ -51,7 +51,13 @@ def row(report, target, op):
 
 def test_cnn_ops_found(reports):
     r = rows(reports["cnn"], "npu")
-    for op in ("aten::convolution", "aten::convolution_backward", "aten::max_pool2d_with_indices", "aten::addmm"):
+    expected = (
+        "aten::convolution",
+        "aten::convolution_backward",
+        "aten::max_pool2d_with_indices",
+        "aten::addmm",
+    )
+    for op in expected:
         assert op in r, op
     assert r["aten::convolution"].calls == 2  # conv1 and conv2
     assert r["aten::convolution"].dtypes == ["float32"]
@@ -96,9 +102,10 @@ def test_sdpa_credited_and_cpu_flash_kernel_hidden(reports):
         r = rows(reports["block"], target)
         assert r["aten::scaled_dot_product_attention"].status == "native", target
         assert "aten::_scaled_dot_product_flash_attention_for_cpu" not in r
-    assert "_scaled_dot_product_attention_math_for_mps" in row(
-        reports["block"], "mps", "aten::scaled_dot_product_attention"
-    ).reason
+    assert (
+        "_scaled_dot_product_attention_math_for_mps"
+        in row(reports["block"], "mps", "aten::scaled_dot_product_attention").reason
+    )
 
 
 def test_linear_credited_on_mps_only(reports):

@@ -8,6 +8,7 @@ fall back to the CPU, fail, or hit a dtype the target lacks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -17,8 +18,12 @@ from torchport.check_ops.opdb import DB_TARGETS
 PROG = "torchport check-ops"
 
 
-class _StopScript(BaseException):
-    """Raised from the optimizer-step hook once the requested number of steps has run."""
+class _StopScript(SystemExit):
+    """Raised from the optimizer-step hook once the requested number of steps has run: a SystemExit(0), so
+    the script ends as if it had called sys.exit(0), through its own `except Exception` handlers."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -88,7 +93,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{PROG}: error: {script}: no such file", file=sys.stderr)
         return 2
 
-    from torchport.check_ops import check_callable
+    from torchport.check_ops import _trace, check_callable  # noqa: F401 (bind torch.profiler before enable)
     from torchport.check_ops.opdb import OpDbError
 
     try:
@@ -97,9 +102,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{PROG}: error: script mode needs torchport.runtime ({e})", file=sys.stderr)
         return 2
 
-    import torch
+    from torch.optim.optimizer import register_optimizer_step_post_hook
 
-    state = {"rc": 0, "error": "", "steps": 0}
+    state: dict[str, Any] = {"rc": 0, "error": "", "steps": 0}
 
     def after_step(opt: Any, a: Any, k: Any) -> None:
         state["steps"] += 1
@@ -107,18 +112,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise _StopScript()
 
     def body() -> None:
-        try:
+        # run_script prints the script's own traceback, like python, and returns its exit code. The
+        # script's prints go to stderr when the report is written to stdout, so the report stays parseable.
+        if args.output:
             state["rc"] = rt.run_script(str(script), script_argv[1:])
-        except _StopScript:
-            state["rc"] = 0
-        except SystemExit as e:
-            state["rc"] = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        except Exception as e:  # the user's script failed: report what ran until then
-            state["rc"] = 1
-            state["error"] = f"{script}: the script raised {type(e).__name__}: {e}"
+        else:
+            with contextlib.redirect_stdout(sys.stderr):
+                state["rc"] = rt.run_script(str(script), script_argv[1:])
+        if state["rc"] != 0:
+            n = state["steps"]
+            rc = state["rc"]
+            state["error"] = f"{script}: the script exited with code {rc} after {n} optimizer step(s)"
 
-    handle = torch.optim.optimizer.register_optimizer_step_post_hook(after_step)
-    rt.enable("cpu")
+    handle = register_optimizer_step_post_hook(after_step)
+    try:
+        rt.enable("cpu")
+    except Exception as e:  # TargetUnavailable and friends carry a readable message
+        handle.remove()
+        print(f"{PROG}: error: cannot redirect CUDA to the CPU: {e}", file=sys.stderr)
+        return 2
     try:
         report = check_callable(body, args.target, steps=1, torch_version=version)
     except OpDbError as e:
@@ -145,7 +157,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if state["error"]:
         print(f"{PROG}: {state['error']}", file=sys.stderr)
         return 1
-    return 0 if state["rc"] == 0 else int(state["rc"]) if isinstance(state["rc"], int) else 1
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
