@@ -178,6 +178,22 @@ void run_cuda_api(Context& ctx) {
       }
     }
     const catalogue::Mapping& mp = *found;
+    if (mp.replacement.empty() && mp.status == catalogue::Status::Unknown) {
+      ctx.flag("TP100", Operation::Unknown, prefix,
+               mp.note.empty() ? "support of " + prefix + " on " + ctx.target.name + " is unknown"
+                               : mp.note,
+               begin, end);
+      continue;
+    }
+    if (mp.replacement == prefix) {  // kept as it is
+      if (mp.status == catalogue::Status::Unknown) {
+        ctx.flag("TP100", Operation::Unknown, prefix,
+                 mp.note.empty() ? "support of " + prefix + " on " + ctx.target.name + " is unknown"
+                                 : mp.note,
+                 begin, end);
+      }
+      continue;
+    }
     if (mp.status == catalogue::Status::Unsupported || mp.replacement.empty()) {
       ctx.flag("TP100", Operation::Unsupported, prefix,
                mp.note.empty() ? prefix + " has no equivalent on " + ctx.target.name : mp.note,

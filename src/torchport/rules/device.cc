@@ -28,6 +28,8 @@
 //   --specify-device makes plain device strings f"<device>:{DEVICE_ID}" (Ascend's -s).
 #include <torchport/rules/context.h>
 
+#include <algorithm>
+
 namespace torchport::rules {
 
 using semantic::TokenIndex;
@@ -133,6 +135,13 @@ Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
 
 std::string index_device(Context& ctx, const std::string& idx) {
   const std::string& t = ctx.target.name;
+  const bool literal = !idx.empty() && std::all_of(idx.begin(), idx.end(),
+                                                   [](char c) { return c >= '0' && c <= '9'; });
+  if (literal && ctx.accelerator()) {
+    ctx.used_device_var = true;
+    return "f\"{" + std::string(kDeviceVar) + ".type}:" + idx + "\"";
+  }
+  if (literal && t != "cpu" && t != "mps") return "\"" + ctx.target.device + ":" + idx + "\"";
   if (ctx.accelerator()) {
     ctx.used_device_var = true;
     return "f\"{" + std::string(kDeviceVar) + ".type}:{" + idx + "}\"";
@@ -225,6 +234,10 @@ void cuda_methods(Context& ctx) {
     auto p = m.prev(i);
     if (!p || m.kind(*p) != TokenKind::Dot) continue;
     if (const semantic::Reference* r = m.reference_at(i); r && !r->qualified.empty()) continue;
+    if (auto li = m.line_of(i); li) {
+      const TokenKind k0 = m.kind(m.lines()[*li].tokens[0]);
+      if (k0 == TokenKind::KwImport || k0 == TokenKind::KwFrom) continue;
+    }
     auto nx = m.next(i);
     const syntax::Token& tok = m.tokens()[i];
     if (name == "is_cuda") {

@@ -84,7 +84,6 @@ void run_env(Context& ctx) {
       if (repl.empty()) note = ctx.target.name + " has no visible-devices variable";
     }
     if (repl.empty()) {
-      if (ctx.accelerator() && var == "CUDA_VISIBLE_DEVICES") continue;  // still right on CUDA
       ctx.flag("TP500", Operation::Unsupported, var,
                note.empty() ? var + " has no known equivalent on " + ctx.target.name : note, b, e);
       continue;
@@ -93,6 +92,10 @@ void run_env(Context& ctx) {
                "change environment variable " + var + " to " + repl +
                    (note.empty() ? "" : " (" + note + ")"),
                b, e, repl);
+    if (mp && mp->status == catalogue::Status::Unknown) {
+      ctx.flag("TP500", Operation::Unknown, var,
+               note.empty() ? repl + " is not confirmed by the vendor's lists" : note, b, e);
+    }
   }
 }
 

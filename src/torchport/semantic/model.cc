@@ -407,6 +407,11 @@ void Model::build_references() {
           kind(*enclosing_open(t[p])) == TokenKind::LPar) {
         continue;
       }
+      // A plain name being bound (`x = ...`, `x: T = ...`) is not a use.
+      if (p == 0 && t.size() > 1 &&
+          (kind(t[1]) == TokenKind::Equal || kind(t[1]) == TokenKind::Colon)) {
+        continue;
+      }
       Reference ref;
       ref.first = t[p];
       ref.line = li;

@@ -1,0 +1,129 @@
+// Rule fixtures: tests/fixtures/rules/<case>/input.py with, per target, the expected output
+// <target>.py and the expected findings <target>.findings ("LINE OP API" per line, in source
+// order). Unexpected findings fail the test, as clang-tidy's CHECK-MESSAGES do. Each output is
+// also re-parsed and migrated again, which must change nothing (idempotence).
+#include <gtest/gtest.h>
+#include <torchport/catalogue/catalogue.h>
+#include <torchport/rules/engine.h>
+#include <torchport/syntax/parser.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace torchport::rules {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Applies the fixes: sorted by offset, overlapping edits after the first are skipped.
+std::string apply_fixes(const std::string& text, const FileResult& r) {
+  std::vector<fix::Edit> edits;
+  for (const Finding& f : r.findings) {
+    if (f.fix && f.fix->applicability == fix::Applicability::Safe) {
+      edits.insert(edits.end(), f.fix->edits.begin(), f.fix->edits.end());
+    }
+  }
+  std::stable_sort(edits.begin(), edits.end(),
+                   [](const fix::Edit& a, const fix::Edit& b) { return a.begin < b.begin; });
+  std::string out;
+  std::uint32_t pos = 0;
+  for (const fix::Edit& e : edits) {
+    if (e.begin < pos) continue;
+    out.append(text, pos, e.begin - pos);
+    out += e.replacement;
+    pos = e.end;
+  }
+  out.append(text, pos, std::string::npos);
+  return out;
+}
+
+std::string findings_text(const std::string& text, const FileResult& r) {
+  std::string out;
+  for (const Finding& f : r.findings) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + f.begin, '\n');
+    out += std::to_string(line) + " " + std::string(to_string(f.op)) + " " + f.api + "\n";
+  }
+  return out;
+}
+
+struct Case {
+  fs::path dir;
+  std::string target;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const fs::path root = fs::path(TORCHPORT_SOURCE_DIR) / "tests" / "fixtures" / "rules";
+  if (!fs::exists(root)) return out;
+  for (const auto& d : fs::directory_iterator(root)) {
+    if (!d.is_directory()) continue;
+    for (const auto& f : fs::directory_iterator(d.path())) {
+      if (f.path().extension() == ".py" && f.path().stem() != "input") {
+        out.push_back({d.path(), f.path().stem().string()});
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Case& a, const Case& b) {
+    return std::tie(a.dir, a.target) < std::tie(b.dir, b.target);
+  });
+  return out;
+}
+
+FileResult migrate(const std::string& name, const std::string& text, const std::string& target,
+                   bool specify_device = false) {
+  syntax::Tree tree = syntax::parse(name, text);
+  EXPECT_TRUE(tree.ok()) << name;
+  Options o;
+  o.target = target;
+  o.specify_device = specify_device;
+  return check(tree, catalogue::Catalogue::builtin(), o);
+}
+
+TEST(RuleFixtures, ThereAreFixturesForEveryTarget) {
+  std::set<std::string> targets;
+  for (const Case& c : cases()) targets.insert(c.target);
+  for (const char* t : {"npu", "mlu", "musa", "xpu", "cpu", "accelerator"}) {
+    EXPECT_TRUE(targets.contains(t)) << "no fixture for " << t;
+  }
+}
+
+TEST(RuleFixtures, OutputsAndFindingsMatchTheHandWrittenExpectations) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.dir.filename().string() + " --target " + c.target);
+    const std::string input = slurp(c.dir / "input.py");
+    const bool specify = fs::exists(c.dir / "specify_device");
+    FileResult r = migrate("input.py", input, c.target, specify);
+    const std::string out = apply_fixes(input, r);
+    EXPECT_EQ(out, slurp(c.dir / (c.target + ".py")));
+    const fs::path fpath = c.dir / (c.target + ".findings");
+    if (fs::exists(fpath)) {
+      EXPECT_EQ(findings_text(input, r), slurp(fpath));
+    }
+    if (fs::exists(c.dir / (c.target + ".min_torch"))) {
+      std::string want = slurp(c.dir / (c.target + ".min_torch"));
+      want.erase(want.find_last_not_of("\n") + 1);
+      EXPECT_EQ(r.min_torch_version, want);
+    }
+    // The output parses, and migrating it again changes nothing.
+    FileResult again = migrate("output.py", out, c.target, specify);
+    EXPECT_EQ(apply_fixes(out, again), out) << "not idempotent";
+    if (std::getenv("TORCHPORT_FIXTURE_DUMP")) {
+      std::ofstream(c.dir / (c.target + ".actual")) << out;
+      std::ofstream(c.dir / (c.target + ".findings.actual")) << findings_text(input, r);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace torchport::rules
