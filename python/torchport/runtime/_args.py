@@ -78,7 +78,6 @@ def _kw_device(s: Session, fn: Callable[..., Any], api: str, key: str = "device"
     check64 = not s.target.float64
     fp64 = s.float64
 
-    @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         d = kwargs.get(key)
         if d is not None:
@@ -90,6 +89,17 @@ def _kw_device(s: Session, fn: Callable[..., Any], api: str, key: str = "device"
                     fp64(api)
         return fn(*args, **kwargs)
 
+    return _wraps(wrapper, fn)
+
+
+def _wraps(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
+    """functools.wraps without copying __dict__ (it is 10x slower and enable() wraps ~100 functions)."""
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, attr, getattr(fn, attr))
+        except (AttributeError, TypeError):
+            pass
+    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -303,10 +313,14 @@ def _install_nn_layers(s: Session) -> None:
         init = cls.__dict__.get("__init__")
         if init is None:
             continue
-        try:
-            params = inspect.signature(init).parameters
-        except (TypeError, ValueError):
-            continue
+        code = getattr(init, "__code__", None)
+        if code is not None:  # fast path: the parameter names without inspect.signature
+            params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        else:
+            try:
+                params = tuple(inspect.signature(init).parameters)
+            except (TypeError, ValueError):
+                continue
         if "device" not in params:
             continue
         s.patcher.set(cls, "__init__", _kw_device(s, init, f"nn.{name}"))
@@ -401,11 +415,10 @@ def _install_parallel(s: Session) -> None:
 
     s.patcher.set(DDP, "__init__", ddp_init)
 
-    try:
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-    except Exception:  # distributed not built
-        FSDP = None
-    if FSDP is not None:
+    def patch_fsdp(module: Any) -> None:
+        FSDP = getattr(module, "FullyShardedDataParallel", None)
+        if FSDP is None:
+            return
         orig_fsdp = FSDP.__init__
 
         @functools.wraps(orig_fsdp)
@@ -421,6 +434,9 @@ def _install_parallel(s: Session) -> None:
             orig_fsdp(self, *a, **kw)
 
         s.patcher.set(FSDP, "__init__", fsdp_init)
+
+    # importing FSDP costs ~2 s: patch it when the script imports it
+    s.when_imported("torch.distributed.fsdp", patch_fsdp)
 
     try:
         import torch.distributed.device_mesh as dm

@@ -92,6 +92,8 @@ TYPED_TENSORS: tuple[str, ...] = (
 )
 NVTX: tuple[str, ...] = ("range_push", "range_pop", "range", "mark", "range_start", "range_end")
 
+_TORCH_RANDOM = os.path.join(os.path.dirname(torch.__file__), "random.py")
+
 # On cpu the device module's Stream/Event are placeholders without timing or synchronize(): use ours.
 _CPU_OWN = {
     "current_device",
@@ -487,6 +489,8 @@ def _redirect(
     hit = s.log.hit
     mapf = s.mapper.map
     target = s.target
+    # torch.manual_seed()/torch.seed() call torch.cuda.manual_seed_all() themselves: not the user's call site
+    quiet_from_torch = name in ("manual_seed_all", "seed_all")
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if pos is not None:
@@ -498,7 +502,8 @@ def _redirect(
             d = kwargs.get("device")
             if d is not None and type(d) is not int:
                 kwargs["device"] = mapf(d)
-        hit(api, f"{api}()", shown or "error", cls, why)
+        if not (quiet_from_torch and sys._getframe(1).f_code.co_filename == _TORCH_RANDOM):
+            hit(api, f"{api}()", shown or "error", cls, why)
         if impl is None:
             raise NotImplementedError(f"{api} has no equivalent on target {target.name} ({why}) [torchport]")
         return impl(*args, **kwargs)

@@ -146,6 +146,27 @@ class Session:
             self._fp64_sites.add((filename, lineno))
             warnings.warn_explicit(msg, TorchportWarning, filename, lineno)
 
+    def when_imported(self, name: str, patch: Any) -> None:
+        """Run patch(module) now if `name` is imported, else right after its first import."""
+        mod = sys.modules.get(name)
+        if mod is not None:
+            patch(mod)
+            return
+        if getattr(self, "_post_import", None) is None:
+            from torchport.runtime._lazy import PostImport
+
+            finder = PostImport()
+            self._post_import = finder
+            sys.meta_path.insert(0, finder)
+
+            def undo() -> None:
+                if finder in sys.meta_path:
+                    sys.meta_path.remove(finder)
+                finder.callbacks.clear()
+
+            self.patcher.undo.append(undo)
+        self._post_import.callbacks[name] = patch
+
     def warn(self, msg: str) -> None:
         print(f"torchport: warning: {msg}", file=sys.stderr)
 

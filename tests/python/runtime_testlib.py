@@ -1,0 +1,64 @@
+"""Helpers shared by the test_runtime_*.py files."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import torchport
+import torchport.runtime as rt
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "runtime"
+PACKAGE_PARENT = str(Path(torchport.__file__).resolve().parent.parent)
+
+
+def child_env(extra: Optional[dict[str, str]] = None) -> dict[str, str]:
+    """Environment for a child python: finds this torchport, no TORCHPORT_* settings, offline hub."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHPORT_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
+    env["HF_HUB_OFFLINE"] = "1"
+    env["TRANSFORMERS_OFFLINE"] = "1"
+    env["PYTHONWARNINGS"] = "ignore::FutureWarning"
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_python(
+    args: list[str], extra_env: Optional[dict[str, str]] = None, **kw: Any
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=child_env(extra_env), timeout=240, **kw
+    )
+
+
+def run_torchport(
+    args: list[str], extra_env: Optional[dict[str, str]] = None, **kw: Any
+) -> subprocess.CompletedProcess:
+    return run_python(["-m", "torchport", *args], extra_env, **kw)
+
+
+@contextlib.contextmanager
+def enabled(target: Any = "cpu", **kw: Any) -> Iterator[Any]:
+    """The redirect on for the body, always undone."""
+    rt.enable(target, **kw)
+    try:
+        yield rt._active
+    finally:
+        rt.disable()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def sites(session: Any) -> list[Any]:
+    return list(session.log.sites.values())

@@ -1,0 +1,118 @@
+"""Device arguments: strings, torch.device objects, bare ints in factories, Tensor/Module methods, nn layers,
+Generator, default device. On this CPU-only torch every one of these calls raises without the redirect."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from runtime_testlib import enabled, sites
+
+
+def test_without_redirect_cuda_devices_fail_here() -> None:
+    with pytest.raises((RuntimeError, AssertionError)):
+        torch.zeros(2, device="cuda")
+    with pytest.raises((RuntimeError, AssertionError)):
+        torch.ones(2).cuda()
+
+
+@pytest.mark.parametrize("dev", ["cuda", "cuda:0", torch.device("cuda"), torch.device("cuda", 0), 0])
+def test_factories_take_every_device_form(dev: object) -> None:
+    with enabled("cpu"):
+        for make in (
+            lambda: torch.zeros(2, 3, device=dev),
+            lambda: torch.ones(2, device=dev),
+            lambda: torch.empty(4, device=dev),
+            lambda: torch.full((2,), 7.0, device=dev),
+            lambda: torch.arange(5, device=dev),
+            lambda: torch.randn(3, device=dev),
+            lambda: torch.tensor([1, 2], device=dev),
+            lambda: torch.eye(2, device=dev),
+            lambda: torch.zeros_like(torch.ones(2), device=dev),
+            lambda: torch.randperm(4, device=dev),
+            lambda: torch.linspace(0, 1, 3, device=dev),
+        ):
+            t = make()
+            assert t.device.type == "cpu"
+    assert torch.full((2,), 7.0).tolist() == [7.0, 7.0]
+
+
+def test_values_are_the_cpu_values() -> None:
+    with enabled("cpu"):
+        torch.manual_seed(3)
+        a = torch.randn(5, device="cuda")
+        b = torch.arange(6, device="cuda:0").reshape(2, 3)
+    torch.manual_seed(3)
+    assert torch.equal(a, torch.randn(5))
+    assert b.tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_tensor_methods() -> None:
+    x = torch.arange(4.0)
+    with enabled("cpu"):
+        assert x.cuda().device.type == "cpu"
+        assert x.cuda(0).device.type == "cpu"
+        assert x.to("cuda").device.type == "cpu"
+        assert x.to("cuda:0", torch.float16).dtype == torch.float16
+        assert x.to(device=torch.device("cuda")).device.type == "cpu"
+        assert x.to(0).device.type == "cpu"
+        assert x.to(torch.float64).dtype == torch.float64  # dtype-only calls untouched
+        assert x.new_zeros(3, device="cuda").device.type == "cpu"
+        assert x.new_tensor([1.0], device="cuda:0").tolist() == [1.0]
+        assert x.cuda().is_cuda is True  # on the target device
+        assert x.type("torch.cuda.LongTensor").dtype == torch.int64
+        assert x.pin_memory("cuda") is x
+    assert x.is_cuda is False
+
+
+def test_module_methods_and_layer_constructors() -> None:
+    with enabled("cpu") as s:
+        m = nn.Sequential(nn.Linear(3, 2, device="cuda"), nn.LayerNorm(2, device="cuda:0"))
+        assert all(p.device.type == "cpu" for p in m.parameters())
+        assert m.cuda() is m
+        assert m.to("cuda:0") is m
+        conv = nn.Conv2d(1, 1, 3, device=torch.device("cuda"))
+        emb = nn.Embedding(4, 2, device="cuda")
+        assert conv.weight.device.type == emb.weight.device.type == "cpu"
+        lazy = nn.Linear(2, 2, device="meta").to_empty(device="cuda")
+        assert lazy.weight.device.type == "cpu"
+        apis = {site.api for site in sites(s)}
+    assert {"nn.Linear", "nn.LayerNorm", "Module.cuda", "Module.to", "nn.Conv2d", "Module.to_empty"} <= apis
+
+
+def test_generator_and_default_device() -> None:
+    with enabled("cpu"):
+        g = torch.Generator(device="cuda")
+        assert isinstance(g, torch.Generator) and isinstance(torch.default_generator, torch.Generator)
+        g.manual_seed(7)
+        a = torch.rand(3, generator=g, device="cuda")
+        with torch.device("cuda"):
+            b = torch.zeros(2)
+        torch.set_default_device("cuda")
+        try:
+            c = torch.ones(1)
+        finally:
+            torch.set_default_device(None)
+    assert torch.equal(a, torch.rand(3, generator=torch.Generator().manual_seed(7)))
+    assert b.device.type == c.device.type == "cpu"
+
+
+def test_index_other_than_zero_is_logged_as_modified_on_cpu() -> None:
+    with enabled("cpu") as s:
+        torch.zeros(1, device="cuda:1")
+        torch.zeros(1, device="cuda:0")
+        by_before = {site.before: site for site in sites(s)}
+    assert by_before["torch.zeros(device='cuda:1')"].cls == "modified"
+    assert "index is dropped" in by_before["torch.zeros(device='cuda:1')"].why
+    assert by_before["torch.zeros(device='cuda:0')"].cls == "match"
+
+
+def test_is_cuda_device_helper() -> None:
+    from torchport.runtime import is_cuda_device
+
+    assert is_cuda_device("cuda:0") and not is_cuda_device("cpu")
+    with enabled("cpu"):
+        x = torch.ones(1, device="cuda")
+        assert x.device.type != "cuda"  # the honest device type
+        assert is_cuda_device(x) and is_cuda_device(x.device) and is_cuda_device(torch.device("cuda"))
