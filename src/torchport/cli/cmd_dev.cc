@@ -1,12 +1,106 @@
 // `torchport dev ...`: developer tools for the front end.
-#include <CLI/CLI.hpp>
 #include <torchport/cli/cli.h>
+#include <torchport/syntax/lexer.h>
+#include <torchport/text/line_index.h>
+#include <torchport/text/source.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
 
 namespace torchport::cli {
+namespace {
+
+/// Escapes token text for one-line display, in the style of Python's repr().
+std::string escape_token_text(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  for (char c : s) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\f':
+        out += "\\x0c";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x",
+                        static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+/// `torchport dev tokens FILE`: one token per line, `line:col-line:col Kind 'text'`.
+int run_dev_tokens(const std::string& path) {
+  text::DecodeResult decoded = text::decode_file(path);
+  if (!decoded.source) {
+    std::fprintf(stderr, "%s: %s (byte %llu, encoding %s)\n", path.c_str(),
+                 decoded.error->message.c_str(),
+                 static_cast<unsigned long long>(decoded.error->byte_offset),
+                 decoded.error->encoding.empty() ? "-" : decoded.error->encoding.c_str());
+    return 2;
+  }
+  const std::string& src = decoded.source->text;
+  const syntax::LexResult lexed = syntax::tokenize(src);
+  const text::LineIndex lines(src);
+  std::string out;
+  for (const syntax::Token& t : lexed.tokens) {
+    const text::LineCol b = lines.locate(t.begin);
+    // The end as CPython reports it: one past the last byte, on that byte's line.
+    text::LineCol e = b;
+    if (t.end > t.begin) {
+      e = lines.locate(t.end - 1);
+      ++e.column;
+    }
+    out += std::to_string(b.line) + ":" + std::to_string(b.column) + "-" + std::to_string(e.line) +
+           ":" + std::to_string(e.column) + " " + std::string(syntax::token_kind_name(t.kind)) +
+           " '" + escape_token_text(t.text(src)) + "'\n";
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  int rc = 0;
+  for (const text::Diagnostic& d : lexed.diagnostics) {
+    const text::LineCol at = lines.locate(d.offset);
+    const bool is_error = d.severity == text::Severity::Error;
+    std::fprintf(stderr, "%s:%u:%u: %s: %s\n", path.c_str(), at.line, at.column + 1,
+                 is_error ? "error" : "warning", d.message.c_str());
+    if (is_error) rc = 1;
+  }
+  return rc;
+}
+
+}  // namespace
+
+void setup_dev_parse(CLI::App& app, int& exit_code);  // cmd_dev_parse.cc
 
 void setup_dev(CLI::App& app, int& exit_code) {
   app.require_subcommand(1);
-  (void)exit_code;
+  {
+    CLI::App* tokens = app.add_subcommand("tokens", "print the lexer's tokens of a Python file");
+    auto path = std::make_shared<std::string>();
+    tokens->add_option("FILE", *path, "Python source file")->required();
+    tokens->callback([path, &exit_code] { exit_code = run_dev_tokens(*path); });
+  }
+  setup_dev_parse(app, exit_code);
 }
 
 }  // namespace torchport::cli

@@ -13,10 +13,11 @@
 namespace torchport::text {
 
 struct SourceFile {
-  std::string path;      ///< as given by the caller, used in diagnostics
-  std::string text;      ///< UTF-8, BOM removed, original line endings kept
-  std::string encoding;  ///< canonical codec name: "utf-8", "latin-1", "cp1252", "gbk", "gb18030", ...
-  bool bom = false;      ///< the file started with a UTF-8 BOM
+  std::string path;  ///< as given by the caller, used in diagnostics
+  std::string text;  ///< UTF-8, BOM removed, original line endings kept
+  std::string
+      encoding;      ///< canonical codec name: "utf-8", "latin-1", "cp1252", "gbk", "gb18030", ...
+  bool bom = false;  ///< the file started with a UTF-8 BOM
 };
 
 struct DecodeError {
@@ -35,7 +36,21 @@ struct DecodeResult {
 DecodeResult decode(std::string path, std::string_view bytes);
 
 /// Encodes `text` (UTF-8) back into the file's encoding and prepends the BOM if it had one.
-/// decode() followed by encode() gives back the original bytes.
+/// decode() followed by encode() gives back the original bytes. A character the encoding
+/// cannot represent becomes '?': use try_encode() to detect that case.
 std::string encode(const SourceFile& source, std::string_view text);
+
+/// Like encode(), but fails (returns nullopt and sets `*error`, if given, to a reason with the
+/// byte offset in `text`) when `text` has a character the file's encoding cannot represent.
+std::optional<std::string> try_encode(const SourceFile& source, std::string_view text,
+                                      std::string* error = nullptr);
+
+/// Reads the file at `path` and decodes it. A file that cannot be read gives a DecodeError
+/// with an empty `encoding` and the reason ("cannot read file: No such file or directory").
+DecodeResult decode_file(const std::string& path);
+
+/// The canonical codec name ("utf-8", "latin-1", "gbk", ...) for a PEP 263 name, normalised
+/// as CPython's codec lookup does; nullopt if torchport does not know the codec.
+std::optional<std::string> canonical_encoding(std::string_view name);
 
 }  // namespace torchport::text

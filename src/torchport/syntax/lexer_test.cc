@@ -1,0 +1,190 @@
+// Lexer basics: operators, names, keywords, comments, NEWLINE vs NL, continuations, errors, and
+// the tiling invariant on awkward inputs.
+#include <gtest/gtest.h>
+#include <torchport/syntax/lexer.h>
+
+#include <string>
+
+#include "lexer_test_util.h"
+
+namespace torchport::syntax {
+namespace {
+
+using testing::all_kinds;
+using testing::kinds;
+using testing::lex;
+using testing::messages;
+using testing::texts;
+
+TEST(LexerTest, EmptyInputIsJustEndMarker) {
+  EXPECT_EQ(all_kinds(""), "EndMarker");
+  EXPECT_EQ(messages(""), "");
+}
+
+TEST(LexerTest, SimpleAssignmentWithTrivia) {
+  EXPECT_EQ(all_kinds("x = 1\n"), "Name Whitespace Equal Whitespace Number Newline EndMarker");
+  EXPECT_EQ(texts("x = 1\n"), "x|=|1|\n|");
+}
+
+TEST(LexerTest, EveryOperatorByMaximalMunch) {
+  const char* src =
+      "( ) [ ] { } : , ; . ... -> := ! + - * / // % ** @ | & ^ ~ << >> < > == != <= >= = += -= "
+      "*= /= //= %= **= @= |= &= ^= <<= >>=\n";
+  EXPECT_EQ(kinds(src),
+            "LPar RPar LSqb RSqb LBrace RBrace Colon Comma Semi Dot Ellipsis RArrow ColonEqual "
+            "Exclamation Plus Minus Star Slash DoubleSlash Percent DoubleStar At VBar Amper "
+            "Circumflex Tilde LeftShift RightShift Less Greater EqEqual NotEqual LessEqual "
+            "GreaterEqual Equal PlusEqual MinusEqual StarEqual SlashEqual DoubleSlashEqual "
+            "PercentEqual DoubleStarEqual AtEqual VBarEqual AmperEqual CircumflexEqual "
+            "LeftShiftEqual RightShiftEqual Newline EndMarker");
+  EXPECT_EQ(messages(src), "");
+}
+
+TEST(LexerTest, OperatorsWithoutSpaces) {
+  EXPECT_EQ(texts("a**=b//c->d\n"), "a|**=|b|//|c|->|d|\n|");
+  EXPECT_EQ(texts("x[1:-1]..."), "x|[|1|:|-|1|]|...||");
+  EXPECT_EQ(texts("a....b"), "a|...|.|b||");
+}
+
+TEST(LexerTest, HardKeywordsGetTheirKinds) {
+  EXPECT_EQ(kinds("False None True and as assert async await break class continue def del elif "
+                  "else except finally for from global if import in is lambda nonlocal not or "
+                  "pass raise return try while with yield"),
+            "KwFalse KwNone KwTrue KwAnd KwAs KwAssert KwAsync KwAwait KwBreak KwClass KwContinue "
+            "KwDef KwDel KwElif KwElse KwExcept KwFinally KwFor KwFrom KwGlobal KwIf KwImport "
+            "KwIn KwIs KwLambda KwNonlocal KwNot KwOr KwPass KwRaise KwReturn KwTry KwWhile "
+            "KwWith KwYield Newline EndMarker");
+}
+
+TEST(LexerTest, SoftKeywordsAndKeywordLookalikesAreNames) {
+  EXPECT_EQ(kinds("match case type _ print exec iff Def none TRUE"),
+            "Name Name Name Name Name Name Name Name Name Name Newline EndMarker");
+}
+
+TEST(LexerTest, NonAsciiIdentifiers) {
+  EXPECT_EQ(texts("变量 = été_1 + ℌx\n"), "变量|=|été_1|+|ℌx|\n|");
+  EXPECT_EQ(kinds("变量 = 1\n"), "Name Equal Number Newline EndMarker");
+}
+
+TEST(LexerTest, InvalidCharactersAreWordedAsCPython) {
+  EXPECT_EQ(messages("a€ = 1\n"), "invalid character '€' (U+20AC)");
+  EXPECT_EQ(kinds("a€ = 1\n"), "Name Error Equal Number Newline EndMarker");
+  EXPECT_EQ(messages("a\u00a0= 1\n"), "invalid non-printable character U+00A0");
+  EXPECT_EQ(messages("x = $\n"), "invalid syntax");
+  EXPECT_EQ(messages("x = ?\n"), "invalid syntax");
+  EXPECT_EQ(messages("x\x01\n"), "invalid non-printable character U+0001");
+}
+
+TEST(LexerTest, InvalidUtf8IsAnErrorNotACrash) {
+  const std::string src = "x = \xff\xfe + \xe4\xb8\n";
+  const LexResult r = lex(src);
+  ASSERT_FALSE(r.diagnostics.empty());
+  EXPECT_EQ(r.diagnostics[0].message, "invalid utf-8 byte 0xFF");
+}
+
+TEST(LexerTest, NulBytesAreReportedOnce) {
+  const std::string src("a = 1\0\0\n", 8);
+  EXPECT_EQ(messages(src), "source code cannot contain null bytes");
+  const LexResult r = lex(src);
+  EXPECT_EQ(r.diagnostics[0].offset, 5u);
+}
+
+TEST(LexerTest, CommentsAreTokensWithoutTheLineBreak) {
+  EXPECT_EQ(all_kinds("x  # hi\n"), "Name Whitespace Comment Newline EndMarker");
+  EXPECT_EQ(texts("# only\n"), "");  // Comment and NL are trivia; only EndMarker is left
+  EXPECT_EQ(all_kinds("# only\n"), "Comment NonLogicalNewline EndMarker");
+}
+
+TEST(LexerTest, NewlineEndsLogicalLinesAndNlMarksBlankOnes) {
+  EXPECT_EQ(all_kinds("x\n\n  \n# c\ny\n"),
+            "Name Newline NonLogicalNewline Whitespace NonLogicalNewline Comment "
+            "NonLogicalNewline Name Newline EndMarker");
+}
+
+TEST(LexerTest, LineBreaksInsideBracketsAreNonLogical) {
+  EXPECT_EQ(all_kinds("f(a,\n  b)\n"),
+            "Name LPar Name Comma NonLogicalNewline Whitespace Name RPar Newline EndMarker");
+  EXPECT_EQ(all_kinds("[\n{\n}\n]\n"),
+            "LSqb NonLogicalNewline LBrace NonLogicalNewline RBrace NonLogicalNewline RSqb "
+            "Newline EndMarker");
+}
+
+TEST(LexerTest, CrlfAndLoneCrAreSingleLineBreaks) {
+  const std::string src = "a = 1\r\nb = 2\rc = 3\r\n";
+  const LexResult r = lex(src);
+  std::vector<std::string> breaks;
+  for (const Token& t : r.tokens) {
+    if (t.kind == TokenKind::Newline) breaks.emplace_back(t.text(src));
+  }
+  EXPECT_EQ(breaks, (std::vector<std::string>{"\r\n", "\r", "\r\n"}));
+}
+
+TEST(LexerTest, ZeroWidthNewlineAtEofWithoutLineBreak) {
+  const std::string src = "x = 1";
+  const LexResult r = lex(src);
+  ASSERT_EQ(r.tokens.size(), 7u);
+  EXPECT_EQ(r.tokens[5].kind, TokenKind::Newline);
+  EXPECT_EQ(r.tokens[5].begin, 5u);
+  EXPECT_EQ(r.tokens[5].end, 5u);
+  // A final comment-only line gets no Newline at all.
+  EXPECT_EQ(all_kinds("x\n# c"), "Name Newline Comment EndMarker");
+  // Trailing whitespace after the last line is just whitespace.
+  EXPECT_EQ(all_kinds("x\n   "), "Name Newline Whitespace EndMarker");
+}
+
+TEST(LexerTest, BackslashContinuation) {
+  EXPECT_EQ(all_kinds("x = 1 + \\\n    2\n"),
+            "Name Whitespace Equal Whitespace Number Whitespace Plus Whitespace Continuation "
+            "Whitespace Number Newline EndMarker");
+  EXPECT_EQ(texts("x = \\\r\n2\n"), "x|=|2|\n|");
+  const LexResult r = lex("x = \\\r\n2\n");
+  EXPECT_EQ(r.tokens[4].kind, TokenKind::Continuation);
+  EXPECT_EQ(r.tokens[4].text("x = \\\r\n2\n"), "\\\r\n");
+}
+
+TEST(LexerTest, BackslashErrors) {
+  EXPECT_EQ(messages("x = \\ 1\n"), "unexpected character after line continuation character");
+  EXPECT_EQ(messages("x = 1 \\\n"), "unexpected EOF while parsing");
+  EXPECT_EQ(messages("x = 1 \\"), "unexpected EOF while parsing");
+  EXPECT_EQ(messages("x = 1\n\\\n"), "unexpected EOF while parsing");
+}
+
+TEST(LexerTest, BracketMismatchesAreReported) {
+  EXPECT_EQ(messages(")\n"), "unmatched ')'");
+  EXPECT_EQ(messages("(]\n"), "closing parenthesis ']' does not match opening parenthesis '('");
+  EXPECT_EQ(messages("([{}])\n"), "");
+}
+
+TEST(LexerTest, UnclosedBracketAtEofStillEndsTheLine) {
+  // The parser reports "'(' was never closed"; the lexer still closes the stream.
+  EXPECT_EQ(kinds("f(1,\n"), "Name LPar Number Comma Newline EndMarker");
+}
+
+TEST(LexerTest, Python2Tokens) {
+  EXPECT_EQ(kinds("`x` <> 1\n"), "Backtick Name Backtick LessGreater Number Newline EndMarker");
+}
+
+TEST(LexerTest, TokenKindNamesAreStable) {
+  EXPECT_EQ(token_kind_name(TokenKind::Whitespace), "Whitespace");
+  EXPECT_EQ(token_kind_name(TokenKind::KwYield), "KwYield");
+  EXPECT_EQ(token_kind_name(TokenKind::RightShiftEqual), "RightShiftEqual");
+  EXPECT_EQ(token_kind_name(TokenKind::Error), "Error");
+}
+
+TEST(LexerTest, DeepNestingIsDiagnosedNotACrash) {
+  std::string src(300, '(');
+  src += std::string(300, ')') + "\n";
+  EXPECT_EQ(messages(src), "too many nested parentheses");
+}
+
+TEST(LexerTest, AnyByteSequenceTiles) {
+  // A small deterministic fuzz: every prefix of a nasty input must tile.
+  const std::string nasty =
+      "if x:\n\tf'{a!r:{b}}' rb'''\\\r\n' 0x_ 1e+ 1__0 \\ \x00 \xff `<> f\"{\n\"\"\" \r\x0c#\n"
+      "  t'{x}' u'\\N{DASH}' )]} \xe2\x82\xac";
+  for (std::size_t n = 0; n <= nasty.size(); ++n) lex(std::string_view(nasty).substr(0, n));
+  for (std::size_t i = 0; i < nasty.size(); ++i) lex(std::string_view(nasty).substr(i));
+}
+
+}  // namespace
+}  // namespace torchport::syntax
