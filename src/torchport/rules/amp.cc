@@ -17,9 +17,9 @@
 //   For --target accelerator the device type is `_tp_device.type`.
 // Safety:
 //   Positional arguments of torch.cuda.amp.autocast (enabled, dtype, cache_enabled) do not line
-//   up with torch.amp.autocast(device_type, dtype, enabled, ...), so such calls are reported
-//   and left alone. The default autocast dtype is the target's (float16 on CUDA, bfloat16 on
-//   CPU); pass dtype= explicitly to keep float16.
+//   up with torch.amp.autocast(device_type, dtype, enabled, ...), so they become keywords. The
+//   default autocast dtype is the target's (float16 on CUDA, bfloat16 on CPU); pass dtype=
+//   explicitly to keep float16.
 #include <torchport/rules/context.h>
 
 namespace torchport::rules {
@@ -32,6 +32,26 @@ void run_amp(Context& ctx) {
   for (const semantic::Reference& ref : m.references()) {
     std::string_view q = ref.qualified;
     std::string_view which;
+    if (q == "torch.get_autocast_gpu_dtype" || q == "torch.set_autocast_gpu_dtype" ||
+        q == "torch.is_autocast_enabled") {
+      auto lp = m.next(ref.last);
+      if (!lp || m.kind(*lp) != TokenKind::LPar || !m.match(*lp)) continue;
+      auto args = call_args(m, *lp);
+      if (q == "torch.is_autocast_enabled" && !args.empty()) continue;  // already has a device
+      ctx.handled.insert(ref.first);
+      std::string fn = q == "torch.get_autocast_gpu_dtype"   ? "torch.get_autocast_dtype"
+                       : q == "torch.set_autocast_gpu_dtype" ? "torch.set_autocast_dtype"
+                                                             : "torch.is_autocast_enabled";
+      const std::uint32_t b = m.tokens()[ref.first].begin;
+      const std::uint32_t e = m.tokens()[*lp].end;
+      std::string text = ctx.render(fn) + "(" + ctx.device_type_expr() + (args.empty() ? "" : ", ");
+      ctx.modify(
+          "TP200", std::string(q),
+          "change " + std::string(q) + "() to " + fn + "(" + ctx.device_type_expr() + ", ...)", b,
+          e, text);
+      if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+      continue;
+    }
     if (q == "torch.cuda.amp.autocast" || q == "torch.cuda.amp.autocast_mode.autocast") {
       which = "autocast";
     } else if (q == "torch.cuda.amp.GradScaler" || q == "torch.cuda.amp.grad_scaler.GradScaler") {
@@ -52,13 +72,18 @@ void run_amp(Context& ctx) {
       continue;
     }
     auto args = call_args(m, *lpar);
-    const bool positional = !args.empty() && args.front().keyword.empty() && which == "autocast";
-    if (positional) {
-      ctx.flag("TP200", Operation::Unsupported, api,
-               "positional arguments of torch.cuda.amp.autocast do not match torch.amp.autocast; "
-               "use keywords",
-               rb, m.tokens()[*m.match(*lpar)].end);
-      continue;
+    // torch.cuda.amp.autocast(enabled, dtype, cache_enabled) -> keywords after the device type.
+    static constexpr std::string_view kAutocastParams[] = {"enabled", "dtype", "cache_enabled"};
+    std::vector<std::pair<std::uint32_t, std::string>> keywords;
+    if (which == "autocast") {
+      for (std::size_t a = 0; a < args.size() && a < 3 && args[a].keyword.empty(); ++a) {
+        if (m.kind(args[a].first) == TokenKind::Star ||
+            m.kind(args[a].first) == TokenKind::DoubleStar) {
+          break;
+        }
+        keywords.emplace_back(m.tokens()[args[a].first].begin,
+                              std::string(kAutocastParams[a]) + "=");
+      }
     }
     // The callee: rewrite the chain when it spells the cuda segment itself (torch.cuda.amp.X,
     // cuda.amp.X); names bound by a rewritten import (amp.X, X) stay as they are.
@@ -73,7 +98,14 @@ void run_amp(Context& ctx) {
     }
     const std::uint32_t at = m.tokens()[*lpar].end;
     const bool empty = args.empty();
-    ctx.modify("TP200", api, msg, at, at, ctx.device_type_expr() + (empty ? "" : ", "));
+    std::string insert = ctx.device_type_expr() + (empty ? "" : ", ");
+    std::size_t k = 0;
+    if (!keywords.empty() && keywords[0].first == at) insert += keywords[k++].second;
+    ctx.modify("TP200", api, msg, at, at, insert);
+    for (; k < keywords.size(); ++k) {
+      ctx.modify("TP200", api, "pass the positional argument as " + keywords[k].second + "...",
+                 keywords[k].first, keywords[k].first, keywords[k].second);
+    }
     if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
   }
 }

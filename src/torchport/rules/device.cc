@@ -271,11 +271,7 @@ void cuda_methods(Context& ctx) {
       continue;
     }
     // .cuda
-    if (!nx || m.kind(*nx) != TokenKind::LPar) {
-      ctx.flag("TP301", Operation::Unknown, ".cuda",
-               ".cuda used without a call; replace it by hand", tok.begin, tok.end);
-      continue;
-    }
+    if (!nx || m.kind(*nx) != TokenKind::LPar) continue;  // an attribute of the user's own
     const catalogue::Mapping* mp = ctx.cat.lookup(".cuda", t);
     if (mp && mp->status == catalogue::Status::Unsupported) {
       ctx.flag("TP301", Operation::Unsupported, ".cuda", mp->note, tok.begin, tok.end);

@@ -1,6 +1,7 @@
 #include <torchport/semantic/model.h>
 
 #include <algorithm>
+#include <cctype>
 
 namespace torchport::semantic {
 
@@ -330,6 +331,7 @@ void Model::build_imports_and_bindings() {
     const std::size_t rhs = eqs.back() + 1;
     // Classify the value.
     Binding value{};
+    bool from_string = false;
     if (rhs < t.size()) {
       std::size_t q = rhs;
       if (kind(t[q]) == TokenKind::Name) {
@@ -347,6 +349,7 @@ void Model::build_imports_and_bindings() {
         }
       }
       if (value.kind == Binding::Kind::Other) {
+        from_string = true;
         // A device string anywhere at the top level of the value: "cuda", f"cuda:{i}",
         // "cuda" if cond else "cpu".
         for (std::size_t r = rhs; r < t.size(); ++r) {
@@ -366,6 +369,14 @@ void Model::build_imports_and_bindings() {
         }
       }
     }
+    // A device string makes a device variable only under a device-like name (`device`,
+    // `dev`, `train_device`, `DEVICE`): `name = "cuda"` is just a string.
+    auto device_like = [](std::string_view n) {
+      std::string lower(n);
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return lower.find("device") != std::string::npos || lower == "dev" ||
+             lower.ends_with("_dev") || lower.starts_with("dev_");
+    };
     for (std::size_t e = 0; e < eqs.size(); ++e) {
       const std::size_t from = e == 0 ? 0 : eqs[e - 1] + 1;
       const std::size_t to = eqs[e];
@@ -373,7 +384,11 @@ void Model::build_imports_and_bindings() {
       // attribute/subscript targets bind their names as Other.
       if (to - from >= 1 && kind(t[from]) == TokenKind::Name &&
           (to - from == 1 || kind(t[from + 1]) == TokenKind::Colon)) {
-        bind(scope, std::string(token_text(t[from])), value);
+        Binding v = value;
+        if (v.kind == Binding::Kind::Device && from_string && !device_like(token_text(t[from]))) {
+          v = Binding{};
+        }
+        bind(scope, std::string(token_text(t[from])), v);
         continue;
       }
       for (std::size_t q = from; q < to; ++q) {
