@@ -9,6 +9,10 @@ namespace {
 
 constexpr std::array kCommands = {
     Command{"dev", "developer tools: tokens, parse, dump-spans", setup_dev},
+    Command{"analyze", "find CUDA-specific code and what will not work on a target", setup_analyze},
+    Command{"migrate", "rewrite a project tree for a target, with reports", setup_migrate},
+    Command{"explain", "what torchport does with one CUDA API", setup_explain},
+    Command{"targets", "the targets and what each needs", setup_targets},
 };
 
 }  // namespace

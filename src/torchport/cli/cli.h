@@ -21,5 +21,9 @@ int run(int argc, char** argv);
 
 // Each command family lives in its own file (cmd_<family>.cc).
 void setup_dev(CLI::App& app, int& exit_code);
+void setup_migrate(CLI::App& app, int& exit_code);  // cmd_migrate.cc
+void setup_analyze(CLI::App& app, int& exit_code);  // cmd_migrate.cc
+void setup_explain(CLI::App& app, int& exit_code);  // cmd_explain.cc
+void setup_targets(CLI::App& app, int& exit_code);  // cmd_explain.cc
 
 }  // namespace torchport::cli

@@ -1,0 +1,142 @@
+// `torchport migrate` and `torchport analyze`.
+#include <torchport/catalogue/catalogue.h>
+#include <torchport/cli/cli.h>
+#include <torchport/project/driver.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+#include <string>
+
+namespace torchport::cli {
+
+namespace {
+
+struct CommonArgs {
+  std::string input;
+  std::string outdir;
+  std::string target;
+  std::string torch_version;
+  bool specify_device = false;
+  unsigned jobs = 0;
+};
+
+void add_common(CLI::App& app, CommonArgs& a) {
+  app.add_option("INPUT", a.input, "the project directory or one Python file")->required();
+  app.add_option("--target,-t", a.target,
+                 "npu, mlu, musa, xpu, mps, hpu, cpu or accelerator (device-agnostic)")
+      ->required();
+  app.add_option("--torch-version,-v", a.torch_version,
+                 "the torch version the output must run on (X.Y): selects per-version lists and "
+                 "idioms");
+  app.add_flag("--specify-device,-s", a.specify_device,
+               "take the device index from the DEVICE_ID environment variable (Ascend's -s)");
+  app.add_option("--jobs,-j", a.jobs, "worker threads (default: one per CPU)");
+}
+
+project::Options to_options(const CommonArgs& a) {
+  project::Options o;
+  o.input = a.input;
+  o.outdir = a.outdir;
+  o.rules.target = a.target;
+  o.rules.torch_version = a.torch_version;
+  o.rules.specify_device = a.specify_device;
+  o.jobs = a.jobs;
+  return o;
+}
+
+std::string all_findings_csv(const report::Report& r) {
+  std::string out = "File,Start Line,End Line,Column,Operation Type,Code,OP,Message\n";
+  for (const report::Row& row : r.rows) {
+    std::string op(rules::to_string(row.op));
+    out += report::csv_cell(row.file) + "," + std::to_string(row.start_line) + "," +
+           std::to_string(row.end_line) + "," + std::to_string(row.column) + "," + op + "," +
+           report::csv_cell(row.code) + "," + report::csv_cell(row.api) + "," +
+           report::csv_cell(row.message) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+void setup_migrate(CLI::App& app, int& exit_code) {
+  struct Args : CommonArgs {
+    bool diff = false, inplace = false, force = false, quiet = false;
+    std::string backup;
+  };
+  auto a = std::make_shared<Args>();
+  add_common(app, *a);
+  app.add_option("--output,-o", a->outdir,
+                 "parent directory of the result: OUTDIR/<input-name>_<target>/ (with --inplace: "
+                 "where the reports go)");
+  app.add_flag("--diff", a->diff, "print a unified diff of every change");
+  app.add_flag("--inplace", a->inplace,
+               "rewrite the input files themselves (atomically, keeping backups)");
+  app.add_option("--backup", a->backup,
+                 "with --inplace: where the originals go (default: <INPUT>.torchport-backup)");
+  app.add_flag("--force,-f", a->force, "replace an existing result or backup directory");
+  app.add_flag("--quiet,-q", a->quiet, "no summary table");
+  app.callback([a, &exit_code] {
+    if (!a->inplace && a->outdir.empty()) {
+      std::cerr << "torchport migrate: error: -o OUTDIR is required (or --inplace)\n";
+      exit_code = 2;
+      return;
+    }
+    if (!a->inplace && !a->backup.empty()) {
+      std::cerr << "torchport migrate: error: --backup only goes with --inplace\n";
+      exit_code = 2;
+      return;
+    }
+    project::Options o = to_options(*a);
+    o.diff = a->diff;
+    o.inplace = a->inplace;
+    o.backup = a->backup;
+    o.force = a->force;
+    project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
+    if (!r.error.empty()) {
+      std::cerr << "torchport migrate: error: " << r.error << "\n";
+      exit_code = r.exit_code;
+      return;
+    }
+    if (a->diff) std::cout << r.diff;
+    if (!a->quiet) {
+      std::cout << report::summary_table(r.report);
+      if (!r.result_dir.empty()) std::cout << "result: " << r.result_dir.string() << "\n";
+      std::cout << "reports: " << r.report_dir.string() << "\n";
+    }
+    exit_code = r.exit_code;
+  });
+}
+
+void setup_analyze(CLI::App& app, int& exit_code) {
+  struct Args : CommonArgs {
+    std::string format = "text";
+  };
+  auto a = std::make_shared<Args>();
+  add_common(app, *a);
+  app.add_option("--format", a->format, "text, json or csv (on stdout)")
+      ->check(CLI::IsMember({"text", "json", "csv"}));
+  app.add_option("--output,-o", a->outdir,
+                 "also write the report files (CSV, report.json, log) into this directory");
+  app.footer("Exit status: 0 nothing CUDA-specific found, 1 findings, 2 error.");
+  app.callback([a, &exit_code] {
+    project::Options o = to_options(*a);
+    o.analyze_only = true;
+    project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), nullptr);
+    if (!r.error.empty()) {
+      std::cerr << "torchport analyze: error: " << r.error << "\n";
+      exit_code = r.exit_code;
+      return;
+    }
+    if (a->format == "json") {
+      std::cout << report::report_json(r.report);
+    } else if (a->format == "csv") {
+      std::cout << all_findings_csv(r.report);
+    } else {
+      std::cout << report::findings_text(r.report) << report::summary_table(r.report);
+    }
+    exit_code = r.exit_code;
+  });
+}
+
+}  // namespace torchport::cli

@@ -1,0 +1,480 @@
+#include <torchport/catalogue/catalogue.h>
+#include <torchport/fix/apply.h>
+#include <torchport/project/diff.h>
+#include <torchport/project/driver.h>
+#include <torchport/project/files.h>
+#include <torchport/syntax/parser.h>
+#include <torchport/text/line_index.h>
+#include <torchport/text/source.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <iomanip>
+#include <ostream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace torchport::project {
+
+namespace fs = std::filesystem;
+using report::FileEntry;
+using report::Outcome;
+using report::Row;
+
+namespace {
+
+constexpr std::uintmax_t kMaxPythonBytes = 10u << 20;  // as Ascend: larger files are skipped
+constexpr std::uintmax_t kMaxScannedBytes = 10u << 20;
+constexpr const char* kReportDirName = "torchport-report";
+
+/// What processing one file produced.
+struct FileWork {
+  FileEntry entry;
+  std::vector<Row> rows;
+  std::vector<std::string> cuda_ops;
+  std::string output;  ///< the new bytes when entry.changed
+  std::string diff;
+};
+
+/// 1-based line and column of byte `offset` in raw bytes (for decode errors).
+std::pair<std::size_t, std::size_t> raw_line_col(std::string_view bytes, std::size_t offset) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < offset && i < bytes.size(); ++i) {
+    if (bytes[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return {line, col};
+}
+
+/// Turns findings into located rows, applying the safe fixes unless analyzing. Returns the
+/// new text (== text when nothing was applied).
+std::string apply_findings(const std::string& rel, std::string_view text,
+                           const std::vector<rules::Finding>& findings, bool analyze_only,
+                           FileWork& work, std::vector<fix::AppliedEdit>& applied) {
+  text::LineIndex index(text);
+  std::vector<fix::Fix> fixes;
+  std::vector<std::size_t> fix_of(findings.size(), SIZE_MAX);
+  if (!analyze_only) {
+    for (std::size_t i = 0; i < findings.size(); ++i) {
+      if (!findings[i].fix) continue;
+      fix_of[i] = fixes.size();
+      fixes.push_back(*findings[i].fix);
+    }
+  }
+  fix::ApplyResult ar = fix::apply_fixes(text, fixes, fix::Applicability::Safe);
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const rules::Finding& f = findings[i];
+    auto clamp = [&](std::uint32_t o) {
+      return std::min<std::uint32_t>(o, static_cast<std::uint32_t>(text.size()));
+    };
+    std::uint32_t b = clamp(f.begin), e = clamp(std::max(f.begin, f.end));
+    text::LineCol start = index.locate(b);
+    text::LineCol end = index.locate(e > b ? e - 1 : b);
+    Row row;
+    row.file = rel;
+    row.start_line = start.line;
+    row.end_line = end.line;
+    row.column = start.column + 1;
+    row.op = f.op;
+    row.code = f.code;
+    row.api = f.api;
+    row.message = f.message;
+    if (fix_of[i] != SIZE_MAX) {
+      fix::FixOutcome o = ar.outcomes[fix_of[i]];
+      row.applied = o == fix::FixOutcome::Applied || o == fix::FixOutcome::Duplicate;
+      if (o == fix::FixOutcome::Overlap || o == fix::FixOutcome::Invalid) {
+        // Never drop a change silently: it stays in place and is reported as not done.
+        row.op = rules::Operation::Unsupported;
+        row.message = std::string("not applied (") +
+                      (o == fix::FixOutcome::Overlap ? "overlaps another change" : "invalid edit") +
+                      "): " + f.message;
+      }
+    }
+    work.rows.push_back(std::move(row));
+  }
+  applied = std::move(ar.edits);
+  return std::move(ar.text);
+}
+
+FileWork process_python(const ProjectFile& f, const std::string& bytes,
+                        const catalogue::Catalogue& cat, const Options& opts) {
+  FileWork w;
+  w.entry.file = f.rel;
+  w.entry.python = true;
+  text::DecodeResult dec = text::decode(f.rel, bytes);
+  if (!dec.source) {
+    auto [line, col] = raw_line_col(bytes, dec.error ? dec.error->byte_offset : 0);
+    w.entry.outcome = Outcome::Failure;
+    w.entry.reason = f.rel + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                     ": cannot decode as " + (dec.error ? dec.error->encoding : "utf-8") + ": " +
+                     (dec.error ? dec.error->message : "unknown error") + " (copied unchanged)";
+    return w;
+  }
+  syntax::Tree tree = syntax::parse(std::move(*dec.source));
+  if (!tree.ok()) {
+    w.entry.outcome = Outcome::Failure;
+    w.entry.reason = (tree.diagnostics().empty() ? f.rel + ": syntax error"
+                                                 : tree.format(tree.diagnostics().front())) +
+                     " (copied unchanged)";
+    return w;
+  }
+  rules::FileResult fr = rules::check(tree, cat, opts.rules);
+  w.entry.min_torch = fr.min_torch_version;
+  w.cuda_ops = fr.cuda_apis;
+  std::vector<fix::AppliedEdit> applied;
+  std::string text(tree.text());
+  std::string after = apply_findings(f.rel, text, fr.findings, opts.analyze_only, w, applied);
+  w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
+  if (after == text) return w;
+  // Self-check: the output must parse, else the original is kept and the failure reported.
+  syntax::Tree check = syntax::parse(f.rel, after);
+  if (!check.ok()) {
+    w.entry.outcome = Outcome::Failure;
+    w.entry.reason = f.rel + ": internal error: the rewritten file does not parse (" +
+                     (check.diagnostics().empty() ? std::string("syntax error")
+                                                  : check.format(check.diagnostics().front())) +
+                     "); the original is kept";
+    for (Row& r : w.rows) r.applied = false;
+    return w;
+  }
+  w.entry.changed = true;
+  w.output = text::encode(tree.source(), after);
+  if (opts.diff) w.diff = unified_diff(f.rel, text, after, applied);
+  return w;
+}
+
+FileWork process_scanned(const ProjectFile& f, const std::string& bytes, const Options& opts) {
+  FileWork w;
+  w.entry.file = f.rel;
+  w.entry.outcome = Outcome::Success;
+  rules::FileResult fr = rules::check_other(f.rel, bytes, opts.rules);
+  w.cuda_ops = fr.cuda_apis;
+  std::vector<fix::AppliedEdit> applied;
+  std::string after = apply_findings(f.rel, bytes, fr.findings, opts.analyze_only, w, applied);
+  w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
+  if (after != bytes) {
+    w.entry.changed = true;
+    w.output = std::move(after);
+    if (opts.diff) w.diff = unified_diff(f.rel, bytes, w.output, applied);
+  }
+  return w;
+}
+
+FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Options& opts) {
+  FileWork w;
+  w.entry.file = f.rel;
+  w.entry.python = f.kind == FileKind::Python;
+  if (f.kind == FileKind::Symlink) {
+    w.entry.outcome = Outcome::Skip;
+    w.entry.reason = "symbolic link: not followed";
+    return w;
+  }
+  if (f.kind == FileKind::Other) {
+    w.entry.outcome = Outcome::Skip;
+    w.entry.reason = "not Python: copied unchanged";
+    return w;
+  }
+  std::uintmax_t limit = f.kind == FileKind::Python ? kMaxPythonBytes : kMaxScannedBytes;
+  if (f.size > limit) {
+    w.entry.outcome = Outcome::Skip;
+    w.entry.reason = "larger than 10 MB: copied unchanged";
+    return w;
+  }
+  std::string bytes, error;
+  if (!read_file(f.path, bytes, error)) {
+    w.entry.outcome = Outcome::Failure;
+    w.entry.reason = f.rel + ": cannot read: " + error;
+    return w;
+  }
+  try {
+    return f.kind == FileKind::Python ? process_python(f, bytes, cat, opts)
+                                      : process_scanned(f, bytes, opts);
+  } catch (const std::exception& e) {
+    // A defect in a rule must not abort the run: the file is reported and copied unchanged.
+    w.entry.outcome = Outcome::Failure;
+    w.entry.reason = f.rel + ": internal error: " + e.what() + " (copied unchanged)";
+    w.rows.clear();
+    return w;
+  }
+}
+
+bool valid_version(const std::string& v) {
+  static const std::regex re(R"(\d+\.\d+(\.\d+)?)");
+  return std::regex_match(v, re);
+}
+
+std::string now_utc() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+/// Writes every report file into `dir`. Returns "" or an error.
+std::string write_reports(const fs::path& dir, const report::Report& rep, const std::string& log,
+                          const std::string& diff) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return dir.string() + ": cannot create: " + ec.message();
+  std::string error;
+  const std::pair<const char*, std::string> files[] = {
+      {"change_list.csv", report::change_list_csv(rep)},
+      {"unsupported_api.csv", report::unsupported_api_csv(rep)},
+      {"unknown_api.csv", report::unknown_api_csv(rep)},
+      {"cuda_op_list.csv", report::cuda_op_list_csv(rep)},
+      {"report.json", report::report_json(rep)},
+      {"torchport.log", log},
+  };
+  for (const auto& [name, text] : files)
+    if (!write_atomic(dir / name, text, error)) return (dir / name).string() + ": " + error;
+  if (!diff.empty() && !write_atomic(dir / "changes.diff", diff, error))
+    return (dir / "changes.diff").string() + ": " + error;
+  return {};
+}
+
+std::string refuse_options(const Options& opts, const catalogue::Catalogue& cat) {
+  const catalogue::Target* t = cat.target(opts.rules.target);
+  if (!t) {
+    std::string names;
+    for (const catalogue::Target& x : cat.targets()) names += (names.empty() ? "" : ", ") + x.name;
+    return "unknown target '" + opts.rules.target + "' (expected one of: " + names + ")";
+  }
+  const std::string& v = opts.rules.torch_version;
+  if (!v.empty()) {
+    if (!valid_version(v)) return "--torch-version '" + v + "': expected X.Y, e.g. 2.6";
+    if (!t->min_torch.empty() && report::max_version(v, t->min_torch) != v)
+      return "target " + t->name + " needs torch >= " + t->min_torch + " (--torch-version " + v +
+             ")";
+  }
+  std::error_code ec;
+  if (!fs::exists(opts.input, ec)) return opts.input.string() + ": no such file or directory";
+  return {};
+}
+
+}  // namespace
+
+std::string result_name(const fs::path& input, const std::string& target) {
+  fs::path abs = fs::weakly_canonical(fs::absolute(input));
+  std::string name = fs::is_directory(abs) ? abs.filename().string() : abs.stem().string();
+  if (name.empty()) name = "project";
+  return name + "_" + target;
+}
+
+RunResult run(const Options& opts, const catalogue::Catalogue& cat, std::ostream* progress) {
+  RunResult res;
+  auto refuse = [&](std::string why) {
+    res.exit_code = 2;
+    res.error = std::move(why);
+    return res;
+  };
+  if (std::string why = refuse_options(opts, cat); !why.empty()) return refuse(why);
+
+  std::error_code ec;
+  const fs::path input = fs::weakly_canonical(fs::absolute(opts.input));
+  const bool input_is_dir = fs::is_directory(input);
+  const std::string name = result_name(input, opts.rules.target);
+  fs::path tmp_dir;  // migrate: the tree is built here, then renamed into place
+  fs::path backup_dir;
+  std::vector<fs::path> exclude;
+
+  if (opts.analyze_only) {
+    if (!opts.outdir.empty()) {
+      res.report_dir = fs::absolute(opts.outdir);
+      exclude.push_back(res.report_dir);
+    }
+  } else if (opts.inplace) {
+    backup_dir = opts.backup.empty()
+                     ? input.parent_path() / (input.filename().string() + ".torchport-backup")
+                     : fs::absolute(opts.backup);
+    if (input_is_dir && is_within(backup_dir, input))
+      return refuse("--backup " + backup_dir.string() + " is inside the input " + input.string());
+    if (fs::exists(backup_dir, ec) && !opts.force)
+      return refuse(backup_dir.string() + " already exists (use --force to reuse it)");
+    res.report_dir =
+        (opts.outdir.empty() ? backup_dir : fs::absolute(opts.outdir)) / kReportDirName;
+    if (!opts.outdir.empty() && input_is_dir && is_within(opts.outdir, input))
+      return refuse("-o " + opts.outdir.string() + " is inside the input " + input.string());
+    exclude.push_back(backup_dir);
+  } else {
+    if (opts.outdir.empty()) return refuse("an output directory is required (-o OUTDIR)");
+    fs::path outdir = fs::absolute(opts.outdir);
+    if (input_is_dir && is_within(outdir, input))
+      return refuse("OUTDIR " + outdir.string() + " is inside INPUT " + input.string() +
+                    ": choose a directory outside the project");
+    res.result_dir = outdir / name;
+    if (fs::exists(res.result_dir, ec) && !opts.force)
+      return refuse(res.result_dir.string() + " already exists (use --force to replace it)");
+    fs::create_directories(outdir, ec);
+    if (ec) return refuse(outdir.string() + ": cannot create: " + ec.message());
+    tmp_dir = outdir / ("." + name + ".torchport-tmp-" + std::to_string(::getpid()));
+    fs::remove_all(tmp_dir, ec);
+    fs::create_directories(tmp_dir, ec);
+    if (ec) return refuse(tmp_dir.string() + ": cannot create: " + ec.message());
+    res.report_dir = res.result_dir / kReportDirName;
+  }
+
+  std::vector<ProjectFile> files = discover(input, exclude);
+  std::vector<FileWork> works(files.size());
+
+  // The output tree's directories first (workers only create files).
+  auto out_path = [&](const ProjectFile& f) { return tmp_dir / fs::path(f.rel); };
+  if (!tmp_dir.empty()) {
+    std::set<fs::path> dirs;
+    for (const ProjectFile& f : files) dirs.insert(out_path(f).parent_path());
+    if (input_is_dir) {
+      // Empty directories are part of the project too.
+      for (auto it = fs::recursive_directory_iterator(input, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_directory(ec) && !it->is_symlink(ec))
+          dirs.insert(tmp_dir / fs::relative(it->path(), input, ec));
+    }
+    for (const fs::path& d : dirs) fs::create_directories(d, ec);
+  }
+
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < files.size(); i = next++) {
+      FileWork w = process(files[i], cat, opts);
+      if (!tmp_dir.empty()) {
+        fs::path dst = out_path(files[i]);
+        std::string error;
+        std::error_code wec;
+        if (files[i].kind == FileKind::Symlink) {
+          fs::copy_symlink(files[i].path, dst, wec);
+          if (wec) error = wec.message();
+        } else if (w.entry.changed) {
+          if (!write_atomic(dst, w.output, error, files[i].path)) error = "cannot write: " + error;
+        } else {
+          fs::copy_file(files[i].path, dst, fs::copy_options::overwrite_existing, wec);
+          if (wec) error = "cannot copy: " + wec.message();
+        }
+        if (!error.empty()) {
+          w.entry.outcome = Outcome::Failure;
+          w.entry.reason = files[i].rel + ": " + error;
+        }
+      }
+      works[i] = std::move(w);
+    }
+  };
+  unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = static_cast<unsigned>(std::min<std::size_t>(jobs, std::max<std::size_t>(1, files.size())));
+  if (jobs <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned j = 0; j < jobs; ++j) pool.emplace_back(worker);
+    for (std::thread& t : pool) t.join();
+  }
+
+  // In place: back up every original that changes, then replace each file atomically.
+  if (opts.inplace) {
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      FileWork& w = works[i];
+      if (!w.entry.changed) continue;
+      std::string error;
+      fs::path bak = backup_dir / fs::path(files[i].rel);
+      fs::create_directories(bak.parent_path(), ec);
+      std::string original;
+      if (!read_file(files[i].path, original, error) ||
+          !write_atomic(bak, original, error, files[i].path)) {
+        w.entry.outcome = Outcome::Failure;
+        w.entry.reason = files[i].rel + ": backup failed, file left unchanged: " + error;
+        w.entry.changed = false;
+        for (Row& r : w.rows) r.applied = false;
+        continue;
+      }
+      if (!write_atomic(files[i].path, w.output, error, files[i].path)) {
+        w.entry.outcome = Outcome::Failure;
+        w.entry.reason = files[i].rel + ": cannot replace, file left unchanged: " + error;
+        w.entry.changed = false;
+        for (Row& r : w.rows) r.applied = false;
+      }
+    }
+  }
+
+  // The report, in file order (deterministic whatever --jobs is).
+  report::Report& rep = res.report;
+  rep.command = opts.analyze_only ? "analyze" : "migrate";
+  rep.target = opts.rules.target;
+  rep.torch_version = opts.rules.torch_version;
+  rep.input = input.string();
+  rep.output = opts.inplace ? input.string() : res.result_dir.string();
+  std::ostringstream log;
+  log << now_utc() << " [INFO] torchport " << TORCHPORT_VERSION << " " << rep.command
+      << " --target " << rep.target;
+  if (!rep.torch_version.empty()) log << " --torch-version " << rep.torch_version;
+  log << "\n" << now_utc() << " [INFO] input: " << rep.input << "\n";
+  if (!opts.command_line.empty())
+    log << now_utc() << " [INFO] command: " << opts.command_line << "\n";
+  for (std::size_t i = 0; i < works.size(); ++i) {
+    FileWork& w = works[i];
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "[Progress: %.2f%%] ",
+                  100.0 * static_cast<double>(i + 1) / static_cast<double>(works.size()));
+    const char* level = w.entry.outcome == Outcome::Failure ? "WARNING" : "INFO";
+    log << now_utc() << " [" << level << "] " << pct << w.entry.file << ": "
+        << report::to_string(w.entry.outcome) << (w.entry.reason.empty() ? "" : ": ")
+        << w.entry.reason << "\n";
+    if (progress && w.entry.outcome == Outcome::Failure) *progress << w.entry.reason << "\n";
+    for (const Row& r : w.rows) {
+      bool warn = r.op == rules::Operation::Unsupported || r.op == rules::Operation::Unknown;
+      log << now_utc() << (warn ? " [WARNING] " : " [INFO] ") << pct << report::log_line(r) << "\n";
+    }
+    for (const std::string& op : w.cuda_ops) rep.cuda_ops.push_back({w.entry.file, op});
+    rep.min_torch = report::max_version(rep.min_torch, w.entry.min_torch);
+    rep.rows.insert(rep.rows.end(), std::make_move_iterator(w.rows.begin()),
+                    std::make_move_iterator(w.rows.end()));
+    res.diff += w.diff;
+    rep.files.push_back(std::move(w.entry));
+  }
+  log << now_utc() << " [INFO] done: " << rep.files.size() << " files, "
+      << rep.count(Outcome::Failure) << " failure(s)\n";
+
+  // Reports, then the output tree moves into place in one rename.
+  if (!res.report_dir.empty()) {
+    fs::path dir = tmp_dir.empty() ? res.report_dir : tmp_dir / kReportDirName;
+    if (std::string err = write_reports(dir, rep, log.str(), res.diff); !err.empty()) {
+      if (!tmp_dir.empty()) fs::remove_all(tmp_dir, ec);
+      return refuse(err);
+    }
+  }
+  if (!tmp_dir.empty()) {
+    fs::path old;
+    if (fs::exists(res.result_dir, ec)) {
+      old = res.result_dir;
+      old += ".torchport-old-" + std::to_string(::getpid());
+      fs::rename(res.result_dir, old, ec);
+      if (ec) {
+        fs::remove_all(tmp_dir, ec);
+        return refuse(res.result_dir.string() + ": cannot replace: " + ec.message());
+      }
+    }
+    fs::rename(tmp_dir, res.result_dir, ec);
+    if (ec) {
+      std::string msg = ec.message();
+      if (!old.empty()) fs::rename(old, res.result_dir, ec);
+      return refuse(res.result_dir.string() + ": cannot move the result into place: " + msg);
+    }
+    if (!old.empty()) fs::remove_all(old, ec);
+  }
+
+  bool failed = rep.count(Outcome::Failure) > 0;
+  if (opts.analyze_only)
+    res.exit_code = (failed || !rep.rows.empty() || !rep.cuda_ops.empty()) ? 1 : 0;
+  else
+    res.exit_code = failed ? 1 : 0;
+  return res;
+}
+
+}  // namespace torchport::project

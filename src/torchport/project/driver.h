@@ -1,0 +1,49 @@
+// The project driver of `migrate` and `analyze`: discovers the files, runs the rules on each
+// (in parallel), applies the safe fixes, re-parses every rewritten file, writes the output tree
+// atomically and the reports. A rewrite never aborts the run: every file ends as Success,
+// Failure or Skip with a reason, and files that cannot be handled are still copied.
+#pragma once
+
+#include <torchport/report/report.h>
+#include <torchport/rules/engine.h>
+
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+
+namespace torchport::catalogue {
+class Catalogue;
+}
+
+namespace torchport::project {
+
+struct Options {
+  std::filesystem::path input;   ///< a directory or one file
+  std::filesystem::path outdir;  ///< migrate: the parent of the result directory;
+                                 ///< analyze / --inplace: where reports go ("" = none / default)
+  rules::Options rules;
+  bool analyze_only = false;
+  bool inplace = false;
+  std::filesystem::path backup;  ///< --inplace: originals go here ("" = <input>.torchport-backup)
+  bool diff = false;             ///< collect a unified diff of every change
+  bool force = false;            ///< replace an existing result / backup directory
+  unsigned jobs = 0;             ///< worker threads; 0 = one per hardware thread
+  std::string command_line;      ///< for the log
+};
+
+struct RunResult {
+  int exit_code = 0;  ///< 0 ok; 1 findings (analyze) or failed files (migrate); 2 refused
+  std::string error;  ///< why the run was refused (nothing was written)
+  report::Report report;
+  std::filesystem::path result_dir;  ///< migrate: the output tree
+  std::filesystem::path report_dir;  ///< where the report files were written ("" = none)
+  std::string diff;                  ///< unified diff of all changes (Options::diff)
+};
+
+/// Runs migrate (or analyze when opts.analyze_only). Progress lines go to `progress` if given.
+RunResult run(const Options& opts, const catalogue::Catalogue& cat, std::ostream* progress);
+
+/// Name of the result directory: "<input name>_<target>" (the stem for a single file).
+std::string result_name(const std::filesystem::path& input, const std::string& target);
+
+}  // namespace torchport::project

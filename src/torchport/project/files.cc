@@ -1,0 +1,129 @@
+#include <torchport/project/files.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace torchport::project {
+
+namespace fs = std::filesystem;
+
+FileKind classify(const fs::path& name) {
+  std::string file = name.filename().string();
+  std::string ext = name.extension().string();
+  if (ext == ".py" || ext == ".pyi") return FileKind::Python;
+  if (file == "pyproject.toml" || file == "setup.cfg" || file == "environment.yml" ||
+      file == "environment.yaml" || (file.rfind("requirements", 0) == 0 && ext == ".txt"))
+    return FileKind::Scanned;
+  static const char* const kScanned[] = {".sh", ".bash", ".cpp", ".cc",  ".cxx",
+                                         ".cu", ".cuh",  ".h",   ".hpp", ".c"};
+  for (const char* e : kScanned)
+    if (ext == e) return FileKind::Scanned;
+  return FileKind::Other;
+}
+
+std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::path>& exclude) {
+  std::vector<ProjectFile> out;
+  std::error_code ec;
+  auto add = [&](const fs::path& p, const std::string& rel) {
+    ProjectFile f;
+    f.path = p;
+    f.rel = rel;
+    if (fs::is_symlink(fs::symlink_status(p, ec))) {
+      f.kind = FileKind::Symlink;
+    } else {
+      f.kind = classify(p);
+      f.size = fs::file_size(p, ec);
+      if (ec) f.size = 0;
+    }
+    out.push_back(std::move(f));
+  };
+  if (!fs::is_directory(input, ec)) {
+    add(input, input.filename().generic_string());
+    return out;
+  }
+  std::vector<fs::path> excl;
+  for (const fs::path& e : exclude) excl.push_back(fs::weakly_canonical(e, ec));
+  fs::recursive_directory_iterator it(input, fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::directory_entry& entry = *it;
+    fs::file_status st = entry.symlink_status(ec);
+    if (fs::is_directory(st)) {
+      fs::path canon = fs::weakly_canonical(entry.path(), ec);
+      if (std::find(excl.begin(), excl.end(), canon) != excl.end()) it.disable_recursion_pending();
+      continue;
+    }
+    if (!fs::is_regular_file(st) && !fs::is_symlink(st)) continue;  // sockets, fifos, devices
+    add(entry.path(), fs::relative(entry.path(), input, ec).generic_string());
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ProjectFile& a, const ProjectFile& b) { return a.rel < b.rel; });
+  return out;
+}
+
+bool read_file(const fs::path& p, std::string& out, std::string& error) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) {
+    error = std::strerror(errno);
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) {
+    error = "read error";
+    return false;
+  }
+  out = std::move(ss).str();
+  return true;
+}
+
+bool write_atomic(const fs::path& p, const std::string& bytes, std::string& error,
+                  const fs::path& mode_from) {
+  static std::atomic<unsigned> counter{0};
+  fs::path tmp = p;
+  tmp += ".torchport-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      error = std::string("cannot write: ") + std::strerror(errno);
+      return false;
+    }
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      error = "write error";
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return false;
+    }
+  }
+  std::error_code ec;
+  if (!mode_from.empty() && fs::exists(mode_from, ec))
+    fs::permissions(tmp, fs::status(mode_from, ec).permissions(), ec);
+  fs::rename(tmp, p, ec);
+  if (ec) {
+    error = "cannot rename into place: " + ec.message();
+    fs::remove(tmp, ec);
+    return false;
+  }
+  return true;
+}
+
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  fs::path a = fs::weakly_canonical(fs::absolute(inner), ec);
+  fs::path b = fs::weakly_canonical(fs::absolute(outer), ec);
+  auto ai = a.begin();
+  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
+    if (bi->empty()) continue;  // trailing separator
+    if (ai == a.end() || *ai != *bi) return false;
+  }
+  return true;
+}
+
+}  // namespace torchport::project

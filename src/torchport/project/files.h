@@ -1,0 +1,44 @@
+// Project files: discovery, atomic writes, and the output tree.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace torchport::project {
+
+enum class FileKind : std::uint8_t {
+  Python,   ///< *.py, *.pyi: parsed and rewritten
+  Scanned,  ///< requirements*.txt, pyproject.toml, setup.cfg, *.sh, C++/CUDA sources: scanned
+  Other,    ///< copied unchanged
+  Symlink,  ///< recreated as a link, never followed
+};
+
+struct ProjectFile {
+  std::filesystem::path path;  ///< absolute (as found under the input)
+  std::string rel;             ///< relative to the input root, '/' separators
+  FileKind kind = FileKind::Other;
+  std::uintmax_t size = 0;
+};
+
+/// The kind of a file from its name.
+FileKind classify(const std::filesystem::path& name);
+
+/// Every file under `input` (a directory, or a single file), sorted by relative path. Symbolic
+/// links are listed, not followed. Directories listed in `exclude` (absolute) are skipped.
+std::vector<ProjectFile> discover(const std::filesystem::path& input,
+                                  const std::vector<std::filesystem::path>& exclude = {});
+
+/// Reads a whole file; false (and `error`) on failure.
+bool read_file(const std::filesystem::path& p, std::string& out, std::string& error);
+
+/// Writes `bytes` to `p` atomically: a temporary file in the same directory, then rename. The
+/// permissions of `mode_from` (if it exists) are copied. False (and `error`) on failure.
+bool write_atomic(const std::filesystem::path& p, const std::string& bytes, std::string& error,
+                  const std::filesystem::path& mode_from = {});
+
+/// True when `inner` is `outer` or lies inside it (both resolved through symlinks).
+bool is_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
+
+}  // namespace torchport::project
