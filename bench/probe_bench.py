@@ -1,0 +1,138 @@
+"""Benchmark for `torchport probe` / `torchport compare` (issue 6), printed in one run with ratios.
+
+1. Probing overhead: the time of one training step of a small transformer-style model, plain and
+   inside `torchport.probe(model, level="module")` (statistics mode). Goal: at most 1.5x.
+2. Compare throughput: two full-tensor dumps written by `torchport.probe(..., full_tensors=True)`,
+   compared with `compare_dumps`, against simply reading every tensor file of both dumps.
+   Goal: within 2x of reading. The default size is small for a 2-core machine; use --gb 1 (or
+   more) for the GB-scale figure.
+
+Usage: python bench/probe_bench.py [--gb 0.25] [--steps 10] [--jobs 2] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+import torchport
+from torchport.probe.compare import compare_dumps
+
+
+def _model() -> nn.Module:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
+    return nn.Sequential(nn.Linear(64, 256), nn.TransformerEncoder(layer, num_layers=4), nn.Linear(256, 64))
+
+
+def _step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor) -> None:
+    loss = model(x).float().pow(2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+def bench_overhead(steps: int, tmp: Path) -> tuple[float, float, int]:
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    x = torch.randn(16, 128, 64)
+    for _ in range(3):
+        _step(model, opt, x)
+    plain = []
+    probed = []
+    records = 0
+    for _ in range(steps):  # interleave so that drift in machine load hits both alike
+        t = time.perf_counter()
+        _step(model, opt, x)
+        plain.append(time.perf_counter() - t)
+        with torchport.probe(model, out=tmp / "overhead") as p:
+            t = time.perf_counter()
+            _step(model, opt, x)
+            probed.append(time.perf_counter() - t)
+        records = p._seq
+    return float(np.median(plain)), float(np.median(probed)), records
+
+
+def _write_dump(out: Path, gb: float, perturb: float) -> None:
+    """Full-tensor dump of a forward pass through Linear layers, about `gb` GB in size."""
+    torch.manual_seed(0)
+    width, depth = 1024, 8
+    model = nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
+    if perturb:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * perturb)
+    # each layer saves its input and output: 2 * depth tensors of batch x width float32
+    batch = max(1, int(gb * 2**30 / (2 * depth * width * 4)))
+    x = torch.randn(batch, width, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad(), torchport.probe(model, out=out, full_tensors=True, max_tensor_bytes=None):
+        model(x)
+
+
+def _read_all(dumps: list[Path]) -> int:
+    n = 0
+    for d in dumps:
+        for f in sorted((d / "tensors").iterdir()):
+            with open(f, "rb") as fh:
+                while chunk := fh.read(1 << 24):
+                    n += len(chunk)
+    return n
+
+
+def bench_compare(gb: float, jobs: int, tmp: Path) -> tuple[float, float, int, int]:
+    a, b = tmp / "a", tmp / "b"
+    _write_dump(a, gb, perturb=1e-3)
+    _write_dump(b, gb, perturb=0.0)
+    nbytes = _read_all([a, b])  # warm the page cache for both measurements alike
+    t = time.perf_counter()
+    _read_all([a, b])
+    read_s = time.perf_counter() - t
+    t = time.perf_counter()
+    res = compare_dumps(a, b, workers=jobs)
+    cmp_s = time.perf_counter() - t
+    t = time.perf_counter()
+    _read_all([a, b])
+    read_s = min(read_s, time.perf_counter() - t)
+    compared = sum(1 for r in res.rows if r.metrics)
+    return read_s, cmp_s, nbytes, compared
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gb", type=float, default=0.25, help="size of EACH full-tensor dump in GB (default 0.25)")
+    ap.add_argument("--steps", type=int, default=10, help="timed training steps (default 10)")
+    ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="compare threads")
+    ap.add_argument("--keep", help="write the dumps here instead of a temporary directory")
+    args = ap.parse_args()
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="probe_bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}")
+        plain, probed, records = bench_overhead(args.steps, tmp)
+        print(
+            f"probe overhead (statistics, module level, {records} records/step): "
+            f"plain step {plain * 1e3:.1f} ms, probed step {probed * 1e3:.1f} ms, "
+            f"ratio {probed / plain:.2f}x (goal <= 1.5x)"
+        )
+        read_s, cmp_s, nbytes, compared = bench_compare(args.gb, args.jobs, tmp)
+        gbs = nbytes / 2**30
+        print(
+            f"compare ({gbs:.2f} GiB in two dumps, {compared} tensor pairs, {args.jobs} threads): "
+            f"read files {read_s:.2f} s ({gbs / read_s:.2f} GiB/s), compare {cmp_s:.2f} s "
+            f"({gbs / cmp_s:.2f} GiB/s), ratio {cmp_s / read_s:.2f}x (goal <= 2x)"
+        )
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
