@@ -54,6 +54,12 @@ def enable(
     twice); with another target, call disable() first. `check=False` skips the device-presence check (tests of
     per-target decisions use it; the vendor package must still import)."""
     global _active
+    from torchport.targets import get_target, missing_package_message, vendor_package_missing
+
+    if isinstance(target, str) and target != "auto":
+        t = get_target(target)
+        if vendor_package_missing(t):  # before importing torch: the answer comes at once
+            raise TargetUnavailable(missing_package_message(t))
     from torchport.runtime import _session as sess_mod
 
     if isinstance(target, str):

@@ -26,8 +26,6 @@ def translate_backend(backend: Optional[str], target: Target) -> Optional[str]:
         be = target.backend if be.strip().lower() == "nccl" else be.strip()
         if dev not in (d for d, _ in pairs):
             pairs.append((dev, be))
-    if len(pairs) == 1:
-        return pairs[0][1]
     out = ",".join(f"{d}:{b}" for d, b in pairs)
     return backend if out == text else out
 

@@ -137,7 +137,12 @@ class Session:
             "torchport does not downgrade it"
         )
         self.log.hit(
-            api, f"{api}(float64)", f"{api}(float64) on {self.target.device_type}", MISMATCH, why, depth + 1
+            f"{api}[float64]",
+            f"{api}(float64)",
+            f"{api}(float64) on {self.target.device_type}",
+            MISMATCH,
+            why,
+            depth + 1,
         )
         msg = f"{filename}:{lineno}: {api} with float64 on {self.target.device_type}: {why}"
         if self.strict:

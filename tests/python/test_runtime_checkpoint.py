@@ -1,0 +1,76 @@
+"""torch.load of a checkpoint saved on CUDA (storages tagged "cuda:0") restores onto the target, for every
+form of map_location: none, a string, a torch.device, a dict and a callable (that may call storage.cuda)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from runtime_testlib import FIXTURES, enabled, run_python, sites
+
+
+@pytest.fixture(scope="module")
+def cuda_ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ckpt") / "cuda.pt"
+    done = run_python([str(FIXTURES / "make_cuda_checkpoint.py"), str(out)])
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def _expected() -> dict:
+    torch.manual_seed(0)
+    return torch.nn.Linear(3, 2).state_dict()
+
+
+def _check(ckpt: dict) -> None:
+    want = _expected()
+    assert ckpt["step"] == 7
+    assert ckpt["extra"].tolist() == [0, 1, 2, 3]
+    for k, v in want.items():
+        assert ckpt["model"][k].device.type == "cpu"
+        assert torch.equal(ckpt["model"][k], v)
+
+
+def test_plain_load_fails_without_redirect(cuda_ckpt: Path) -> None:
+    with pytest.raises(RuntimeError, match="CUDA"):
+        torch.load(cuda_ckpt)
+
+
+@pytest.mark.parametrize(
+    "map_location",
+    [None, "cuda", "cuda:0", torch.device("cuda", 0), {"cuda:0": "cuda:0"}, {"cuda:0": torch.device("cuda")}],
+    ids=["none", "str", "str-index", "device", "dict", "dict-device"],
+)
+def test_load_cuda_checkpoint(cuda_ckpt: Path, map_location: object) -> None:
+    with enabled("cpu") as s:
+        _check(torch.load(cuda_ckpt, map_location=map_location))
+        assert any(site.api == "torch.load" for site in sites(s))
+
+
+def test_load_with_callables(cuda_ckpt: Path) -> None:
+    seen: list[str] = []
+
+    def to_gpu(storage: object, loc: str) -> object:
+        seen.append(loc)
+        return storage.cuda()  # what CUDA users write
+
+    def default(storage: object, loc: str) -> None:
+        return None  # "restore as saved"
+
+    with enabled("cpu"):
+        _check(torch.load(cuda_ckpt, map_location=to_gpu))
+        _check(torch.load(cuda_ckpt, map_location=default))
+        _check(torch.serialization.load(cuda_ckpt))
+    assert seen and set(seen) == {"cuda:0"}  # the user's function saw the saved location
+
+
+def test_round_trip_with_the_amp_script_checkpoint(tmp_path: Path, cuda_ckpt: Path) -> None:
+    with enabled("cpu"):
+        model = torch.nn.Linear(3, 2).cuda()
+        model.load_state_dict(torch.load(cuda_ckpt)["model"])
+        out = model(torch.ones(1, 3, device="cuda"))
+    want = torch.nn.Linear(3, 2)
+    want.load_state_dict(_expected())
+    assert torch.equal(out, want(torch.ones(1, 3)))

@@ -1,0 +1,95 @@
+"""Collectives: nccl becomes the target's backend (per-target data), a real gloo process group in-process, and
+the unchanged 2-rank DDP script whose losses equal the hand-written gloo/CPU script's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from runtime_testlib import FIXTURES, child_env, enabled, free_port, sites
+from torchport.runtime._dist import translate_backend
+from torchport.targets import TARGETS
+
+
+@pytest.mark.parametrize(
+    ("target", "backend"),
+    [("npu", "hccl"), ("mlu", "cncl"), ("musa", "mccl"), ("xpu", "xccl"), ("hpu", "hccl"), ("mps", "gloo"),
+     ("cpu", "gloo")],
+)  # fmt: skip
+def test_nccl_maps_to_the_target_backend(target: str, backend: str) -> None:
+    t = TARGETS[target]
+    assert translate_backend("nccl", t) == backend
+    assert translate_backend("NCCL", t) == backend
+    assert translate_backend("gloo", t) == "gloo"
+    assert translate_backend(None, t) is None
+
+
+def test_per_device_backend_strings() -> None:
+    assert translate_backend("cuda:nccl,cpu:gloo", TARGETS["npu"]) == "npu:hccl,cpu:gloo"
+    # cuda:nccl becomes cpu:gloo, the same pair as the one already there: one pair remains
+    assert translate_backend("cuda:nccl,cpu:gloo", TARGETS["cpu"]) == "cpu:gloo"
+    assert translate_backend("cpu:gloo", TARGETS["xpu"]) == "cpu:gloo"
+
+
+def test_real_process_group_world_size_one() -> None:
+    with enabled("cpu") as s:
+        assert dist.is_nccl_available() is True  # answers for gloo
+        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+        try:
+            assert dist.get_backend() == "gloo"
+            group = dist.new_group([0], backend="nccl")
+            t = torch.ones(3, device="cuda")
+            dist.all_reduce(t, group=group)
+            assert t.tolist() == [1.0, 1.0, 1.0]
+            model = torch.nn.Linear(2, 1).cuda()
+            ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0], output_device=0)
+            ddp(torch.ones(1, 2, device="cuda")).sum().backward()
+            assert model.weight.grad is not None
+            from torch.distributed.device_mesh import init_device_mesh
+
+            mesh = init_device_mesh("cuda", (1,))
+            assert mesh.device_type == "cpu"
+        finally:
+            dist.destroy_process_group()
+        classes = {site.api: site.cls for site in sites(s)}
+    assert classes["init_process_group"] == "match"
+    assert classes["new_group"] == "match"
+    assert classes["DistributedDataParallel"] == "modified"
+    assert classes["is_nccl_available"] == "modified"
+
+
+def _launch(script: Path, out: Path, redirected: bool) -> None:
+    port = str(free_port())
+    procs = []
+    for rank in (0, 1):
+        env = child_env(
+            {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+             "MASTER_PORT": port}
+        )  # fmt: skip
+        cmd = (
+            [sys.executable, "-m", "torchport", "run", "--target", "cpu", "--quiet"]
+            if redirected
+            else [sys.executable]
+        )
+        procs.append(
+            subprocess.Popen([*cmd, str(script), str(out)], env=env, stderr=subprocess.PIPE, text=True)
+        )
+    for p in procs:
+        _, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err
+
+
+def test_unchanged_ddp_script_on_two_gloo_ranks_matches_cpu(tmp_path: Path) -> None:
+    _launch(FIXTURES / "train_ddp.py", tmp_path / "run.json", redirected=True)
+    _launch(FIXTURES / "train_ddp_cpu.py", tmp_path / "cpu.json", redirected=False)
+    got = json.loads((tmp_path / "run.json").read_text())
+    want = json.loads((tmp_path / "cpu.json").read_text())
+    assert got["backend"] == "gloo" and got["world"] == 2
+    assert len(got["losses"]) == 6 and got["losses"] == want["losses"]
+    assert got["losses"][-1] < got["losses"][0]
