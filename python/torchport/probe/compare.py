@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
-from torchport.probe.dump import Dump, DumpError, decode_float, load_tensor, normalize_name, open_dump
+from torchport.probe.dump import Dump, DumpError, NpyStream, decode_float, normalize_name, open_dump
 
 STATS = ("min", "max", "mean", "norm")
 _CHUNK = 1 << 16
@@ -172,14 +172,29 @@ def _as_float(chunk: np.ndarray, bf16: bool) -> np.ndarray:
     return chunk.astype(np.float32)
 
 
+def _chunks(src: np.ndarray | NpyStream, chunk: int) -> Iterator[np.ndarray]:
+    if isinstance(src, NpyStream):
+        yield from src.chunks(chunk)
+        return
+    flat = src.reshape(-1)
+    for i in range(0, flat.size, chunk):
+        yield np.asarray(flat[i : i + chunk])
+
+
 def tensor_metrics(
-    a: np.ndarray, b: np.ndarray, a_bf16: bool = False, b_bf16: bool = False, chunk: int = _CHUNK
+    a: np.ndarray | NpyStream,
+    b: np.ndarray | NpyStream,
+    a_bf16: bool = False,
+    b_bf16: bool = False,
+    chunk: int = _CHUNK,
+    norms: Optional[tuple[float, float]] = None,
 ) -> dict[str, float]:
     """Cosine, max abs/rel error, Euclidean distance and the share of elements whose relative error
     (|a - b| / |b|) exceeds 0.1% and 0.5%, streaming over flat arrays in chunks that stay in cache.
 
     Every temporary is a preallocated chunk buffer (no allocation per chunk), and the cosine comes
-    from |a|^2, |b|^2 and |a - b|^2 (a.b = (|a|^2 + |b|^2 - |a - b|^2) / 2), saving a pass.
+    from |a|^2, |b|^2 and |a - b|^2 (a.b = (|a|^2 + |b|^2 - |a - b|^2) / 2), saving a pass; the
+    dump's records already hold |a| and |b| (`norms`), which saves two more.
     """
     n = a.size
     aa = bb = dd = 0.0
@@ -187,9 +202,11 @@ def tensor_metrics(
     c1 = c5 = 0
     bufs: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
     mask = np.empty(min(chunk, max(n, 1)), dtype=np.bool_)
-    for i in range(0, n, chunk):
-        x = _as_float(np.asarray(a[i : i + chunk]), a_bf16)
-        y = _as_float(np.asarray(b[i : i + chunk]), b_bf16)
+    if b.size != n:
+        raise ValueError(f"sizes differ: {n} vs {b.size}")
+    for xa, yb in zip(_chunks(a, chunk), _chunks(b, chunk)):
+        x = _as_float(xa, a_bf16)
+        y = _as_float(yb, b_bf16)
         if x.dtype != y.dtype:
             x, y = x.astype(np.float64), y.astype(np.float64)
         if x.dtype not in bufs:
@@ -201,8 +218,9 @@ def tensor_metrics(
         np.abs(d, out=d)
         max_abs = max(max_abs, float(d.max()))
         dd += float(np.dot(d, d))
-        aa += float(np.dot(x, x))
-        bb += float(np.dot(y, y))
+        if norms is None:
+            aa += float(np.dot(x, x))
+            bb += float(np.dot(y, y))
         np.abs(y, out=r)
         with np.errstate(divide="ignore", invalid="ignore"):
             np.divide(d, r, out=r)  # 0/0 -> nan (equal zeros, ignored by fmax), x/0 -> inf
@@ -211,6 +229,8 @@ def tensor_metrics(
         c1 += int(np.count_nonzero(m))
         np.greater(r, 5e-3, out=m)
         c5 += int(np.count_nonzero(m))
+    if norms is not None:
+        aa, bb = norms[0] ** 2, norms[1] ** 2
     if aa == 0.0 and bb == 0.0:
         cos = 1.0
     elif aa == 0.0 or bb == 0.0:
@@ -231,9 +251,21 @@ def tensor_metrics(
 
 def _pair_metrics(job: tuple[Path, Path, dict[str, Any], dict[str, Any]]) -> dict[str, float]:
     pa, pb, ra, rb = job
-    ta, tb = load_tensor(pa, ra), load_tensor(pb, rb)
+    sa = NpyStream(pa, ra)
+    try:
+        sb = NpyStream(pb, rb)
+    except DumpError:
+        sa.close()
+        raise
+    na, nb = decode_float(ra.get("norm")), decode_float(rb.get("norm"))
+    finite = na is not None and nb is not None and math.isfinite(na) and math.isfinite(nb)
+    norms = (na, nb) if finite else None
     return tensor_metrics(
-        ta, tb, ra.get("stored_as") == "bfloat16-bits", rb.get("stored_as") == "bfloat16-bits"
+        sa,
+        sb,
+        ra.get("stored_as") == "bfloat16-bits",
+        rb.get("stored_as") == "bfloat16-bits",
+        norms=norms,
     )
 
 

@@ -240,17 +240,57 @@ def open_dump(path: os.PathLike | str) -> Dump:
     return dump
 
 
-def load_tensor(path: Path, rec: dict[str, Any]) -> np.ndarray:
-    """Memory-map a saved tensor as a flat float32/float64 array (bfloat16 is stored as its bits)."""
-    try:
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise DumpError(f"{path}: missing tensor file; the dump is truncated") from None
-    except (OSError, ValueError) as e:
-        raise DumpError(f"{path}: unreadable tensor ({e}); the dump is truncated or corrupt") from None
-    want = rec.get("numel")
-    if isinstance(want, int) and arr.size != want:
-        raise DumpError(f"{path}: {arr.size} elements, the record says {want}")
-    if rec.get("stored_as") == "bfloat16-bits":
-        return arr.reshape(-1)  # decoded chunk by chunk by the comparer
-    return arr.reshape(-1)
+class NpyStream:
+    """Sequential reader of a saved .npy tensor: `readinto` chunk buffers (no mmap page faults,
+    no whole-tensor allocation). Checks the header and the file size up front."""
+
+    def __init__(self, path: Path, rec: dict[str, Any]) -> None:
+        self.path = path
+        try:
+            self._f = open(path, "rb")
+        except FileNotFoundError:
+            raise DumpError(f"{path}: missing tensor file; the dump is truncated") from None
+        except OSError as e:
+            raise DumpError(f"{path}: unreadable tensor ({e.strerror or e})") from None
+        try:
+            version = np.lib.format.read_magic(self._f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(self._f)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(self._f)
+        except (OSError, ValueError) as e:
+            self._f.close()
+            raise DumpError(f"{path}: not a .npy tensor ({e}); the dump is corrupt") from None
+        if dtype.hasobject:
+            self._f.close()
+            raise DumpError(f"{path}: holds Python objects, not a tensor")
+        self.dtype = dtype
+        self.count = int(np.prod(shape, dtype=np.int64))
+        want = rec.get("numel")
+        if isinstance(want, int) and self.count != want:
+            self._f.close()
+            raise DumpError(f"{path}: {self.count} elements, the record says {want}")
+        end = self._f.tell() + self.count * dtype.itemsize
+        size = os.fstat(self._f.fileno()).st_size
+        if size < end:
+            self._f.close()
+            raise DumpError(f"{path}: {size} bytes, {end} expected; the tensor file is truncated")
+        self.size = self.count
+
+    def close(self) -> None:
+        self._f.close()
+
+    def chunks(self, chunk: int) -> Iterator[np.ndarray]:
+        buf = np.empty(min(chunk, max(self.count, 1)), dtype=self.dtype)
+        left = self.count
+        try:
+            while left > 0:
+                k = min(left, buf.size)
+                view = buf[:k]
+                got = self._f.readinto(memoryview(view).cast("B"))
+                if got != k * self.dtype.itemsize:
+                    raise DumpError(f"{self.path}: ends early; the tensor file is truncated")
+                left -= k
+                yield view
+        finally:
+            self._f.close()
