@@ -34,17 +34,19 @@ class Node:
     children: list[Node] = field(default_factory=list)
 
 
-@dataclass
 class Call:
     """One operator call that reached the dispatch mode."""
 
-    seq: int
-    op: str  # "aten::add.Tensor" ("aten::t" for the default overload)
-    dtypes: tuple[str, ...]
-    site: Optional[tuple[str, int]]  # first user frame (file, line)
-    kernel_us: float = 0.0  # CPU time of the call itself (profiler), without the tracer's own work
-    ancestors: tuple[tuple[int, str], ...] = ()  # (event id, op) of enclosing operators, outermost first
-    inner: list[Node] = field(default_factory=list)  # operators the CPU kernel called
+    __slots__ = ("seq", "op", "dtypes", "site", "kernel_us", "ancestors", "inner")
+
+    def __init__(self, seq: int, op: str, dtypes: tuple[str, ...], site: Optional[tuple[str, int]]) -> None:
+        self.seq = seq
+        self.op = op  # "aten::add.Tensor" ("aten::t" for the default overload)
+        self.dtypes = dtypes
+        self.site = site  # first user frame (file, line)
+        self.kernel_us = 0.0  # CPU time of the call itself (profiler), without the tracer's own work
+        self.ancestors: tuple[tuple[int, str], ...] = ()  # (event id, op) of enclosing ops, outermost first
+        self.inner: list[Node] = []  # operators the CPU kernel called
 
 
 @dataclass
@@ -97,25 +99,33 @@ def user_site(frame: Optional[FrameType]) -> Optional[tuple[str, int]]:
     return lib
 
 
-def _dtypes(args: Any, kwargs: Any) -> tuple[str, ...]:
-    seen: list[str] = []
+_DTYPE_NAMES: dict[Any, str] = {}
+_get_dtype = torch._C.TensorBase.dtype.__get__  # the C getter, without Tensor attribute lookup
 
-    def add(x: Any) -> None:
-        if isinstance(x, torch.Tensor):
-            d = str(x.dtype).replace("torch.", "")
+
+def _dtype_name(d: Any) -> str:
+    n = _DTYPE_NAMES.get(d)
+    if n is None:
+        n = _DTYPE_NAMES[d] = str(d).replace("torch.", "")
+    return n
+
+
+def _dtypes(args: Any, kwargs: Any) -> tuple[str, ...]:
+    """Distinct dtypes of the tensors in args/kwargs (one level into lists), in order of appearance."""
+    seen: list[Any] = []
+    Tensor = torch.Tensor
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        if isinstance(a, Tensor):
+            d = _get_dtype(a)
             if d not in seen:
                 seen.append(d)
-        elif isinstance(x, (list, tuple)):
-            for y in x:
-                if isinstance(y, torch.Tensor):
-                    add(y)
-
-    for a in args:
-        add(a)
-    if kwargs:
-        for a in kwargs.values():
-            add(a)
-    return tuple(seen)
+        elif isinstance(a, (list, tuple)):
+            for y in a:
+                if isinstance(y, Tensor):
+                    d = _get_dtype(y)
+                    if d not in seen:
+                        seen.append(d)
+    return tuple(_dtype_name(d) for d in seen)
 
 
 class _Recorder(TorchDispatchMode):
@@ -123,66 +133,107 @@ class _Recorder(TorchDispatchMode):
         super().__init__()
         self.calls: list[Call] = []
         self._rf = torch._C._profiler._RecordFunctionFast
+        self._names: dict[Any, Optional[str]] = {}  # OpOverload -> "aten::add.Tensor", None: not recorded
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if func.namespace == "profiler":  # record_function markers of torch.optim and friends
+        try:
+            name = self._names[func]
+        except KeyError:
+            # profiler:: ops are the record_function markers of torch.optim and friends
+            name = self._names[func] = None if func.namespace == "profiler" else func.name()
+        if name is None:
             return func(*args, **(kwargs or {}))
         seq = len(self.calls)
-        call = Call(seq, func.name(), _dtypes(args, kwargs), user_site(sys._getframe(1)))
+        call = Call(seq, name, _dtypes(args, kwargs), user_site(sys._getframe(1)))
         self.calls.append(call)
         with self._rf(MARK + str(seq)):
             out = func(*args, **(kwargs or {}))
-        extra = _dtypes(out if isinstance(out, (tuple, list)) else (out,), None)
-        if extra and extra != call.dtypes:
-            call.dtypes = call.dtypes + tuple(d for d in extra if d not in call.dtypes)
+        if isinstance(out, torch.Tensor):
+            d = _dtype_name(_get_dtype(out))
+            if d not in call.dtypes:
+                call.dtypes += (d,)
+        elif isinstance(out, (tuple, list)):
+            extra = _dtypes(out, None)
+            if extra and extra != call.dtypes:
+                call.dtypes += tuple(d for d in extra if d not in call.dtypes)
         return out
 
 
-def _event_op(e: Any) -> str:
-    name = e.name
-    overload = getattr(e, "overload_name", "") or ""
-    return f"{name}.{overload}" if overload else name
+class _Ev:
+    """One profiler event in the rebuilt call tree (cheaper than torch's FunctionEvent objects)."""
+
+    __slots__ = ("name", "end", "us", "parent", "children")
+
+    def __init__(self, name: str, end: int, us: float, parent: Optional[_Ev]) -> None:
+        self.name = name
+        self.end = end
+        self.us = us
+        self.parent = parent
+        self.children: list[_Ev] = []
 
 
 def _is_op_event(name: str) -> bool:
     return name.count("::") == 1 and not name.startswith(("autograd::", "profiler::"))
 
 
-def _subtree(e: Any) -> list[Node]:
+def _tree(kineto_events: Any) -> list[_Ev]:
+    """Rebuild the nesting of the CPU events from their intervals, per thread. Returns the markers."""
+    per_thread: dict[int, list[tuple[int, int, str]]] = {}
+    for e in kineto_events:
+        if e.device_type() != torch.autograd.DeviceType.CPU:
+            continue
+        name = e.name()
+        if not (name.startswith(MARK) or _is_op_event(name)):
+            continue
+        overload = e.overload_name()
+        full = f"{name}.{overload}" if overload else name
+        per_thread.setdefault(e.start_thread_id(), []).append((e.start_ns(), -e.end_ns(), full))
+    markers: list[_Ev] = []
+    for rows in per_thread.values():
+        rows.sort()
+        stack: list[_Ev] = []
+        for start, neg_end, name in rows:
+            while stack and stack[-1].end <= start:
+                stack.pop()
+            parent = stack[-1] if stack else None
+            ev = _Ev(name, -neg_end, (-neg_end - start) / 1000.0, parent)
+            if parent is not None:
+                parent.children.append(ev)
+            stack.append(ev)
+            if name.startswith(MARK):
+                markers.append(ev)
+    return markers
+
+
+def _subtree(e: _Ev) -> list[Node]:
     out: list[Node] = []
-    for c in e.cpu_children:
-        if _is_op_event(c.name):
-            out.append(Node(_event_op(c), float(c.cpu_time_total), _subtree(c)))
-        else:
-            out.extend(_subtree(c))
+    for c in e.children:
+        if c.name.startswith(MARK):
+            continue
+        out.append(Node(c.name, c.us, _subtree(c)))
     return out
 
 
-def _join(calls: list[Call], events: Any) -> None:
-    for e in events:
-        name = e.name
-        if not name.startswith(MARK):
-            continue
+def _join(calls: list[Call], kineto_events: Any) -> None:
+    for m in _tree(kineto_events):
         try:
-            call = calls[int(name[len(MARK) :])]
+            call = calls[int(m.name[len(MARK) :])]
         except (ValueError, IndexError):
             continue
-        inner = [c for c in e.cpu_children if _is_op_event(c.name)]
-        if inner:
-            call.kernel_us = float(inner[0].cpu_time_total)
-            call.inner = _subtree(inner[0])
+        if m.children:
+            call.kernel_us = m.children[0].us
+            call.inner = _subtree(m.children[0])
         else:
-            call.kernel_us = float(e.cpu_time_total)
+            call.kernel_us = m.us
         chain: list[tuple[int, str]] = []
-        p = e.cpu_parent
+        p = m.parent
         skipped_self = False
         while p is not None:
-            if _is_op_event(p.name):
-                if not skipped_self:
-                    skipped_self = True  # the outer dispatch of this same call
-                else:
-                    chain.append((int(p.id), _event_op(p)))
-            p = p.cpu_parent
+            if not skipped_self and p.name == call.op:
+                skipped_self = True  # the outer dispatch of this same call
+            else:
+                chain.append((id(p), p.name))
+            p = p.parent
         call.ancestors = tuple(reversed(chain))
 
 
@@ -195,5 +246,5 @@ def trace(fn: Callable[[], Any]) -> Trace:
         with rec:
             fn()
         wall = time.perf_counter() - t0
-    _join(rec.calls, prof.events())
+    _join(rec.calls, prof.profiler.kineto_results.events())
     return Trace(rec.calls, wall)
