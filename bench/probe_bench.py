@@ -43,7 +43,7 @@ def _step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor) -> None
 def bench_overhead(steps: int, tmp: Path) -> tuple[float, float, int]:
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
-    x = torch.randn(16, 128, 64)
+    x = torch.randn(8, 64, 64)
     for _ in range(3):
         _step(model, opt, x)
     plain = []
@@ -107,7 +107,7 @@ def bench_compare(gb: float, jobs: int, tmp: Path) -> tuple[float, float, int, i
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gb", type=float, default=0.25, help="size of EACH full-tensor dump in GB (default 0.25)")
+    ap.add_argument("--gb", type=float, default=0.25, help="GB per full-tensor dump (default 0.25)")
     ap.add_argument("--steps", type=int, default=10, help="timed training steps (default 10)")
     ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="compare threads")
     ap.add_argument("--keep", help="write the dumps here instead of a temporary directory")

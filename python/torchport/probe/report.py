@@ -38,7 +38,7 @@ def _row_metrics(r: Row) -> str:
     if r.metrics:
         m = r.metrics
         return (
-            f"cos {m['cosine']:.5f}  max abs {m['max_abs_err']:.3g}  max rel {m['max_rel_err']:.3g}  "
+            f"cos {m['cosine']:.6f}  max abs {m['max_abs_err']:.3g}  max rel {m['max_rel_err']:.3g}  "
             f">0.1% {m['share_rel_gt_0.1pct']:.1%}"
         )
     rels = " ".join(f"{s} {_fmt(r.rel.get(s))}" for s in ("max", "norm", "mean"))
