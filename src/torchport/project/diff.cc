@@ -31,12 +31,13 @@ std::string_view line_text(std::string_view text, const std::vector<std::size_t>
 }
 
 void emit(std::string& out, char mark, std::string_view line) {
+  // The line keeps its own ending (LF, CRLF or CR), so the diff applies to the file as it is.
   out += mark;
-  std::string_view body = line;
-  while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.remove_suffix(1);
-  out.append(body);
-  out += '\n';
-  if (body.size() == line.size()) out += "\\ No newline at end of file\n";
+  out.append(line);
+  if (line.empty() || (line.back() != '\n' && line.back() != '\r'))
+    out += "\n\\ No newline at end of file\n";
+  else if (line.back() == '\r')
+    out += '\n';
 }
 
 struct Span {

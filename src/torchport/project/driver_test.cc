@@ -1,0 +1,240 @@
+#include <gtest/gtest.h>
+#include <torchport/catalogue/catalogue.h>
+#include <torchport/project/driver.h>
+#include <torchport/project/files.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace torchport::project {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Driver : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("tp_driver_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "proj");
+    fs::create_directories(root_ / "out");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void put(const std::string& rel, const std::string& bytes) {
+    fs::path p = root_ / "proj" / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << bytes;
+  }
+  static std::string get(const fs::path& p) {
+    std::string s, err;
+    EXPECT_TRUE(read_file(p, s, err)) << p << ": " << err;
+    return s;
+  }
+  /// Every file under `dir` with its bytes, for before/after comparisons.
+  static std::map<std::string, std::string> snapshot(const fs::path& dir) {
+    std::map<std::string, std::string> out;
+    for (auto& e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file()) out[fs::relative(e.path(), dir).generic_string()] = get(e.path());
+    return out;
+  }
+  Options opts(const std::string& target = "npu") {
+    Options o;
+    o.input = root_ / "proj";
+    o.outdir = root_ / "out";
+    o.rules.target = target;
+    o.jobs = 2;
+    return o;
+  }
+  RunResult go(const Options& o) { return run(o, catalogue::Catalogue::builtin(), nullptr); }
+  fs::path result() { return root_ / "out" / "proj_npu"; }
+
+  fs::path root_;
+};
+
+TEST_F(Driver, MirrorsTheTreeAndCopiesNonPythonFilesUnchanged) {
+  std::string binary("\x00\x01\xff\xfe data", 9);
+  put("README.md", "# cuda everywhere\n");
+  put("assets/blob.bin", binary);
+  put("pkg/__init__.py", "");
+  fs::create_directories(root_ / "proj" / "empty_dir");
+  RunResult r = go(opts());
+  ASSERT_EQ(r.exit_code, 0) << r.error;
+  EXPECT_EQ(r.result_dir, result());
+  EXPECT_EQ(get(result() / "README.md"), "# cuda everywhere\n");
+  EXPECT_EQ(get(result() / "assets/blob.bin"), binary);
+  EXPECT_TRUE(fs::exists(result() / "pkg/__init__.py"));
+  EXPECT_TRUE(fs::is_directory(result() / "empty_dir"));
+  for (const char* f : {"change_list.csv", "unsupported_api.csv", "unknown_api.csv",
+                        "cuda_op_list.csv", "report.json", "torchport.log"})
+    EXPECT_TRUE(fs::exists(result() / "torchport-report" / f)) << f;
+  // No temporary directory is left next to the result.
+  for (auto& e : fs::directory_iterator(root_ / "out"))
+    EXPECT_EQ(e.path().filename(), "proj_npu") << e.path();
+}
+
+TEST_F(Driver, RewritesOnlyTheEditedBytesAndKeepsEncodingAndLineEndings) {
+  std::string src =
+      "# -*- coding: latin-1 -*-\r\nimport torch\r\n# caf\xe9 cuda\r\ntorch.cuda.synchronize()\r\n";
+  put("train.py", src);
+  RunResult r = go(opts());
+  ASSERT_EQ(r.exit_code, 0) << r.error;
+  std::string out = get(result() / "train.py");
+  // The comment (with a latin-1 byte and the word cuda) and the CRLF endings are untouched.
+  EXPECT_NE(out.find("# caf\xe9 cuda\r\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("torch_npu.npu.synchronize()\r\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("torch.cuda"), std::string::npos) << out;
+  EXPECT_EQ(out.rfind("# -*- coding: latin-1 -*-\r\n", 0), 0u);
+  ASSERT_EQ(r.report.files.size(), 1u);
+  EXPECT_TRUE(r.report.files[0].changed);
+}
+
+TEST_F(Driver, TheInputIsNeverModified) {
+  put("train.py", "import torch\nx = torch.zeros(2).cuda()\ntorch.cuda.synchronize()\n");
+  put("data/config.yaml", "device: cuda\n");
+  auto before = snapshot(root_ / "proj");
+  ASSERT_EQ(go(opts()).exit_code, 0);
+  EXPECT_EQ(snapshot(root_ / "proj"), before);
+}
+
+TEST_F(Driver, BadFilesAreReportedWithPathLineColAndStillCopied) {
+  std::string py2 = "print 'hello'\n";
+  std::string broken = "def f(:\n    pass\n";
+  std::string undecodable = "x = '\xff\xfe'\n";
+  put("py2.py", py2);
+  put("pkg/broken.py", broken);
+  put("latin.py", undecodable);
+  put("ok.py", "x = 1\n");
+  RunResult r = go(opts());
+  EXPECT_EQ(r.exit_code, 1) << "failures are reported in the exit status";
+  EXPECT_EQ(get(result() / "py2.py"), py2);
+  EXPECT_EQ(get(result() / "pkg/broken.py"), broken);
+  EXPECT_EQ(get(result() / "latin.py"), undecodable);
+  std::map<std::string, report::FileEntry> by;
+  for (const auto& f : r.report.files) by[f.file] = f;
+  EXPECT_EQ(by["ok.py"].outcome, report::Outcome::Success);
+  EXPECT_EQ(by["pkg/broken.py"].outcome, report::Outcome::Failure);
+  EXPECT_EQ(by["pkg/broken.py"].reason.rfind("pkg/broken.py:1:", 0), 0u)
+      << by["pkg/broken.py"].reason;
+  EXPECT_EQ(by["py2.py"].reason.rfind("py2.py:1:", 0), 0u) << by["py2.py"].reason;
+  EXPECT_EQ(by["latin.py"].reason.rfind("latin.py:1:6: cannot decode", 0), 0u)
+      << by["latin.py"].reason;
+  auto j = nlohmann::json::parse(get(result() / "torchport-report/report.json"));
+  EXPECT_EQ(j["summary"]["failure"], 3);
+}
+
+TEST_F(Driver, RefusesAnOutdirInsideTheInput) {
+  put("a.py", "x = 1\n");
+  Options o = opts();
+  o.outdir = root_ / "proj" / "out";
+  RunResult r = go(o);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.error.find("is inside INPUT"), std::string::npos) << r.error;
+  EXPECT_FALSE(fs::exists(root_ / "proj" / "out"));
+}
+
+TEST_F(Driver, RefusesToOverwriteAResultWithoutForce) {
+  put("a.py", "x = 1\n");
+  ASSERT_EQ(go(opts()).exit_code, 0);
+  std::ofstream(result() / "stale.txt") << "old";
+  RunResult again = go(opts());
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.error.find("already exists (use --force"), std::string::npos) << again.error;
+  EXPECT_TRUE(fs::exists(result() / "stale.txt"));
+  Options o = opts();
+  o.force = true;
+  ASSERT_EQ(go(o).exit_code, 0);
+  EXPECT_FALSE(fs::exists(result() / "stale.txt")) << "--force replaces the whole result";
+  EXPECT_TRUE(fs::exists(result() / "a.py"));
+}
+
+TEST_F(Driver, RefusesBadTargetsVersionsAndInputs) {
+  put("a.py", "x = 1\n");
+  RunResult r = go(opts("tpu"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.error,
+            "unknown target 'tpu' (expected one of: npu, mlu, musa, xpu, mps, hpu, cpu, "
+            "accelerator)");
+  Options o = opts("accelerator");
+  o.rules.torch_version = "2.5";
+  EXPECT_EQ(go(o).error, "target accelerator needs torch >= 2.6 (--torch-version 2.5)");
+  o.rules.torch_version = "two";
+  EXPECT_EQ(go(o).error, "--torch-version 'two': expected X.Y, e.g. 2.6");
+  Options missing = opts();
+  missing.input = root_ / "nope";
+  EXPECT_EQ(go(missing).error, (root_ / "nope").string() + ": no such file or directory");
+  EXPECT_FALSE(fs::exists(result()));
+}
+
+TEST_F(Driver, ASingleFileInputGoesToStemTarget) {
+  put("train.py", "import torch\ntorch.cuda.synchronize()\n");
+  Options o = opts();
+  o.input = root_ / "proj" / "train.py";
+  RunResult r = go(o);
+  ASSERT_EQ(r.exit_code, 0) << r.error;
+  EXPECT_EQ(r.result_dir, root_ / "out" / "train_npu");
+  EXPECT_NE(get(root_ / "out/train_npu/train.py").find("torch_npu.npu.synchronize()"),
+            std::string::npos);
+}
+
+TEST_F(Driver, InplaceRewritesAtomicallyAndKeepsBackups) {
+  std::string src = "import torch\ntorch.cuda.synchronize()\n";
+  put("train.py", src);
+  put("same.py", "x = 1\n");
+  Options o = opts();
+  o.inplace = true;
+  o.outdir.clear();
+  RunResult r = go(o);
+  ASSERT_EQ(r.exit_code, 0) << r.error;
+  fs::path backup = root_ / "proj.torchport-backup";
+  EXPECT_EQ(get(backup / "train.py"), src);
+  EXPECT_FALSE(fs::exists(backup / "same.py")) << "only changed files are backed up";
+  EXPECT_NE(get(root_ / "proj/train.py").find("torch_npu.npu.synchronize()"), std::string::npos);
+  EXPECT_TRUE(fs::exists(backup / "torchport-report/change_list.csv"));
+  // No temporary file is left in the project.
+  for (auto& e : fs::recursive_directory_iterator(root_ / "proj"))
+    EXPECT_EQ(e.path().string().find("torchport-tmp"), std::string::npos) << e.path();
+  // A second run would overwrite the backups: refused without --force.
+  RunResult again = go(o);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.error.find("already exists"), std::string::npos);
+}
+
+TEST_F(Driver, ReportsDoNotDependOnTheNumberOfJobs) {
+  for (int i = 0; i < 24; ++i)
+    put("m" + std::to_string(i) + ".py",
+        "import torch\nx = torch.ones(1).cuda()\ntorch.cuda.synchronize()\n");
+  Options o = opts();
+  o.jobs = 1;
+  o.analyze_only = true;
+  o.outdir.clear();
+  RunResult one = go(o);
+  o.jobs = 8;
+  RunResult many = go(o);
+  EXPECT_EQ(report::change_list_csv(one.report), report::change_list_csv(many.report));
+  EXPECT_GE(one.report.rows.size(), 48u);
+}
+
+TEST_F(Driver, AnalyzeWritesNoOutputTreeAndGatesOnFindings) {
+  put("clean.py", "import torch\nx = torch.ones(1)\n");
+  Options o = opts();
+  o.analyze_only = true;
+  o.outdir.clear();
+  RunResult clean = go(o);
+  EXPECT_EQ(clean.exit_code, 0);
+  EXPECT_TRUE(clean.report.rows.empty());
+  put("dirty.py", "import torch\ntorch.cuda.synchronize()\n");
+  o.outdir = root_ / "reports";
+  RunResult dirty = go(o);
+  EXPECT_EQ(dirty.exit_code, 1);
+  EXPECT_TRUE(fs::exists(root_ / "reports/change_list.csv"));
+  EXPECT_FALSE(fs::exists(result()));
+  EXPECT_EQ(get(root_ / "proj/dirty.py"), "import torch\ntorch.cuda.synchronize()\n");
+}
+
+}  // namespace
+}  // namespace torchport::project
