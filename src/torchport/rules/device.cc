@@ -60,7 +60,13 @@ bool is_device_operand(const semantic::Model& m, TokenIndex t) {
   return false;
 }
 
-enum class Ctx { None, Device, Comparison, Choice };
+enum class Ctx {
+  None,
+  Device,
+  Comparison,
+  Choice,
+  MapLocation,  ///< torch.load's map_location: no CPU index ("cpu:0" cannot be restored)
+};
 
 // Is the string (or f-string) starting at token `s` used as a device?
 Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
@@ -101,7 +107,11 @@ Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
       const semantic::Reference* callee = callee_of(m, *en);
       const std::string q = callee ? callee->qualified : std::string();
       std::string_view last = callee_last_name(m, *en);
-      if (device_keyword(a.keyword)) return Ctx::Device;
+      if (device_keyword(a.keyword)) {
+        // A map_location dict maps the *saved* locations: its "cuda:0" keys must stay.
+        if (in_container) return Ctx::None;
+        return a.keyword == "map_location" ? Ctx::MapLocation : Ctx::Device;
+      }
       if ((a.keyword == "default" || a.keyword == "choices") && last == "add_argument" &&
           !args.empty() && args[0].keyword.empty()) {
         auto sv = semantic::string_value(m.text(), m.tokens()[args[0].first]);
@@ -114,7 +124,7 @@ Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
                          (last == "to" && callee && callee->names.size() >= 2 && q.empty()))) {
           return Ctx::Device;
         }
-        if (pos == 1 && q == "torch.load") return Ctx::Device;
+        if (pos == 1 && q == "torch.load") return Ctx::MapLocation;
       }
       return Ctx::None;
     }
@@ -150,6 +160,20 @@ std::string index_device(Context& ctx, const std::string& idx) {
   return "f\"" + ctx.target.device + ":{" + idx + "}\"";
 }
 
+// torch.load cannot restore storages to an indexed CPU device ("cpu:0"), so on the one-device
+// targets and for accelerator (CPU fallback) the whole location becomes the device itself.
+void map_location(Context& ctx, const std::string& api, std::uint32_t b, std::uint32_t e) {
+  std::string repl = ctx.accelerator() ? std::string(kDeviceVar) : "\"" + ctx.target.device + "\"";
+  if (ctx.accelerator()) {
+    ctx.used_device_var = true;
+    ctx.require_torch(kAcceleratorMinTorch);
+  }
+  ctx.modify("TP300", api,
+             "replace map_location " + api + " with " + repl +
+                 " (the current device; torch.load cannot restore to an indexed CPU device)",
+             b, e, repl);
+}
+
 void device_strings(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
@@ -162,6 +186,11 @@ void device_strings(Context& ctx) {
       if (c == Ctx::None) continue;
       const std::string api = "\"" + std::string(sv->value) + "\"";
       const syntax::Token& tok = m.tokens()[i];
+      if (c == Ctx::MapLocation &&
+          (ctx.accelerator() || ctx.target.name == "cpu" || ctx.target.name == "mps")) {
+        map_location(ctx, api, tok.begin, tok.end);
+        continue;
+      }
       if (ctx.accelerator()) {
         std::string text;
         if (sv->value == "cuda") {
@@ -207,7 +236,14 @@ void device_strings(Context& ctx) {
           break;
         }
       }
-      if (device_context(m, i, last) == Ctx::None) continue;
+      const Ctx c = device_context(m, i, last);
+      if (c == Ctx::None) continue;
+      if (c == Ctx::MapLocation &&
+          (ctx.accelerator() || ctx.target.name == "cpu" || ctx.target.name == "mps")) {
+        map_location(ctx, "f\"" + std::string(v) + "...\"", m.tokens()[i].begin,
+                     m.tokens()[last].end);
+        continue;
+      }
       const std::uint32_t b = m.tokens()[*mid].begin;
       std::string repl = ctx.target.device;
       if (ctx.accelerator()) {

@@ -127,3 +127,42 @@ TEST(RuleFixtures, OutputsAndFindingsMatchTheHandWrittenExpectations) {
 
 }  // namespace
 }  // namespace torchport::rules
+
+namespace torchport::rules {
+namespace {
+
+// The example CUDA project (examples/cuda_project) against the hand-written expected outputs
+// in tests/fixtures/cuda_project_expected/<target>/. tests/python/test_migrate_runs.py runs
+// the cpu and accelerator outputs.
+TEST(ExampleProject, EveryTargetGivesTheExpectedFiles) {
+  const fs::path src = fs::path(TORCHPORT_SOURCE_DIR) / "examples" / "cuda_project";
+  const fs::path expected =
+      fs::path(TORCHPORT_SOURCE_DIR) / "tests" / "fixtures" / "cuda_project_expected";
+  for (const char* target : {"npu", "mlu", "musa", "xpu", "cpu", "accelerator"}) {
+    for (const char* file : {"train.py", "model/net.py", "model/__init__.py"}) {
+      SCOPED_TRACE(std::string(file) + " --target " + target);
+      const std::string input = slurp(src / file);
+      FileResult r = migrate(file, input, target);
+      const fs::path want = expected / target / file;
+      // Files without CUDA code are expected unchanged (no expected copy is kept).
+      EXPECT_EQ(apply_fixes(input, r), fs::exists(want) ? slurp(want) : input);
+      FileResult again = migrate(file, apply_fixes(input, r), target);
+      EXPECT_EQ(apply_fixes(apply_fixes(input, r), again), apply_fixes(input, r));
+    }
+  }
+}
+
+TEST(ExampleProject, CpuOutputReportsWhatItLeftInPlace) {
+  const fs::path src = fs::path(TORCHPORT_SOURCE_DIR) / "examples" / "cuda_project";
+  const std::string input = slurp(src / "train.py");
+  FileResult r = migrate("train.py", input, "cpu");
+  // torch.cuda.max_memory_allocated has no CPU equivalent: it stays and is reported.
+  std::vector<std::string> unsupported;
+  for (const Finding& f : r.findings) {
+    if (f.op == Operation::Unsupported) unsupported.push_back(f.api);
+  }
+  EXPECT_EQ(unsupported, std::vector<std::string>{"torch.cuda.max_memory_allocated"});
+}
+
+}  // namespace
+}  // namespace torchport::rules
