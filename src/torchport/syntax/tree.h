@@ -112,6 +112,7 @@ class Tree {
 
  private:
   friend class Parser;
+  friend Tree parse(text::SourceFile source);
   text::SourceFile source_;
   std::vector<Token> tokens_;
   text::LineIndex lines_;

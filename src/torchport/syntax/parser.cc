@@ -1,0 +1,159 @@
+// The parser's driver: token cursor, node building, error reporting. The grammar itself is in
+// parser_statements.cc, parser_expressions.cc and parser_patterns.cc.
+#include <torchport/syntax/lexer.h>
+#include <torchport/syntax/parser.h>
+#include <torchport/syntax/parser_impl.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace torchport::syntax {
+
+Parser::Parser(Tree& tree) : tree_(tree), toks_(tree.tokens_), src_(tree.source_.text) {
+  sig_.reserve(toks_.size() / 2 + 1);
+  for (std::uint32_t i = 0; i < toks_.size(); ++i)
+    if (!is_trivia(toks_[i].kind)) sig_.push_back(i);
+  scratch_.reserve(256);
+}
+
+std::uint32_t Parser::expect(TokenKind k, const char* what) {
+  if (!at(k)) {
+    if (what != nullptr && k != TokenKind::Newline && !at(TokenKind::EndMarker) &&
+        !at(TokenKind::Error))
+      fail(tok(), std::string("expected '") + what + "'");
+    unexpected();
+  }
+  return take();
+}
+
+void Parser::fail(std::uint32_t token, std::string message) {
+  throw SyntaxError{token, std::move(message)};
+}
+
+void Parser::unexpected() {
+  const Token& t = toks_[tok()];
+  switch (t.kind) {
+    case TokenKind::Indent:
+      fail(tok(), "unexpected indent");
+    case TokenKind::Dedent:
+      fail(tok(), "unindent does not match any outer indentation level");
+    case TokenKind::EndMarker:
+      if (!open_brackets_.empty()) {
+        std::uint32_t b = open_brackets_.back();
+        fail(b, "'" + std::string(text_of(b)) + "' was never closed");
+      }
+      fail(tok(), "unexpected EOF while parsing");
+    case TokenKind::RPar:
+    case TokenKind::RSqb:
+    case TokenKind::RBrace:
+      if (open_brackets_.empty()) fail(tok(), "unmatched '" + std::string(text_of(tok())) + "'");
+      {
+        std::string_view open = text_of(open_brackets_.back());
+        std::string_view close = text_of(tok());
+        bool match = (open == "(" && close == ")") || (open == "[" && close == "]") ||
+                     (open == "{" && close == "}");
+        if (!match)
+          fail(tok(), "closing parenthesis '" + std::string(close) +
+                          "' does not match opening parenthesis '" + std::string(open) + "'");
+      }
+      fail(tok(), "invalid syntax");
+    case TokenKind::Error:
+      fail(tok(), "invalid token");
+    default:
+      fail(tok(), "invalid syntax");
+  }
+}
+
+Node* Parser::make(NodeKind kind, std::uint32_t first, std::uint32_t last, std::size_t child_mark,
+                   std::size_t extra_mark) {
+  Node* n = tree_.arena_.make<Node>();
+  n->kind_ = kind;
+  n->first_ = first;
+  n->last_ = last;
+  std::size_t count = scratch_.size() - child_mark;
+  if (count != 0) {
+    const Node** kids = tree_.arena_.array<const Node*>(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      Node* c = scratch_[child_mark + i];
+      c->parent_ = n;
+      kids[i] = c;
+    }
+    n->children_ = kids;
+    n->child_count_ = static_cast<std::uint32_t>(count);
+    scratch_.resize(child_mark);
+  }
+  if (extra_mark != SIZE_MAX) {
+    std::size_t ecount = extra_scratch_.size() - extra_mark;
+    if (ecount != 0) {
+      std::uint32_t* ex = tree_.arena_.array<std::uint32_t>(ecount);
+      std::copy(extra_scratch_.begin() + static_cast<std::ptrdiff_t>(extra_mark),
+                extra_scratch_.end(), ex);
+      n->extra_ = ex;
+      n->extra_count_ = static_cast<std::uint32_t>(ecount);
+      extra_scratch_.resize(extra_mark);
+    }
+  }
+  return n;
+}
+
+void Parser::run() {
+  std::vector<text::Diagnostic>& diags = tree_.diagnostics_;
+  const text::Diagnostic* lex_error = nullptr;
+  for (const text::Diagnostic& d : diags)
+    if (d.severity == text::Severity::Error) {
+      lex_error = &d;
+      break;
+    }
+  std::uint32_t lex_offset = lex_error != nullptr ? lex_error->offset : UINT32_MAX;
+  try {
+    tree_.root_ = file();
+    if (lex_error == nullptr) return;
+    text::Diagnostic d = *lex_error;
+    std::string hint = python2_message(tree_, UINT32_MAX, d.message);
+    if (!hint.empty()) d.message = std::move(hint);
+    diags.erase(std::remove_if(
+                    diags.begin(), diags.end(),
+                    [](const text::Diagnostic& x) { return x.severity == text::Severity::Error; }),
+                diags.end());
+    diags.insert(diags.begin(), std::move(d));
+  } catch (SyntaxError& e) {
+    text::Diagnostic d;
+    std::uint32_t offset = toks_[e.token].begin;
+    if (lex_error != nullptr && lex_offset <= offset) {
+      d = *lex_error;
+    } else {
+      d.offset = offset;
+      d.message = std::move(e.message);
+    }
+    std::string hint = python2_message(tree_, e.token, d.message);
+    if (!hint.empty()) d.message = std::move(hint);
+    diags.erase(std::remove_if(
+                    diags.begin(), diags.end(),
+                    [](const text::Diagnostic& x) { return x.severity == text::Severity::Error; }),
+                diags.end());
+    diags.insert(diags.begin(), std::move(d));
+    scratch_.clear();
+    Node* root = make(NodeKind::Module, 0, static_cast<std::uint32_t>(toks_.size() - 1), 0);
+    tree_.root_ = root;
+  }
+  tree_.ok_ = false;
+}
+
+Tree parse(text::SourceFile source) {
+  LexResult lexed = tokenize(source.text);
+  Tree tree(std::move(source), std::move(lexed.tokens));
+  tree.diagnostics_ = std::move(lexed.diagnostics);
+  Parser parser(tree);
+  parser.run();
+  return tree;
+}
+
+Tree parse(std::string path, std::string text) {
+  text::SourceFile source;
+  source.path = std::move(path);
+  source.text = std::move(text);
+  source.encoding = "utf-8";
+  return parse(std::move(source));
+}
+
+}  // namespace torchport::syntax

@@ -1,0 +1,368 @@
+#include <torchport/syntax/tree.h>
+
+#include <array>
+#include <utility>
+
+namespace torchport::syntax {
+
+std::string_view node_kind_name(NodeKind k) {
+  static constexpr std::array<std::string_view, 85> kNames = {"Module",
+                                                              "FunctionDef",
+                                                              "AsyncFunctionDef",
+                                                              "ClassDef",
+                                                              "Return",
+                                                              "Delete",
+                                                              "Assign",
+                                                              "TypeAlias",
+                                                              "AugAssign",
+                                                              "AnnAssign",
+                                                              "For",
+                                                              "AsyncFor",
+                                                              "While",
+                                                              "If",
+                                                              "With",
+                                                              "AsyncWith",
+                                                              "Match",
+                                                              "Raise",
+                                                              "Try",
+                                                              "TryStar",
+                                                              "Assert",
+                                                              "Import",
+                                                              "ImportFrom",
+                                                              "Global",
+                                                              "Nonlocal",
+                                                              "Expr",
+                                                              "Pass",
+                                                              "Break",
+                                                              "Continue",
+                                                              "BoolOp",
+                                                              "NamedExpr",
+                                                              "BinOp",
+                                                              "UnaryOp",
+                                                              "Lambda",
+                                                              "IfExp",
+                                                              "Dict",
+                                                              "Set",
+                                                              "ListComp",
+                                                              "SetComp",
+                                                              "DictComp",
+                                                              "GeneratorExp",
+                                                              "Await",
+                                                              "Yield",
+                                                              "YieldFrom",
+                                                              "Compare",
+                                                              "Call",
+                                                              "FormattedValue",
+                                                              "Interpolation",
+                                                              "JoinedStr",
+                                                              "TemplateStr",
+                                                              "Constant",
+                                                              "Attribute",
+                                                              "Subscript",
+                                                              "Starred",
+                                                              "Name",
+                                                              "List",
+                                                              "Tuple",
+                                                              "Slice",
+                                                              "comprehension",
+                                                              "ExceptHandler",
+                                                              "arguments",
+                                                              "arg",
+                                                              "keyword",
+                                                              "alias",
+                                                              "withitem",
+                                                              "match_case",
+                                                              "MatchValue",
+                                                              "MatchSingleton",
+                                                              "MatchSequence",
+                                                              "MatchMapping",
+                                                              "MatchClass",
+                                                              "MatchStar",
+                                                              "MatchAs",
+                                                              "MatchOr",
+                                                              "TypeVar",
+                                                              "ParamSpec",
+                                                              "TypeVarTuple",
+                                                              "?",
+                                                              "?",
+                                                              "?",
+                                                              "?",
+                                                              "?",
+                                                              "?",
+                                                              "?",
+                                                              "?"};
+  static_assert(static_cast<int>(NodeKind::TypeVarTuple) == 76);
+  return kNames[static_cast<std::size_t>(k)];
+}
+
+Tree::Tree(text::SourceFile source, std::vector<Token> tokens)
+    : source_(std::move(source)), tokens_(std::move(tokens)), lines_(source_.text) {}
+Tree::Tree(Tree&&) noexcept = default;
+Tree& Tree::operator=(Tree&&) noexcept = default;
+Tree::~Tree() = default;
+
+std::string Tree::format(const text::Diagnostic& d) const {
+  text::LineCol lc = lines_.locate(d.offset);
+  return source_.path + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column + 1) + ": " +
+         d.message;
+}
+
+std::vector<const Node*> Tree::find_all(NodeKind kind) const {
+  std::vector<const Node*> out;
+  if (root_ == nullptr) return out;
+  walk(*root_, [&](const Node& n) {
+    if (n.kind() == kind) out.push_back(&n);
+  });
+  return out;
+}
+
+std::string_view Tree::name(const Node& n) const {
+  switch (n.kind()) {
+    case NodeKind::Name:
+    case NodeKind::Attribute:
+    case NodeKind::keyword:
+    case NodeKind::FunctionDef:
+    case NodeKind::AsyncFunctionDef:
+    case NodeKind::ClassDef:
+    case NodeKind::arg:
+    case NodeKind::TypeVar:
+    case NodeKind::ParamSpec:
+    case NodeKind::TypeVarTuple:
+    case NodeKind::ExceptHandler:
+    case NodeKind::MatchAs:
+    case NodeKind::MatchStar:
+    case NodeKind::alias:
+      return n.token() == kNoToken ? std::string_view() : token_text(n.token());
+    case NodeKind::TypeAlias: {
+      const Node* nm = n.child(Role::Name);
+      return nm != nullptr ? token_text(nm->token()) : std::string_view();
+    }
+    default:
+      return {};
+  }
+}
+
+std::string Tree::alias_name(const Node& alias) const {
+  std::string out;
+  for (std::uint32_t t : alias.extra_tokens()) {
+    if (!out.empty()) out += '.';
+    out += token_text(t);
+  }
+  return out;
+}
+
+std::string Tree::module(const Node& import_from) const {
+  std::string out;
+  for (std::uint32_t t : import_from.extra_tokens()) {
+    if (!out.empty()) out += '.';
+    out += token_text(t);
+  }
+  return out;
+}
+
+std::vector<CmpOp> Tree::compare_ops(const Node& compare) const {
+  std::vector<CmpOp> ops;
+  for (std::uint32_t t : compare.extra_tokens()) {
+    switch (tokens_[t].kind) {
+      case TokenKind::EqEqual:
+        ops.push_back(CmpOp::Eq);
+        break;
+      case TokenKind::NotEqual:
+        ops.push_back(CmpOp::NotEq);
+        break;
+      case TokenKind::Less:
+        ops.push_back(CmpOp::Lt);
+        break;
+      case TokenKind::LessEqual:
+        ops.push_back(CmpOp::LtE);
+        break;
+      case TokenKind::Greater:
+        ops.push_back(CmpOp::Gt);
+        break;
+      case TokenKind::GreaterEqual:
+        ops.push_back(CmpOp::GtE);
+        break;
+      case TokenKind::KwIn:
+        ops.push_back(CmpOp::In);
+        break;
+      case TokenKind::KwNot:
+        ops.push_back(CmpOp::NotIn);
+        break;
+      case TokenKind::KwIs: {
+        // `is not`: the next significant token is `not`.
+        std::uint32_t i = t + 1;
+        while (i < tokens_.size() && is_trivia(tokens_[i].kind)) ++i;
+        ops.push_back(i < tokens_.size() && tokens_[i].kind == TokenKind::KwNot ? CmpOp::IsNot
+                                                                                : CmpOp::Is);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return ops;
+}
+
+std::string_view Tree::string_prefix(std::uint32_t token) const {
+  std::string_view s = token_text(token);
+  std::size_t i = 0;
+  while (i < s.size() && s[i] != '\'' && s[i] != '"') ++i;
+  return s.substr(0, i);
+}
+
+namespace {
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Decodes one literal token (prefix, quotes, body). False when it cannot (\N{...}, bad escape).
+bool decode_literal(std::string_view tok, std::string& out) {
+  std::size_t i = 0;
+  bool raw = false, bytes = false;
+  while (i < tok.size() && tok[i] != '\'' && tok[i] != '"') {
+    char c = static_cast<char>(tok[i] | 0x20);
+    if (c == 'r') raw = true;
+    if (c == 'b') bytes = true;
+    if (c == 'f' || c == 't') return false;
+    ++i;
+  }
+  if (i >= tok.size()) return false;
+  char q = tok[i];
+  std::size_t qlen = (tok.size() - i >= 6 && tok[i + 1] == q && tok[i + 2] == q) ? 3 : 1;
+  if (tok.size() < i + 2 * qlen) return false;
+  std::string_view body = tok.substr(i + qlen, tok.size() - i - 2 * qlen);
+  for (std::size_t k = 0; k < body.size(); ++k) {
+    char c = body[k];
+    if (c == '\r') {  // newlines inside literals are normalised to \n, as CPython does
+      out += '\n';
+      if (k + 1 < body.size() && body[k + 1] == '\n') ++k;
+      continue;
+    }
+    if (c != '\\' || raw) {
+      out += c;
+      continue;
+    }
+    if (++k >= body.size()) return false;
+    char e = body[k];
+    switch (e) {
+      case '\n':
+        break;
+      case '\r':
+        if (k + 1 < body.size() && body[k + 1] == '\n') ++k;
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case 'x':
+      case 'u':
+      case 'U': {
+        std::size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+        if (bytes && e != 'x') {
+          out += '\\';
+          out += e;
+          break;
+        }
+        std::uint32_t v = 0;
+        for (std::size_t j = 1; j <= n; ++j) {
+          if (k + j >= body.size()) return false;
+          int h = hex_value(body[k + j]);
+          if (h < 0) return false;
+          v = v * 16 + static_cast<std::uint32_t>(h);
+        }
+        k += n;
+        if (bytes) {
+          out += static_cast<char>(v);
+        } else {
+          if (v > 0x10FFFF) return false;
+          append_utf8(out, v);
+        }
+        break;
+      }
+      case 'N':
+        if (bytes) {
+          out += "\\N";
+          break;
+        }
+        return false;
+      default:
+        if (e >= '0' && e <= '7') {
+          std::uint32_t v = static_cast<std::uint32_t>(e - '0');
+          for (int j = 0; j < 2 && k + 1 < body.size() && body[k + 1] >= '0' && body[k + 1] <= '7';
+               ++j)
+            v = v * 8 + static_cast<std::uint32_t>(body[++k] - '0');
+          if (bytes) {
+            out += static_cast<char>(v & 0xFF);
+          } else {
+            append_utf8(out, v);
+          }
+        } else {
+          out += '\\';  // unknown escapes stay as written (with a warning in CPython)
+          out += e;
+        }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> Tree::string_value(const Node& constant) const {
+  if (constant.kind() != NodeKind::Constant || !is_string(constant)) return std::nullopt;
+  std::string out;
+  for (std::uint32_t t = constant.first_token(); t <= constant.last_token(); ++t) {
+    if (tokens_[t].kind != TokenKind::String) continue;
+    if (!decode_literal(token_text(t), out)) return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace torchport::syntax
