@@ -1,0 +1,242 @@
+"""`torchport migrate / analyze / explain / targets` end to end, through the installed command.
+
+Exit codes, the report files and their exact columns, the refusals, --inplace with backups, and
+files that cannot be parsed (reported with path:line:col and still copied).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+TRAIN = """\
+import os
+import torch
+import flash_attn
+
+# cuda is mentioned in this comment and must stay
+URL = "https://example.com/cuda/docs"
+
+
+def main():
+    model = torch.nn.Linear(4, 2).cuda()
+    x = torch.randn(8, 4).cuda()
+    torch.cuda.synchronize()
+    print("peak", torch.cuda.max_memory_allocated())
+    return model(x)
+"""
+
+
+def torchport(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).with_name("torchport")
+    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "torchport"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, check=False, cwd=cwd)
+
+
+def read_csv(path: Path) -> list[list[str]]:
+    with path.open(newline="") as f:
+        return list(csv.reader(f))
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    proj = tmp_path / "proj"
+    (proj / "pkg").mkdir(parents=True)
+    (proj / "train.py").write_text(TRAIN)
+    (proj / "pkg" / "__init__.py").write_text("")
+    (proj / "README.md").write_text("Runs on cuda.\n")
+    (proj / "weights.bin").write_bytes(bytes(range(256)))
+    return proj
+
+
+def test_migrate_npu_writes_the_tree_and_ascend_reports(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    p = torchport("migrate", str(project), "-o", str(out), "--target", "npu")
+    assert p.returncode == 0, p.stderr
+    result = out / "proj_npu"
+    new = (result / "train.py").read_text()
+    assert "torch_npu.npu.synchronize()" in new
+    assert "torch_npu.npu.max_memory_allocated()" in new
+    assert "import torch_npu" in new
+    # Comments and unrelated strings are never touched.
+    assert "# cuda is mentioned in this comment and must stay" in new
+    assert 'URL = "https://example.com/cuda/docs"' in new
+    # Non-Python files are copied byte for byte.
+    assert (result / "README.md").read_text() == "Runs on cuda.\n"
+    assert (result / "weights.bin").read_bytes() == bytes(range(256))
+    assert (result / "pkg" / "__init__.py").exists()
+
+    reports = result / "torchport-report"
+    changes = read_csv(reports / "change_list.csv")
+    assert changes[0] == ["File", "Start Line", "End Line", "Operation Type", "Message"]
+    sync = [r for r in changes[1:] if "synchronize" in r[4]]
+    assert sync and sync[0][:4] == ["train.py", "12", "12", "MODIFY"], changes
+    assert {r[3] for r in changes[1:]} <= {"INSERT", "MODIFY", "DELETE", "UNSUPPORTED"}
+    unsupported = read_csv(reports / "unsupported_api.csv")
+    assert unsupported[0] == ["File", "Start Line", "End Line", "OP", "Tips"]
+    assert any(r[0] == "train.py" and r[1] == "3" and "flash_attn" in r[3] for r in unsupported[1:])
+    assert read_csv(reports / "unknown_api.csv")[0] == ["File", "Start Line", "End Line", "OP", "Tips"]
+    assert read_csv(reports / "cuda_op_list.csv") == [["File", "Api"]]
+    report = json.loads((reports / "report.json").read_text())
+    assert report["target"] == "npu"
+    assert report["summary"]["failure"] == 0
+    assert report["summary"]["files"] == 4
+    assert "[Progress: 100.00%]" in (reports / "torchport.log").read_text()
+    # The summary table is printed.
+    assert "| files" in p.stdout and "| change_list.csv" in p.stdout
+
+
+def test_input_is_never_modified(project: Path, tmp_path: Path) -> None:
+    before = {f: f.read_bytes() for f in project.rglob("*") if f.is_file()}
+    assert torchport("migrate", str(project), "-o", str(tmp_path / "o"), "-t", "cpu").returncode == 0
+    after = {f: f.read_bytes() for f in project.rglob("*") if f.is_file()}
+    assert after == before
+
+
+def test_refuses_outdir_inside_input(project: Path) -> None:
+    p = torchport("migrate", str(project), "-o", str(project / "out"), "-t", "npu")
+    assert p.returncode == 2
+    assert "is inside INPUT" in p.stderr
+    assert not (project / "out").exists()
+
+
+def test_refuses_to_overwrite_without_force(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert torchport("migrate", str(project), "-o", str(out), "-t", "npu").returncode == 0
+    (out / "proj_npu" / "mine.txt").write_text("keep?")
+    p = torchport("migrate", str(project), "-o", str(out), "-t", "npu")
+    assert p.returncode == 2
+    assert "already exists (use --force" in p.stderr
+    assert (out / "proj_npu" / "mine.txt").exists()
+    assert torchport("migrate", str(project), "-o", str(out), "-t", "npu", "--force").returncode == 0
+    assert not (out / "proj_npu" / "mine.txt").exists()
+
+
+def test_bad_files_are_reported_with_location_and_copied(project: Path, tmp_path: Path) -> None:
+    (project / "py2.py").write_text("print 'hello'\n")
+    (project / "pkg" / "broken.py").write_text("x = 1\ndef f(:\n    pass\n")
+    (project / "binary.py").write_bytes(b"x = '\xff'\n")
+    out = tmp_path / "out"
+    p = torchport("migrate", str(project), "-o", str(out), "-t", "npu")
+    assert p.returncode == 1, "failed files make the exit status 1"
+    assert "pkg/broken.py:2:" in p.stderr
+    assert "py2.py:1:" in p.stderr
+    assert "binary.py:1:6: cannot decode" in p.stderr
+    result = out / "proj_npu"
+    assert (result / "py2.py").read_text() == "print 'hello'\n"
+    assert (result / "pkg" / "broken.py").read_text() == "x = 1\ndef f(:\n    pass\n"
+    assert (result / "binary.py").read_bytes() == b"x = '\xff'\n"
+    report = json.loads((result / "torchport-report" / "report.json").read_text())
+    outcomes = {f["file"]: f["outcome"] for f in report["files"]}
+    assert outcomes["pkg/broken.py"] == "Failure"
+    assert outcomes["train.py"] == "Success"
+    assert outcomes["README.md"] == "Skip"
+
+
+def test_inplace_keeps_backups_and_leaves_no_temporary_files(project: Path, tmp_path: Path) -> None:
+    backup = tmp_path / "bak"
+    p = torchport("migrate", str(project), "--inplace", "--backup", str(backup), "-t", "xpu")
+    assert p.returncode == 0, p.stderr
+    assert (backup / "train.py").read_text() == TRAIN
+    assert "torch.xpu.synchronize()" in (project / "train.py").read_text()
+    assert not (backup / "README.md").exists(), "unchanged files need no backup"
+    assert (backup / "torchport-report" / "change_list.csv").exists()
+    leftovers = [f for f in project.rglob("*") if "torchport-tmp" in f.name]
+    assert leftovers == []
+    again = torchport("migrate", str(project), "--inplace", "--backup", str(backup), "-t", "xpu")
+    assert again.returncode == 2
+    assert "already exists" in again.stderr
+
+
+def test_diff_shows_each_change(project: Path, tmp_path: Path) -> None:
+    p = torchport("migrate", str(project), "-o", str(tmp_path / "o"), "-t", "npu", "--diff", "-q")
+    assert p.returncode == 0, p.stderr
+    assert "--- a/train.py\n+++ b/train.py\n" in p.stdout
+    assert "-    torch.cuda.synchronize()\n+    torch_npu.npu.synchronize()\n" in p.stdout
+    if shutil.which("patch"):
+        work = tmp_path / "patched"
+        shutil.copytree(project, work)
+        r = subprocess.run(["patch", "-p1", "-s"], input=p.stdout, text=True, cwd=work, check=False)
+        assert r.returncode == 0
+        assert (work / "train.py").read_text() == (tmp_path / "o" / "proj_npu" / "train.py").read_text()
+
+
+def test_analyze_exit_codes_gate_ci(project: Path, tmp_path: Path) -> None:
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "m.py").write_text("import torch\nx = torch.ones(2)\n")
+    assert torchport("analyze", str(clean), "-t", "npu").returncode == 0
+    p = torchport("analyze", str(project), "-t", "npu", "--format", "json")
+    assert p.returncode == 1
+    data = json.loads(p.stdout)
+    assert data["command"] == "analyze"
+    assert any(f["api"] == "torch.cuda.synchronize" for f in data["findings"])
+    assert all(not f["applied"] for f in data["findings"])
+    text = torchport("analyze", str(project), "-t", "npu")
+    assert "train.py:12:" in text.stdout
+    bad = torchport("analyze", str(project), "-t", "tpu")
+    assert bad.returncode == 2
+    assert "unknown target 'tpu'" in bad.stderr
+
+
+def test_explain_prints_replacement_status_version_and_source() -> None:
+    p = torchport("explain", "torch.cuda.max_memory_allocated", "--target", "npu")
+    assert p.returncode == 0, p.stderr
+    assert "npu: torch_npu.npu.max_memory_allocated" in p.stdout
+    assert "status:        supported" in p.stdout
+    assert "torch_npu.npu.__all__" in p.stdout
+    acc = json.loads(torchport("explain", "torch.cuda.max_memory_allocated", "--format", "json").stdout)
+    assert acc["targets"]["accelerator"]["replacement"] == "torch.accelerator.max_memory_allocated"
+    assert acc["targets"]["accelerator"]["min_torch"] == "2.9"
+    assert acc["targets"]["mps"]["status"] == "unsupported"
+    nccl = torchport("explain", "nccl", "-t", "mlu")
+    assert "mlu: cncl" in nccl.stdout
+    cuda_method = torchport("explain", ".cuda", "-t", "xpu")
+    assert "xpu: .xpu" in cuda_method.stdout
+    missing = torchport("explain", "max_memory")
+    assert missing.returncode == 2
+    assert "did you mean: torch.cuda.max_memory_allocated" in missing.stderr
+
+
+def test_targets_lists_every_target_with_its_facts() -> None:
+    data = json.loads(torchport("targets", "--format", "json").stdout)
+    by = {t["name"]: t for t in data}
+    assert list(by) == ["npu", "mlu", "musa", "xpu", "mps", "hpu", "cpu", "accelerator"]
+    assert by["npu"]["backend"] == "hccl" and by["npu"]["import"] == "import torch_npu"
+    assert by["npu"]["support_lists"] == ["2.1", "2.6", "2.7", "2.8"]
+    assert by["mps"]["backend"] == "", "MPS has no collective backend"
+    assert "float64" in by["mps"]["no_dtypes"]
+    text = torchport("targets").stdout
+    assert "accelerator  device-agnostic" in text
+
+
+def test_catalogue_docs_are_fresh() -> None:
+    tool = REPO / "tools" / "gen_catalogue_docs.py"
+    if not tool.exists():
+        pytest.skip("needs the source tree (tools/)")
+    p = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_generated_catalogue_data_is_fresh() -> None:
+    tool = REPO / "tools" / "gen_catalogue.py"
+    upstream = Path(os.environ.get("TORCHPORT_UPSTREAM", "/work/shared/upstream"))
+    if not tool.exists() or not upstream.is_dir():
+        pytest.skip("needs the source tree and the vendor lists (TORCHPORT_UPSTREAM)")
+    pytest.importorskip("yaml")
+    p = subprocess.run(
+        [sys.executable, str(tool), "--check", "--upstream", str(upstream)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
