@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 import torch
 import torch.nn as nn
 
@@ -184,3 +185,44 @@ def test_import_torchport_stays_cheap():
     code = "import sys, torchport.probe.compare; print('torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "False"  # comparing needs numpy only
+
+
+def test_accelerator_path_batches_statistics_and_matches_numpy(tmp_path):
+    """The on-device statistics (used for non-CPU tensors, copied to the host in one batch per
+    flush) agree with the numpy ones; run here on CPU tensors by switching the path."""
+    x = torch.randn(6, 5, dtype=torch.float64).float()
+    x[1, 2] = float("nan")
+    x[4, 4] = float("-inf")
+    for host in (True, False):
+        p = torchport.probe(m := Fixed(), out=tmp_path / f"d{host}")
+        p._host_stats = host
+        with p:
+            m(x[:3].clone())
+            m(x.bfloat16())
+    host_recs, dev_recs = _records(tmp_path / "dTrue"), _records(tmp_path / "dFalse")
+    assert len(host_recs) == len(dev_recs) == 4
+    for h, d in zip(host_recs, dev_recs):
+        assert (h["nan"], h["inf"]) == (d["nan"], d["inf"])
+        for k in ("min", "max", "mean", "norm"):
+            if isinstance(h[k], str):
+                assert h[k] == d[k]
+            else:
+                assert abs(h[k] - d[k]) <= 1e-5 * max(1.0, abs(h[k]))
+        assert "hash" not in d  # a hash would need the bytes on the host: not in statistics mode
+    assert dev_recs[3]["nan"] == 1 and dev_recs[3]["inf"] == 1  # x*2 keeps the NaN and the -inf
+
+
+def test_target_option_runs_a_cuda_script_on_cpu(tmp_path, capsys):
+    pytest.importorskip("torchport.runtime")
+    script = tmp_path / "cuda_train.py"
+    script.write_text(
+        "import torch\n"
+        "m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU()).cuda()\n"
+        "m(torch.ones(2, 4).cuda()).sum().backward()\n"
+    )
+    code = probe_main(["--out", str(tmp_path / "d"), "--target", "cpu", "--", str(script)])
+    capsys.readouterr()
+    assert code == 0
+    recs = _records(tmp_path / "d")
+    assert {r["device"] for r in recs} == {"cpu"}
+    assert {(r["name"], r["dir"]) for r in recs} >= {("0", "forward"), ("1", "backward")}

@@ -139,6 +139,10 @@ def probe_main(argv: Sequence[str]) -> int:
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
         out = probe.close(status=status)
+        if ns.target:
+            from torchport import runtime
+
+            runtime.disable()
     n = probe._seq
     print(f"torchport probe: {n} records ({ns.level} level) written to {out}", file=sys.stderr)
     if probe.first_nonfinite:

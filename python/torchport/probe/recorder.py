@@ -162,6 +162,9 @@ class Probe:
         self._mode: Any = None
         self._writer: Optional[DumpWriter] = None
         self.first_nonfinite: Optional[dict[str, Any]] = None
+        # CPU tensors get numpy statistics and a hash; False sends them down the accelerator path
+        # (on-device statistics, one batched host copy per flush), which is how tests cover it.
+        self._host_stats = True
         if model is not None:
             self._add_root(model)
 
@@ -391,7 +394,7 @@ class Probe:
             self._pending.append(rec)
             self._maybe_flush()
             return
-        on_cpu = t.device.type == "cpu"
+        on_cpu = t.device.type == "cpu" and self._host_stats
         if on_cpu or self.full_tensors:
             host = t.detach() if on_cpu else t.detach().cpu()
             arr, stored_as = _host_view(host)
