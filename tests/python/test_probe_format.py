@@ -141,6 +141,12 @@ def test_script_mode_records_top_level_modules(tmp_path, capsys):
     names = {r["name"] for r in recs}
     assert {"", "0", "1", "2", "MSELoss"} <= names  # the model and the loss, both top-level
     assert {r["step"] for r in recs} == {0, 1}  # --steps 2 stops after two optimizer steps
+    # Each step holds the model's and the loss's forward and backward records: calling the loss
+    # module does not start a new step, optimizer.step() does.
+    for step in (0, 1):
+        got = {(r["name"], r["dir"]) for r in recs if r["step"] == step}
+        assert {("0", "forward"), ("0", "backward"), ("MSELoss", "forward"), ("MSELoss", "backward")} <= got
+    assert len([r for r in recs if r["step"] == 0]) == len([r for r in recs if r["step"] == 1])
     man = json.loads((tmp_path / "d" / "manifest.json").read_text())
     assert man["status"] == "ok" and man["command"][1:] == ["--lr", "3"]
 

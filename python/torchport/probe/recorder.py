@@ -262,9 +262,12 @@ class Probe:
             self._add_root(module)
             info = self._names[id(module)]
         if not self._stack:
-            if self._opt_steps == 0:
-                self._step = self._root_calls
-            self._root_calls += 1
+            # Steps end at optimizer.step(); until one has happened (inference, or the first
+            # step), a new call of the first top-level module (the model, not the loss) starts one.
+            if module is self._roots[0][1]:
+                if self._opt_steps == 0:
+                    self._step = self._root_calls
+                self._root_calls += 1
             if self.steps is not None and self._step >= self.steps:
                 self._active = False
         name, typ, leaf, wrapper = info
