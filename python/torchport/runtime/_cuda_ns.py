@@ -383,7 +383,7 @@ def install(s: Session) -> None:
                 "torch.cuda.is_available()",
                 repr(answer),
                 MATCH,
-                "the truth (default)",
+                "the truth, the default",
             )
             return answer
         if mode == "user":

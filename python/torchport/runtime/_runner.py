@@ -9,7 +9,7 @@ import traceback
 from types import TracebackType
 from typing import Callable, Optional
 
-_SKIP = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
+_SKIP = {os.path.abspath(__file__), os.path.abspath(runpy.__file__), os.path.abspath("<frozen runpy>")}
 
 
 def _user_tb(tb: Optional[TracebackType]) -> Optional[TracebackType]:
