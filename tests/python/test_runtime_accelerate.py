@@ -1,7 +1,7 @@
 """accelerate + transformers (real libraries that detect devices) under `torchport run --target cpu`: with the
 default truthful torch.cuda.is_available() they choose the CPU and gloo, as on a plain CPU machine. With
---cuda-available=target (what transfer_to_npu does) accelerate takes its CUDA path: the accelerate#3020 failure
-mode, shown here so that the default stays justified. A tiny GPT-2 from a config, no hub download."""
+--cuda-available=target (what transfer_to_npu does) accelerate takes its CUDA path: the accelerate#3020
+failure mode, shown here so that the default stays justified. A tiny GPT-2 from a config, no hub download."""
 
 from __future__ import annotations
 
