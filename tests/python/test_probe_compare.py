@@ -141,7 +141,7 @@ def test_op_level_locates_the_changed_op(tmp_path):
     changed = mlp()
     changed[1] = nn.Hardtanh()  # a changed op: tanh -> hardtanh
     got = train(tmp_path / "op", changed, steps=1, level="op")
-    res = compare_dumps(got, ref, force=True)
+    res = compare_dumps(got, ref)
     fwd = res.first_difference("forward")
     assert fwd is not None
     # aten.tanh and aten.hardtanh have no partner: the first aligned op whose numbers change is the
