@@ -159,17 +159,25 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
+_BACKWARD = "autograd::engine::evaluate_function: "
+
+
 class _Ev:
     """One profiler event in the rebuilt call tree (cheaper than torch's FunctionEvent objects)."""
 
-    __slots__ = ("name", "end", "us", "parent", "children")
+    __slots__ = ("name", "end", "us", "parent", "children", "key")
 
-    def __init__(self, name: str, end: int, us: float, parent: Optional[_Ev]) -> None:
+    def __init__(
+        self, name: str, end: int, us: float, parent: Optional[_Ev], key: Optional[tuple[int, int]]
+    ) -> None:
         self.name = name
         self.end = end
         self.us = us
         self.parent = parent
         self.children: list[_Ev] = []
+        # (forward thread, autograd sequence number): set on a forward op that created an autograd node and
+        # on the backward event that runs that node, which is how the profiler links the two.
+        self.key = key
 
 
 def _is_op_event(name: str) -> bool:
@@ -178,25 +186,34 @@ def _is_op_event(name: str) -> bool:
 
 def _tree(kineto_events: Any) -> list[_Ev]:
     """Rebuild the nesting of the CPU events from their intervals, per thread. Returns the markers."""
-    per_thread: dict[int, list[tuple[int, int, str]]] = {}
+    cpu = torch.autograd.DeviceType.CPU
+    per_thread: dict[int, list[tuple[int, int, str, Optional[tuple[int, int]]]]] = {}
     for e in kineto_events:
-        if e.device_type() != torch.autograd.DeviceType.CPU:
+        if e.device_type() != cpu:
             continue
         name = e.name()
-        if not (name.startswith(MARK) or _is_op_event(name)):
+        key: Optional[tuple[int, int]] = None
+        if name.startswith(_BACKWARD):
+            full = name
+            if e.sequence_nr() >= 0:
+                key = (e.fwd_thread_id(), e.sequence_nr())
+        elif name.startswith(MARK) or _is_op_event(name):
+            overload = e.overload_name()
+            full = f"{name}.{overload}" if overload else name
+            if e.sequence_nr() >= 0:
+                key = (e.start_thread_id(), e.sequence_nr())
+        else:
             continue
-        overload = e.overload_name()
-        full = f"{name}.{overload}" if overload else name
-        per_thread.setdefault(e.start_thread_id(), []).append((e.start_ns(), -e.end_ns(), full))
+        per_thread.setdefault(e.start_thread_id(), []).append((e.start_ns(), -e.end_ns(), full, key))
     markers: list[_Ev] = []
     for rows in per_thread.values():
-        rows.sort()
+        rows.sort(key=lambda r: (r[0], r[1]))
         stack: list[_Ev] = []
-        for start, neg_end, name in rows:
+        for start, neg_end, name, key in rows:
             while stack and stack[-1].end <= start:
                 stack.pop()
             parent = stack[-1] if stack else None
-            ev = _Ev(name, -neg_end, (-neg_end - start) / 1000.0, parent)
+            ev = _Ev(name, -neg_end, (-neg_end - start) / 1000.0, parent, key)
             if parent is not None:
                 parent.children.append(ev)
             stack.append(ev)
@@ -208,18 +225,26 @@ def _tree(kineto_events: Any) -> list[_Ev]:
 def _subtree(e: _Ev) -> list[Node]:
     out: list[Node] = []
     for c in e.children:
-        if c.name.startswith(MARK):
+        if c.name.startswith((MARK, _BACKWARD)):
             continue
         out.append(Node(c.name, c.us, _subtree(c)))
     return out
 
 
 def _join(calls: list[Call], kineto_events: Any) -> None:
+    forward_site: dict[tuple[int, int], tuple[str, int]] = {}
+    backward: list[tuple[Call, tuple[int, int]]] = []
+    joined: list[tuple[_Ev, Call]] = []
+    outer: set[int] = set()  # the outer dispatch event of each recorded call
     for m in _tree(kineto_events):
         try:
             call = calls[int(m.name[len(MARK) :])]
         except (ValueError, IndexError):
             continue
+        joined.append((m, call))
+        if m.parent is not None and m.parent.name == call.op:
+            outer.add(id(m.parent))
+    for m, call in joined:
         if m.children:
             call.kernel_us = m.children[0].us
             call.inner = _subtree(m.children[0])
@@ -228,13 +253,27 @@ def _join(calls: list[Call], kineto_events: Any) -> None:
         chain: list[tuple[int, str]] = []
         p = m.parent
         skipped_self = False
+        node_key: Optional[tuple[int, int]] = None
         while p is not None:
-            if not skipped_self and p.name == call.op:
+            if p.name.startswith(_BACKWARD):
+                if node_key is None and p.key is not None:
+                    node_key = p.key
+            elif not skipped_self and p.name == call.op:
                 skipped_self = True  # the outer dispatch of this same call
-            else:
+            elif id(p) not in outer:
+                # a recorded call's own autograd wrapper (the detach of a saved output) is not a composite
                 chain.append((id(p), p.name))
+            if p.key is not None and call.site is not None and not p.name.startswith(_BACKWARD):
+                forward_site.setdefault(p.key, call.site)
             p = p.parent
         call.ancestors = tuple(reversed(chain))
+        if node_key is not None:
+            backward.append((call, node_key))
+    # A backward operator points at the user line of the forward operator whose autograd node it runs.
+    for call, key in backward:
+        site = forward_site.get(key)
+        if site is not None:
+            call.site = site
 
 
 def trace(fn: Callable[[], Any]) -> Trace:
