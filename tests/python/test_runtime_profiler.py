@@ -1,0 +1,33 @@
+"""Profiler: ProfilerActivity.CUDA becomes the target's activity (none on cpu: dropped, CPU kept), use_cuda
+and CUDA sort keys are mapped, and the profile still records the work."""
+
+from __future__ import annotations
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from runtime_testlib import enabled, sites
+from torchport.targets import TARGETS
+
+
+def test_cuda_activity_on_cpu_profiles_cpu() -> None:
+    with enabled("cpu") as s:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            torch.mm(torch.ones(8, 8, device="cuda"), torch.ones(8, 8, device="cuda"))
+        table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=5)
+        site = next(x for x in sites(s) if x.api == "torch.profiler.profile")
+    assert "aten::mm" in table
+    assert site.cls == "modified" and "no device activity" in site.why
+
+
+def test_legacy_use_cuda() -> None:
+    with enabled("cpu"):
+        with torch.autograd.profiler.profile(use_cuda=True) as prof:
+            torch.ones(4, device="cuda").sum()
+    assert any(e.name == "aten::sum" for e in prof.function_events)
+
+
+def test_profiler_activity_per_target_exists_in_torch() -> None:
+    for t in TARGETS.values():
+        if t.profiler_activity is not None:
+            assert getattr(ProfilerActivity, t.profiler_activity) != ProfilerActivity.CUDA
