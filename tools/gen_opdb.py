@@ -358,7 +358,8 @@ def generate(upstream: Path) -> dict[str, str]:
         raise GenError(f"{nf_path}: expected a list of entries")
     entries = [e for e in entries if isinstance(e, dict) and "func" in e]
     aten = {op_name(str(e["func"])) for e in entries}
-    torch_version = importlib.metadata.version("torch")
+    # the public version only: a +cpu or +cu128 build carries the same native_functions.yaml
+    torch_version = importlib.metadata.version("torch").split("+")[0]
     nf_rel = "torchgen/packaged/ATen/native/native_functions.yaml"
     dbs = {
         "npu": gen_npu(upstream, prov, aten),

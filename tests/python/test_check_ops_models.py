@@ -222,3 +222,21 @@ def test_import_torchport_stays_cheap():
     code = "import sys, torchport; print('torch' in sys.modules); print(callable(torchport.check_ops))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True"]
+
+
+def test_keyword_inputs_and_custom_loss():
+    model, (tokens,) = example("lstm")
+    seen = []
+
+    def loss_fn(out):
+        seen.append(tuple(out.shape))
+        return out.pow(2).mean()
+
+    rep = torchport.check_ops(model, {"tokens": tokens}, targets=["npu"], loss_fn=loss_fn)
+    assert seen == [(2, 3)]
+    assert row(rep, "npu", "aten::pow.Tensor_Scalar").site.endswith(f"{Path(__file__).name}:{_pow_line()}")
+
+
+def _pow_line() -> int:
+    src = Path(__file__).read_text().splitlines()
+    return next(i for i, line in enumerate(src, 1) if "return out.pow(2).mean()" in line)
