@@ -2,7 +2,9 @@
 // the tiling invariant on awkward inputs.
 #include <gtest/gtest.h>
 #include <torchport/syntax/lexer.h>
+#include <torchport/text/source.h>
 
+#include <filesystem>
 #include <string>
 
 #include "lexer_test_util.h"
@@ -184,6 +186,40 @@ TEST(LexerTest, AnyByteSequenceTiles) {
       "  t'{x}' u'\\N{DASH}' )]} \xe2\x82\xac";
   for (std::size_t n = 0; n <= nasty.size(); ++n) lex(std::string_view(nasty).substr(0, n));
   for (std::size_t i = 0; i < nasty.size(); ++i) lex(std::string_view(nasty).substr(i));
+}
+
+TEST(LexerTest, EveryDecodableFixtureTiles) {
+  const std::filesystem::path dir =
+      std::filesystem::path(TORCHPORT_SOURCE_DIR) / "tests" / "fixtures" / "syntax";
+  int lexed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".py") continue;
+    const text::DecodeResult d = text::decode_file(entry.path().string());
+    if (!d.source) continue;  // the deliberately undecodable fixtures
+    const LexResult r = lex(d.source->text);
+    EXPECT_TRUE(r.diagnostics.empty()) << entry.path() << ": " << r.diagnostics[0].message;
+    ++lexed;
+  }
+  EXPECT_GE(lexed, 10);
+}
+
+TEST(LexerTest, TabsAndFormFeedFixture) {
+  const text::DecodeResult d = text::decode_file(std::string(TORCHPORT_SOURCE_DIR) +
+                                                 "/tests/fixtures/syntax/tabs_and_formfeed.py");
+  ASSERT_TRUE(d.source);
+  // if True: / \tx = 1 / \tif x: / \t\ty = 2 / \f / def f(): / 8 spaces return 1
+  EXPECT_EQ(kinds(d.source->text),
+            "KwIf KwTrue Colon Newline Indent Name Equal Number Newline KwIf Name Colon Newline "
+            "Indent Name Equal Number Newline Dedent Dedent KwDef Name LPar RPar Colon Newline "
+            "Indent KwReturn Number Newline Dedent EndMarker");
+}
+
+TEST(LexerTest, CommentWithoutNewlineFixture) {
+  const text::DecodeResult d = text::decode_file(
+      std::string(TORCHPORT_SOURCE_DIR) + "/tests/fixtures/syntax/comment_without_newline.py");
+  ASSERT_TRUE(d.source);
+  EXPECT_EQ(all_kinds(d.source->text),
+            "Name Whitespace Equal Whitespace Number Newline Comment EndMarker");
 }
 
 }  // namespace

@@ -338,6 +338,18 @@ DecodeResult decode(std::string path, std::string_view bytes) {
     src.text = std::string(bytes);
   } else {
     const std::string from(codec->iconv);
+    if (codec->canonical == "gbk") {
+      // glibc's GBK maps the single byte 0x80 to U+20AC (as Windows does); CPython's gbk
+      // codec rejects it. Lead bytes are 0x81-0xFE, each followed by one trail byte.
+      for (std::size_t i = 0; i < bytes.size(); ++i) {
+        const auto b = static_cast<unsigned char>(bytes[i]);
+        if (b == 0x80 || b == 0xFF) {
+          return fail(skip + i, src.encoding,
+                      "can't decode byte " + hex_byte(b) + ": invalid or unmapped byte sequence");
+        }
+        if (b > 0x80) ++i;
+      }
+    }
     IconvResult dec = convert(bytes, "UTF-8", from.c_str(), false);
     if (!dec.ok) return fail(skip + dec.bad_offset, src.encoding, dec.reason);
     // The rewriter writes files back with encode(): refuse a file that would not come back
