@@ -240,3 +240,21 @@ def test_keyword_inputs_and_custom_loss():
 def _pow_line() -> int:
     src = Path(__file__).read_text().splitlines()
     return next(i for i, line in enumerate(src, 1) if "return out.pow(2).mean()" in line)
+
+
+def test_own_profiler_session_is_reported_not_hidden():
+    # A traced function that runs torch.profiler itself ends check-ops' own session (kineto has one).
+    model, inputs = example("cnn")
+
+    def step():
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            model(*inputs).sum().backward()
+
+    rep = check_callable(step, ["npu"])
+    assert rep.calls > 0
+    assert any("missing from the profile" in n for n in rep.notes)
+    assert "missing from the profile" in rep.to_text()
+
+
+def test_no_note_when_every_call_is_profiled(reports):
+    assert reports["cnn"].notes == []

@@ -46,7 +46,15 @@ def check_callable(
 
     tr: Trace = trace(run)
     reports = [Classifier(db).run(tr) for db in dbs]
-    return Report(reports, len(tr.calls), steps, tr.wall_s, torch.__version__)
+    notes: list[str] = []
+    if tr.joined < len(tr.calls):
+        missing = len(tr.calls) - tr.joined
+        notes.append(
+            f"{missing} of {len(tr.calls)} operator calls are missing from the profile (the code ran its "
+            "own torch.profiler session, which ends ours): for those, composite operators are not credited "
+            "and CPU time is not measured"
+        )
+    return Report(reports, len(tr.calls), steps, tr.wall_s, torch.__version__, notes)
 
 
 def _default_loss(out: Any) -> Any:

@@ -53,6 +53,7 @@ class Call:
 class Trace:
     calls: list[Call]
     wall_s: float  # wall time of the traced code
+    joined: int = 0  # calls found in the profile (fewer when the traced code ran its own profiler)
     phases: dict[str, int] = field(default_factory=dict)
 
 
@@ -231,7 +232,8 @@ def _subtree(e: _Ev) -> list[Node]:
     return out
 
 
-def _join(calls: list[Call], kineto_events: Any) -> None:
+def _join(calls: list[Call], kineto_events: Any) -> int:
+    """Attach the profiler's view to each call; return how many calls were found in the profile."""
     forward_site: dict[tuple[int, int], tuple[str, int]] = {}
     backward: list[tuple[Call, tuple[int, int]]] = []
     joined: list[tuple[_Ev, Call]] = []
@@ -274,6 +276,7 @@ def _join(calls: list[Call], kineto_events: Any) -> None:
         site = forward_site.get(key)
         if site is not None:
             call.site = site
+    return len(joined)
 
 
 def trace(fn: Callable[[], Any]) -> Trace:
@@ -285,5 +288,8 @@ def trace(fn: Callable[[], Any]) -> Trace:
         with rec:
             fn()
         wall = time.perf_counter() - t0
-    _join(rec.calls, prof.profiler.kineto_results.events())
-    return Trace(rec.calls, wall)
+    try:
+        joined = _join(rec.calls, prof.profiler.kineto_results.events())
+    except (AttributeError, RuntimeError):  # no profile left (the traced code stopped our session)
+        joined = 0
+    return Trace(rec.calls, wall, joined)
