@@ -104,6 +104,7 @@ def test_failing_script_still_reports(tmp_path):
     assert p.returncode == 1
     assert "ValueError: boom" in p.stderr  # the script's traceback, as python prints it
     assert f"aten::lgamma  x1  [float32]  at {bad}:3" in p.stdout
+    assert "over the whole run (no optimizer step)" in p.stdout
     assert "exited with code 1" in p.stderr
 
 

@@ -114,8 +114,9 @@ class Report:
         return buf.getvalue()
 
     def to_text(self, show_native: bool = False) -> str:
+        span = f"{self.steps} step(s)" if self.steps else "the whole run (no optimizer step)"
         lines = [
-            f"torchport check-ops: {self.calls} operator calls recorded over {self.steps} step(s) "
+            f"torchport check-ops: {self.calls} operator calls recorded over {span} "
             f"(torch {self.torch_version}, traced on the CPU)"
         ]
         for n in self.notes:
