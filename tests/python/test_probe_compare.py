@@ -149,3 +149,15 @@ def test_op_level_locates_the_changed_op(tmp_path):
     assert any(r["name"].startswith("aten.tanh") for r in res.only_b)
     assert any(r["name"].startswith("aten.hardtanh") for r in res.only_a)
     assert fwd.name == "aten.addmm.default" and fwd.a["module"] == "2" and fwd.a["io"] == "in"
+
+
+def test_torch_compile_dump_aligns_with_eager(tmp_path):
+    """A real torch.compile wrapper (backend="eager" keeps it fast): the dump names carry
+    `_orig_mod.`, the hooks run eagerly (never traced), and compare aligns every record."""
+    plain = train(tmp_path / "plain", mlp(), steps=1)
+    compiled = torch.compile(mlp(), backend="eager")
+    dump = train(tmp_path / "compiled", compiled, steps=1)
+    res = compare_dumps(dump, plain)
+    assert any(r.a["name"].startswith("_orig_mod.") for r in res.rows)
+    assert not res.only_a and not res.only_b
+    assert all(r.status == "pass" for r in res.rows)

@@ -182,8 +182,10 @@ class Probe:
         from torch.optim import optimizer as _opt
 
         self._writer = DumpWriter(self.out)
-        self._handles.append(_m.register_module_forward_pre_hook(self._pre_hook))
-        self._handles.append(_m.register_module_forward_hook(self._post_hook, always_call=True))
+        # torch.compile must not trace the hooks (they read tensor data): it runs them eagerly.
+        nocompile = getattr(torch.compiler, "disable", lambda f: f)
+        self._handles.append(_m.register_module_forward_pre_hook(nocompile(self._pre_hook)))
+        self._handles.append(_m.register_module_forward_hook(nocompile(self._post_hook), always_call=True))
         self._handles.append(_opt.register_optimizer_step_post_hook(self._opt_hook))
         if self.level == "op":
             self._mode = _make_dispatch_mode(self)
@@ -382,7 +384,17 @@ class Probe:
         }
         if module is not None:
             rec["module"] = module
-        if t.numel() == 0 or t.is_complex() or t.layout != torch.strided or t.is_quantized:
+        if (
+            t.numel() == 0
+            or t.is_complex()
+            or t.layout != torch.strided
+            or t.is_quantized
+            or t.device.type == "meta"
+            or type(t) is not torch.Tensor
+            and not isinstance(t, torch.nn.Parameter)
+        ):
+            # Fake tensors (torch.compile tracing), tensor subclasses, sparse, complex: the record
+            # keeps shape and dtype; reading their data could fail or change the user's run.
             self._pending.append(rec)
             return
         key = id(t)
