@@ -258,3 +258,14 @@ def test_own_profiler_session_is_reported_not_hidden():
 
 def test_no_note_when_every_call_is_profiled(reports):
     assert reports["cnn"].notes == []
+
+
+def test_copy_needs_the_device_copy_kernel():
+    # copy_ is a generic kernel that calls _copy_from for a device tensor (Copy.cpp). musa_functions.yaml
+    # lists _copy_from; op-plugin lists copy_ itself (npu_native_functions.yaml); torch 2.13's partial XPU
+    # list has neither.
+    a, b = torch.ones(3), torch.zeros(3)
+    rep = check_callable(lambda: b.copy_(a), ["npu", "musa", "xpu"])
+    assert row(rep, "npu", "aten::copy_").status == "native"
+    assert "_copy_from" in row(rep, "musa", "aten::copy_").reason
+    assert row(rep, "xpu", "aten::copy_").status == "unknown"

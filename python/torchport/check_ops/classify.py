@@ -40,8 +40,10 @@ CPU_PATH: dict[str, str] = {
     "_scaled_dot_product_flash_attention_for_cpu_backward": "scaled_dot_product_attention",
     "_fused_sdp_choice": "scaled_dot_product_attention",
 }
-# What each of those composites runs on a device, whichever the target lists (same sources).
+# What each of those composites runs on a device, whichever the target lists (same sources; copy_ is a
+# CompositeExplicitAutograd kernel that calls _copy_from for a non-CPU tensor, aten/src/ATen/native/Copy.cpp).
 DEVICE_EQUIV: dict[str, tuple[str, ...]] = {
+    "copy_": ("_copy_from",),
     "lstm.input": ("_lstm_mps", "_thnn_fused_lstm_cell", "_cudnn_rnn"),
     "convolution": ("convolution_overrideable", "_convolution", "_mps_convolution"),
     "convolution_backward": (
@@ -170,6 +172,11 @@ class Classifier:
         kind = composite_kind(op) if "::" in op else None
         if kind in ("implicit", "explicit"):
             if not inner:
+                if name in DEVICE_EQUIV:  # generic, but it calls a device kernel the CPU path skips
+                    needs = " or ".join(DEVICE_EQUIV[name])
+                    if self.db.closed_world:
+                        return [(op, FALLBACK, f"its device kernel {needs} is not listed", -1.0)]
+                    return [(op, UNKNOWN, f"its device kernel {needs} is not in the partial list", -1.0)]
                 return [(op, NATIVE, "generic composite kernel (no device kernel needed)", -1.0)]
             units: list[tuple[str, str, str, float]] = []
             for child in inner:
