@@ -232,3 +232,20 @@ def test_target_option_runs_a_cuda_script_on_cpu(tmp_path, capsys):
     recs = _records(tmp_path / "d")
     assert {r["device"] for r in recs} == {"cpu"}
     assert {(r["name"], r["dir"]) for r in recs} >= {("0", "forward"), ("1", "backward")}
+
+
+def test_filter_keeps_matching_names_only(tmp_path):
+    m = mlp()
+    x = torch.randn(4, 16)
+    with torchport.probe(m, out=tmp_path / "d", filter=r"^[34]$"):
+        m(x).sum().backward()
+    recs = _records(tmp_path / "d")
+    assert {r["name"] for r in recs} == {"3", "4"}
+    assert {r["dir"] for r in recs} == {"forward", "backward"}
+    with torchport.probe(m, out=tmp_path / "ops", level="op", filter="addmm"):
+        m(x)
+    ops = _records(tmp_path / "ops")
+    # four Linear layers (0, 2, 3, 4), each one addmm: bias, input and weight in, one result out
+    assert {r["name"] for r in ops} == {"aten.addmm.default"}
+    assert len(ops) == 4 * 4
+    assert [r["module"] for r in ops if r["io"] == "out"] == ["0", "2", "3", "4"]
