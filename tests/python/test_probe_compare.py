@@ -151,6 +151,7 @@ def test_op_level_locates_the_changed_op(tmp_path):
     assert fwd.name == "aten.addmm.default" and fwd.a["module"] == "2" and fwd.a["io"] == "in"
 
 
+@pytest.mark.filterwarnings("ignore:Using `torch.compile\\(module\\)` when there are global hooks")
 def test_torch_compile_dump_aligns_with_eager(tmp_path):
     """A real torch.compile wrapper (backend="eager" keeps it fast): the dump names carry
     `_orig_mod.`, the hooks run eagerly (never traced), and compare aligns every record."""
