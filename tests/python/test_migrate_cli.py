@@ -240,3 +240,34 @@ def test_generated_catalogue_data_is_fresh() -> None:
         check=False,
     )
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_custom_rules_in_ascends_legacy_format(tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "a.py").write_text("import CC.DD as CD\nCD.old_name()\n")
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        json.dumps(
+            {"rules": {"FuncNameModifyRule": [{"old_name": "CC.DD.old_name", "new_name": "AA.BB.new_name"}]}}
+        )
+    )
+    p = torchport("migrate", str(proj), "-o", str(tmp_path / "o"), "-t", "npu", "--rules", str(rules))
+    assert p.returncode == 0, p.stderr
+    # Ascend's own example (test_rules.py): the call is renamed through the import alias.
+    out = (tmp_path / "o" / "p_npu" / "a.py").read_text()
+    assert out.startswith("import CC.DD as CD\n")
+    assert out.endswith("\nAA.BB.new_name()\n")
+    assert "old_name" not in out
+
+
+def test_bad_rule_file_gets_an_error_naming_the_field(tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "a.py").write_text("x = 1\n")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": {"ModuleNameModifyRule": [{"old_name": "cuda"}]}}))
+    p = torchport("migrate", str(proj), "-o", str(tmp_path / "o"), "-t", "npu", "--rules", str(rules))
+    assert p.returncode == 2
+    assert f'{rules}: rules.ModuleNameModifyRule[0]: missing field "new_name"' in p.stderr
+    assert not (tmp_path / "o" / "p_npu").exists()

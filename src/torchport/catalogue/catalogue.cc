@@ -170,9 +170,18 @@ std::string expand(const std::string& text, const Target& t, const std::string& 
   return out;
 }
 
-void parse_entries(Catalogue::Impl& impl, const std::string& name, const std::string& text,
-                   const std::set<std::string>& target_names) {
-  Json doc = Json::parse(text);
+void add_entry(Catalogue::Impl& impl, Entry entry, const std::string& where, bool replace) {
+  if (auto it = impl.by_api.find(entry.api); it != impl.by_api.end()) {
+    if (!replace) throw DataError(where + ": duplicate entry");
+    impl.entries[it->second] = std::move(entry);
+    return;
+  }
+  impl.by_api.emplace(entry.api, impl.entries.size());
+  impl.entries.push_back(std::move(entry));
+}
+
+void parse_entries(Catalogue::Impl& impl, const std::string& name, const Json& doc,
+                   const std::set<std::string>& target_names, bool replace) {
   auto it = doc.find("entries");
   if (it == doc.end() || !it->is_array()) throw DataError(name + ": missing list \"entries\"");
   std::size_t i = 0;
@@ -211,9 +220,62 @@ void parse_entries(Catalogue::Impl& impl, const std::string& name, const std::st
         entry.targets.emplace(target.name, std::move(m));
       }
     }
-    if (impl.by_api.count(entry.api)) throw DataError(where + ": duplicate entry");
-    impl.by_api.emplace(entry.api, impl.entries.size());
-    impl.entries.push_back(std::move(entry));
+    add_entry(impl, std::move(entry), where, replace);
+  }
+}
+
+void parse_entries(Catalogue::Impl& impl, const std::string& name, const std::string& text,
+                   const std::set<std::string>& target_names) {
+  parse_entries(impl, name, Json::parse(text), target_names, false);
+}
+
+/// Ascend's legacy custom-rule file: {"rules": {"FuncNameModifyRule": [...], ...}}. The rules
+/// become catalogue entries for `target` that take precedence over the built-in ones.
+void parse_ascend_rules(Catalogue::Impl& impl, const std::string& name, const Json& rules,
+                        const std::string& target) {
+  if (!rules.is_object()) throw DataError(name + ": rules: expected an object");
+  for (const auto& [kind, list] : rules.items()) {
+    std::string where = name + ": rules." + kind;
+    if (kind != "FuncNameModifyRule" && kind != "ModuleNameModifyRule" && kind != "ArgsModifyRule")
+      throw DataError(where +
+                      ": is not a supported customization (expected FuncNameModifyRule, "
+                      "ModuleNameModifyRule or ArgsModifyRule)");
+    if (kind == "ArgsModifyRule")
+      throw DataError(where +
+                      ": argument rewriting is not supported by torchport yet; use "
+                      "FuncNameModifyRule / ModuleNameModifyRule or torchport's own format");
+    if (!list.is_array()) throw DataError(where + ": expected a list");
+    std::size_t i = 0;
+    for (const Json& r : list) {
+      std::string w = where + "[" + std::to_string(i++) + "]";
+      if (!r.is_object()) throw DataError(w + ": expected an object");
+      Entry e;
+      e.family = "custom";
+      Mapping m;
+      m.status = Status::Supported;
+      m.source = "custom rules " + name + " (" + kind + ")";
+      std::string old_name = str_field(r, "old_name", w, true);
+      std::string new_name = str_field(r, "new_name", w, true);
+      if (old_name.empty()) throw DataError(w + ".old_name: empty");
+      if (new_name.empty()) throw DataError(w + ".new_name: empty");
+      if (kind == "FuncNameModifyRule") {
+        if (old_name.find('.') == std::string::npos)
+          throw DataError(w + ".old_name: \"" + old_name +
+                          "\" is not a qualified name (module.function): torchport matches "
+                          "calls by their qualified name");
+        e.kind = Kind::Function;
+        e.api = old_name;
+        m.replacement = new_name;
+      } else {
+        std::string parent = str_field(r, "parent_module", w, false);
+        e.kind = Kind::Module;
+        e.api = parent.empty() ? old_name : parent + "." + old_name;
+        m.replacement = parent.empty() ? new_name : parent + "." + new_name;
+      }
+      e.summary = "custom rule: " + e.api + " -> " + m.replacement;
+      e.targets.emplace(target, std::move(m));
+      add_entry(impl, std::move(e), w, true);
+    }
   }
 }
 
@@ -322,6 +384,35 @@ const Catalogue& Catalogue::builtin() {
     return std::move(*parsed);
   }();
   return cat;
+}
+
+std::optional<Catalogue> Catalogue::with_rules(const std::string& name, const std::string& text,
+                                               const std::string& target,
+                                               std::string* error) const {
+  Catalogue out;
+  *out.impl_ = *impl_;
+  try {
+    Json doc = Json::parse(text);
+    if (!doc.is_object()) throw DataError(name + ": expected a JSON object");
+    if (auto r = doc.find("rules"); r != doc.end()) {
+      parse_ascend_rules(*out.impl_, name, *r, target);
+    } else if (doc.contains("entries")) {
+      std::set<std::string> names;
+      for (const Target& t : impl_->targets) names.insert(t.name);
+      parse_entries(*out.impl_, name, doc, names, true);
+    } else {
+      throw DataError(name +
+                      ": expected a top-level \"rules\" object (Ascend's custom-rule "
+                      "format) or an \"entries\" list (torchport's catalogue format)");
+    }
+  } catch (const DataError& e) {
+    if (error) *error = e.what();
+    return std::nullopt;
+  } catch (const Json::exception& e) {
+    if (error) *error = name + ": " + e.what();
+    return std::nullopt;
+  }
+  return out;
 }
 
 const std::vector<Entry>& Catalogue::entries() const { return impl_->entries; }

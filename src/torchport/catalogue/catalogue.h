@@ -102,6 +102,14 @@ class Catalogue {
   };
   static std::optional<Catalogue> parse(const Documents& docs, std::string* error);
 
+  /// A copy of this catalogue with a custom rule file on top (`--rules FILE`): either
+  /// torchport's own format (an "entries" list, as in data/catalogue/*.json, "*" allowed) or
+  /// Ascend's legacy {"rules": {"FuncNameModifyRule": [...], "ModuleNameModifyRule": [...]}},
+  /// whose rules apply to `target`. Custom entries replace built-in ones with the same api.
+  /// On error returns nullopt and sets `error` to "<name>: <field>: <what is wrong>".
+  std::optional<Catalogue> with_rules(const std::string& name, const std::string& text,
+                                      const std::string& target, std::string* error) const;
+
   const std::vector<Entry>& entries() const;
   const Entry* find(std::string_view api) const;
   /// The mapping of `api` for `target`, or nullptr when the catalogue has none.

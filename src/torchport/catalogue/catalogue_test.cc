@@ -175,3 +175,69 @@ TEST(CatalogueParse, StarNeedsEveryPlaceholderFilled) {
 
 }  // namespace
 }  // namespace torchport::catalogue
+
+namespace torchport::catalogue {
+namespace {
+
+TEST(CustomRules, AscendLegacyFormatBecomesEntriesForTheTarget) {
+  std::string error;
+  auto c = Catalogue::builtin().with_rules(
+      "r.json",
+      R"({"rules": {"FuncNameModifyRule": [{"old_name": "CC.DD.old_name", "new_name": "AA.BB.new_name"}],
+                    "ModuleNameModifyRule": [{"old_name": "cuda", "new_name": "npu", "parent_module": "torch"}]}})",
+      "npu", &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  const Mapping* f = c->lookup("CC.DD.old_name", "npu");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->replacement, "AA.BB.new_name");
+  EXPECT_EQ(f->source, "custom rules r.json (FuncNameModifyRule)");
+  EXPECT_EQ(c->lookup("CC.DD.old_name", "mlu"), nullptr) << "legacy rules apply to one target";
+  EXPECT_EQ(c->lookup("torch.cuda", "npu")->replacement, "torch.npu");
+  // The built-in catalogue itself is untouched.
+  EXPECT_EQ(Catalogue::builtin().find("CC.DD.old_name"), nullptr);
+}
+
+TEST(CustomRules, TorchportFormatOverridesBuiltinEntries) {
+  std::string error;
+  auto c = Catalogue::builtin().with_rules(
+      "mine.json",
+      R"({"entries": [{"api": "torch.cuda.synchronize", "kind": "function", "family": "device",
+          "targets": {"npu": {"replacement": "my_sync", "status": "supported", "source": "me"}}}]})",
+      "npu", &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  EXPECT_EQ(c->lookup("torch.cuda.synchronize", "npu")->replacement, "my_sync");
+  EXPECT_EQ(c->entries().size(), Catalogue::builtin().entries().size());
+}
+
+TEST(CustomRules, BadFilesNameTheField) {
+  std::string error;
+  const Catalogue& b = Catalogue::builtin();
+  EXPECT_FALSE(b.with_rules("r.json", R"({"rules": {"Bogus": []}})", "npu", &error));
+  EXPECT_EQ(error,
+            "r.json: rules.Bogus: is not a supported customization (expected "
+            "FuncNameModifyRule, ModuleNameModifyRule or ArgsModifyRule)");
+  EXPECT_FALSE(b.with_rules("r.json", R"({"rules": {"FuncNameModifyRule": [{"old_name": "a.b"}]}})",
+                            "npu", &error));
+  EXPECT_EQ(error, "r.json: rules.FuncNameModifyRule[0]: missing field \"new_name\"");
+  EXPECT_FALSE(b.with_rules(
+      "r.json", R"({"rules": {"FuncNameModifyRule": [{"old_name": "f", "new_name": "g"}]}})", "npu",
+      &error));
+  EXPECT_NE(error.find("rules.FuncNameModifyRule[0].old_name: \"f\" is not a qualified name"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(b.with_rules("r.json", R"({"rules": {"ArgsModifyRule": []}})", "npu", &error));
+  EXPECT_NE(error.find("rules.ArgsModifyRule: argument rewriting is not supported"),
+            std::string::npos);
+  EXPECT_FALSE(b.with_rules("r.json", R"({"something": 1})", "npu", &error));
+  EXPECT_NE(error.find("expected a top-level \"rules\" object"), std::string::npos);
+  EXPECT_FALSE(b.with_rules("r.json", "[1,", "npu", &error));
+  EXPECT_EQ(error.rfind("r.json: ", 0), 0u);
+  EXPECT_FALSE(b.with_rules(
+      "r.json",
+      R"({"entries": [{"api": "x.y", "kind": "function", "family": "f", "targets": {"npu": {"status": "supported", "replacement": "z"}}}]})",
+      "npu", &error));
+  EXPECT_EQ(error, "r.json: entries[0] (x.y).targets.npu: missing field \"source\"");
+}
+
+}  // namespace
+}  // namespace torchport::catalogue

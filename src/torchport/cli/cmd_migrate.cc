@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace torchport::cli {
 
@@ -19,6 +20,7 @@ struct CommonArgs {
   std::string torch_version;
   bool specify_device = false;
   unsigned jobs = 0;
+  std::vector<std::string> rules;
 };
 
 void add_common(CLI::App& app, CommonArgs& a) {
@@ -32,6 +34,9 @@ void add_common(CLI::App& app, CommonArgs& a) {
   app.add_flag("--specify-device,-s", a.specify_device,
                "take the device index from the DEVICE_ID environment variable (Ascend's -s)");
   app.add_option("--jobs,-j", a.jobs, "worker threads (default: one per CPU)");
+  app.add_option("--rules,-r", a.rules,
+                 "custom rules on top of the catalogue: torchport's catalogue format or Ascend's "
+                 "{\"rules\": {...}} JSON (repeatable)");
 }
 
 project::Options to_options(const CommonArgs& a) {
@@ -42,6 +47,7 @@ project::Options to_options(const CommonArgs& a) {
   o.rules.torch_version = a.torch_version;
   o.rules.specify_device = a.specify_device;
   o.jobs = a.jobs;
+  for (const std::string& r : a.rules) o.rule_files.emplace_back(r);
   return o;
 }
 

@@ -271,14 +271,26 @@ std::string result_name(const fs::path& input, const std::string& target) {
   return name + "_" + target;
 }
 
-RunResult run(const Options& opts, const catalogue::Catalogue& cat, std::ostream* progress) {
+RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ostream* progress) {
   RunResult res;
   auto refuse = [&](std::string why) {
     res.exit_code = 2;
     res.error = std::move(why);
     return res;
   };
-  if (std::string why = refuse_options(opts, cat); !why.empty()) return refuse(why);
+  if (std::string why = refuse_options(opts, builtin); !why.empty()) return refuse(why);
+  // Custom rules (--rules FILE, in order: a later file wins) go on top of the catalogue.
+  std::optional<catalogue::Catalogue> custom;
+  for (const fs::path& file : opts.rule_files) {
+    std::string text, error;
+    if (!read_file(file, text, error)) return refuse(file.string() + ": cannot read: " + error);
+    const catalogue::Catalogue& base = custom ? *custom : builtin;
+    std::optional<catalogue::Catalogue> next =
+        base.with_rules(file.string(), text, opts.rules.target, &error);
+    if (!next) return refuse(error);
+    custom = std::move(next);
+  }
+  const catalogue::Catalogue& cat = custom ? *custom : builtin;
 
   std::error_code ec;
   const fs::path input = fs::weakly_canonical(fs::absolute(opts.input));

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace torchport::catalogue {
 class Catalogue;
@@ -29,6 +30,7 @@ struct Options {
   bool force = false;            ///< replace an existing result / backup directory
   unsigned jobs = 0;             ///< worker threads; 0 = one per hardware thread
   std::string command_line;      ///< for the log
+  std::vector<std::filesystem::path> rule_files;  ///< --rules: custom rules on top of the catalogue
 };
 
 struct RunResult {
