@@ -5,7 +5,7 @@ kernels, not Python, dominate. For each: the median untraced step, the median tr
 profiler, what the user waits for while the script runs) and the traced step plus classifying for five
 targets (what `check_ops()` costs end to end). Goal: traced / untraced <= 3x.
 
-    python bench/check_ops_bench.py [--repeat 5]
+    python bench/check_ops_bench.py [--repeat 25] [--threads 1]
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def timed(fn: Callable[[], object]) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--repeat", type=int, default=25)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1: steadier)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
