@@ -219,7 +219,8 @@ void device_strings(Context& ctx) {
                    ctx.target.device);
       } else {
         ctx.modify("TP300", api,
-                   "replace string \"cuda\" with \"" + ctx.target.device + "\" in " + api,
+                   "replace device string " + api + " with \"" + ctx.target.device +
+                       std::string(sv->value.substr(4)) + "\"",
                    sv->value_begin, sv->value_begin + 4, ctx.target.device);
       }
       continue;

@@ -65,8 +65,12 @@ void run_insertions(Context& ctx) {
     inserts.push_back({at, target_import, "insert " + target_import, target_import + nl});
   }
   if (ctx.used_device_id) {
-    std::string os = "__import__(\"os\")";
-    if (auto alias = m.module_alias("os")) os = *alias;
+    std::string os = "os";
+    if (auto alias = m.module_alias("os")) {
+      os = *alias;
+    } else {
+      inserts.push_back({var_at, "import os", "insert import os", "import os" + nl});
+    }
     inserts.push_back({var_at, "DEVICE_ID", "insert DEVICE_ID read from the environment",
                        "DEVICE_ID = int(" + os + ".environ.get(\"DEVICE_ID\", \"0\"))" + nl});
   }

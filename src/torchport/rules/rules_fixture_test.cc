@@ -81,12 +81,13 @@ std::vector<Case> cases() {
 }
 
 FileResult migrate(const std::string& name, const std::string& text, const std::string& target,
-                   bool specify_device = false) {
+                   bool specify_device = false, const std::string& torch_version = "") {
   syntax::Tree tree = syntax::parse(name, text);
   EXPECT_TRUE(tree.ok()) << name;
   Options o;
   o.target = target;
   o.specify_device = specify_device;
+  o.torch_version = torch_version;
   return check(tree, catalogue::Catalogue::builtin(), o);
 }
 
@@ -102,8 +103,17 @@ TEST(RuleFixtures, OutputsAndFindingsMatchTheHandWrittenExpectations) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.dir.filename().string() + " --target " + c.target);
     const std::string input = slurp(c.dir / "input.py");
-    const bool specify = fs::exists(c.dir / "specify_device");
-    FileResult r = migrate("input.py", input, c.target, specify);
+    // <target>.options: "specify_device" and/or "torch_version=X.Y", one per line.
+    bool specify = false;
+    std::string version;
+    if (fs::exists(c.dir / (c.target + ".options"))) {
+      std::istringstream opts(slurp(c.dir / (c.target + ".options")));
+      for (std::string line; std::getline(opts, line);) {
+        if (line == "specify_device") specify = true;
+        if (line.starts_with("torch_version=")) version = line.substr(14);
+      }
+    }
+    FileResult r = migrate("input.py", input, c.target, specify, version);
     const std::string out = apply_fixes(input, r);
     EXPECT_EQ(out, slurp(c.dir / (c.target + ".py")));
     const fs::path fpath = c.dir / (c.target + ".findings");
@@ -116,7 +126,7 @@ TEST(RuleFixtures, OutputsAndFindingsMatchTheHandWrittenExpectations) {
       EXPECT_EQ(r.min_torch_version, want);
     }
     // The output parses, and migrating it again changes nothing.
-    FileResult again = migrate("output.py", out, c.target, specify);
+    FileResult again = migrate("output.py", out, c.target, specify, version);
     EXPECT_EQ(apply_fixes(out, again), out) << "not idempotent";
     if (std::getenv("TORCHPORT_FIXTURE_DUMP")) {
       std::ofstream(c.dir / (c.target + ".actual")) << out;
