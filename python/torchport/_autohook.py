@@ -1,24 +1,45 @@
 """Started by torchport_autohook.pth when TORCHPORT_TARGET is set: `TORCHPORT_TARGET=cpu python train.py`.
 
-The .pth line only tests the variable, so python start-up costs nothing when it is unset. Switch the hook off
-by unsetting TORCHPORT_TARGET (or set TORCHPORT_AUTOHOOK=0 to keep the variable for `import torchport.auto`),
-or delete torchport_autohook.pth from site-packages.
+The .pth line only tests the variable, so python start-up costs nothing when it is unset. When it is set, this
+module waits for the script's own `import torch` and enables the redirect right after it (so a process that
+never imports torch pays nothing, and the order of .pth files in site-packages does not matter).
+
+Switch the hook off by unsetting TORCHPORT_TARGET (or set TORCHPORT_AUTOHOOK=0 to keep the variable for
+`import torchport.auto`), or delete torchport_autohook.pth from site-packages.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import types
 
 
-def _main() -> None:
-    if os.environ.get("TORCHPORT_AUTOHOOK", "1") == "0":
-        return
+def _enable(_torch: object = None) -> None:
     try:
         import torchport.auto  # noqa: F401 - enables the redirect
     except SystemExit as e:  # a clear message was printed; stop like the script would
         sys.stderr.flush()
         os._exit(e.code if isinstance(e.code, int) else 2)
+
+
+def _main() -> None:
+    if os.environ.get("TORCHPORT_AUTOHOOK", "1") == "0":
+        return
+    if "torch" in sys.modules:
+        _enable()
+        return
+    from torchport.runtime._lazy import PostImport
+
+    finder = PostImport()
+
+    def on_torch(module: types.ModuleType) -> None:
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
+        _enable(module)
+
+    finder.callbacks["torch"] = on_torch
+    sys.meta_path.insert(0, finder)
 
 
 _main()

@@ -46,7 +46,8 @@ def run_torchport(
 
 @contextlib.contextmanager
 def enabled(target: Any = "cpu", **kw: Any) -> Iterator[Any]:
-    """The redirect on for the body, always undone."""
+    """The redirect on for the body (call sites recorded), always undone."""
+    kw.setdefault("track_sites", True)
     rt.enable(target, **kw)
     try:
         yield rt._active

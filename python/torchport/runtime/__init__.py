@@ -49,10 +49,12 @@ def enable(
     shims: Sequence[str] = ("apex", "pynvml"),
     log_all_ranks: bool = False,
     check: bool = True,
+    track_sites: Optional[bool] = None,
 ) -> None:
     """Redirect CUDA to `target`. Calling it again with the same target does nothing (nothing is patched
     twice); with another target, call disable() first. `check=False` skips the device-presence check (tests of
-    per-target decisions use it; the vendor package must still import)."""
+    per-target decisions use it; the vendor package must still import). `track_sites`: record each redirected
+    call site for the log and the summary (default: when `log` is given); it costs a frame lookup per call."""
     global _active
     from torchport.targets import get_target, missing_package_message, vendor_package_missing
 
@@ -81,7 +83,13 @@ def enable(
         env_session.restore()
         raise
     session = sess_mod.Session(
-        t, log=log, strict=strict, cuda_available=cuda_available, log_all_ranks=log_all_ranks, devmod=devmod
+        t,
+        log=log,
+        strict=strict,
+        cuda_available=cuda_available,
+        log_all_ranks=log_all_ranks,
+        devmod=devmod,
+        track_sites=track_sites,
     )
     session.log.classify = session.mapper.classify
     env_session.replay(session)

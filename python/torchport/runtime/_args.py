@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from typing import Any, Callable
 
 import torch
@@ -78,13 +79,27 @@ def _kw_device(s: Session, fn: Callable[..., Any], api: str, key: str = "device"
     check64 = not s.target.float64
     fp64 = s.float64
 
+    cache_get = s.mapper._cache.get
+    sites_get = s.log.sites.get
+    getframe = sys._getframe
+    track = s.log.track
+
+    # the hot path, kept flat: a cached str lookup, then one dict lookup for an already-seen call site
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         d = kwargs.get(key)
         if d is not None:
-            nd = mapf(d)
-            if nd is not d:
+            nd = cache_get(d) if type(d) is str else None
+            if nd is None:
+                nd = mapf(d)
+            if nd is not d and nd != d:  # equal strings may be distinct objects
                 kwargs[key] = nd
-                hit(api, (key, d), (key, nd), None)
+                if track:
+                    f = getframe(1)
+                    site = sites_get((f.f_code, f.f_lineno, api))
+                    if site is None:
+                        hit(api, (key, d), (key, nd), None)
+                    else:
+                        site.count += 1
                 if check64 and kwargs.get("dtype") in _FP64:
                     fp64(api)
         return fn(*args, **kwargs)
@@ -110,15 +125,29 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
     dst = s.target.device_type
     fp64 = s.float64
 
-    @functools.wraps(fn)
+    cache_get = s.mapper._cache.get
+    sites_get = s.log.sites.get
+    getframe = sys._getframe
+    track = s.log.track
+    dtype_t = torch.dtype
+
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         if args:
             d = args[0]
-            if type(d) is not torch.dtype:
-                nd = mapf(d)
-                if nd is not d:
+            t = type(d)
+            if t is not dtype_t:
+                nd = cache_get(d) if t is str else None
+                if nd is None:
+                    nd = mapf(d)
+                if nd is not d and nd != d:
                     args = (nd, *args[1:])
-                    hit(api, ("device", d), ("device", nd), None)
+                    if track:
+                        f = getframe(1)
+                        site = sites_get((f.f_code, f.f_lineno, api))
+                        if site is None:
+                            hit(api, ("device", d), ("device", nd), None)
+                        else:
+                            site.count += 1
         d = kwargs.get("device")
         if d is not None:
             nd = mapf(d)
@@ -138,7 +167,7 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
                 return out
         return fn(self, *args, **kwargs)
 
-    return to
+    return _wraps(to, fn)
 
 
 def install(s: Session) -> None:

@@ -48,7 +48,7 @@ class DeviceMapper:
                 if r == d:
                     r = d
                 self._cache[d] = r
-            return r
+            return d if r == d else r  # unchanged: the caller's own object
         if t is torch.device:
             if d.type != "cuda":
                 return d

@@ -69,7 +69,9 @@ class Site:
 class CallLog:
     """Collects call sites; writes each new one to the log stream at once (so a crash keeps the log)."""
 
-    def __init__(self, path: Optional[str], *, all_ranks: bool = False) -> None:
+    def __init__(self, path: Optional[str], *, all_ranks: bool = False, track: Optional[bool] = None) -> None:
+        # track: record call sites (costs a frame lookup per redirected call); default: when a log is written
+        self.track = bool(path) if track is None else track
         self.sites: dict[tuple[object, int, str], Site] = {}
         self.classify: Callable[[object], tuple[str, str]] = _no_classify
         self.path: Optional[str] = None
@@ -96,7 +98,9 @@ class CallLog:
         cls: Optional[str] = MATCH,
         why: str = "",
         depth: int = 2,
-    ) -> Site:
+    ) -> Optional[Site]:
+        if not self.track:
+            return None
         frame = sys._getframe(depth)
         key = (frame.f_code, frame.f_lineno, api)
         site = self.sites.get(key)

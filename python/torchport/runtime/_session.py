@@ -114,13 +114,14 @@ class Session:
         cuda_available: str,
         log_all_ranks: bool,
         devmod: Any,
+        track_sites: Optional[bool] = None,
     ) -> None:
         if cuda_available not in CUDA_AVAILABLE_MODES:
             raise ValueError(f"cuda_available must be one of {CUDA_AVAILABLE_MODES}, not {cuda_available!r}")
         self.target = target
         self.devmod = devmod
         self.mapper = DeviceMapper(target)
-        self.log = CallLog(log, all_ranks=log_all_ranks)
+        self.log = CallLog(log, all_ranks=log_all_ranks, track=track_sites)
         self.strict = strict
         self.cuda_available = cuda_available
         self.patcher = Patcher()

@@ -123,6 +123,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             cuda_available=cuda_available,
             shims=shims,
             log_all_ranks=all_ranks,
+            track_sites=bool(log) or not quiet,
         )
     except TargetUnavailable as e:
         return _error(str(e))

@@ -1,0 +1,140 @@
+"""Overhead of `torchport run` / `import torchport.auto`, in one run:
+
+1. the cost added per redirected call: `torch.zeros(16, device="cuda")` under the redirect against
+   `torch.zeros(16, device="cpu")` with nothing patched (goal: <= 200 ns, torchada's claim); the same for
+   `Tensor.to("cuda")` and for a patched call that needs no redirect (`device="cpu"`);
+2. the import time of `torchport.auto` once torch is imported (goal: <= 30 ms), in fresh interpreters with
+   bytecode caches warm (a pip-installed package has them);
+3. a small training step (MLP, SGD, batch moved with .cuda()/.to("cpu")) with and without the shim
+   (goal: < 1% difference).
+
+usage: python bench/runtime_bench.py [--quick]
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "python"))
+
+import torchport.runtime as rt  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+
+
+def per_call_ns(stmt: str, setup: str = "", number: int = 20000, repeat: int = 15) -> float:
+    glb = {"torch": torch, "x": torch.ones(16)}
+    t = timeit.Timer(stmt, setup=setup, globals=glb, timer=time.process_time)  # CPU time: robust to load
+    return min(t.repeat(repeat=repeat, number=number)) / number * 1e9
+
+
+def calls() -> list[tuple[str, float, float, float]]:
+    """(label, unpatched ns, redirected ns, redirected with the per-call log ns), best of alternating runs."""
+    n = 5000 if QUICK else 20000
+    rows = []
+    for label, plain_stmt, cuda_stmt in (
+        ("torch.zeros(16, device=...)", 'torch.zeros(16, device="cpu")', 'torch.zeros(16, device="cuda")'),
+        ("x.to(...)", 'x.to("cpu")', 'x.to("cuda")'),
+        ("torch.zeros(16, device='cpu') (patched, no redirect)", 'torch.zeros(16, device="cpu")', None),
+    ):
+        base, shim, logged = [], [], []
+        for _ in range(3 if QUICK else 7):  # alternate so machine load hits all alike
+            base.append(per_call_ns(plain_stmt, number=n))
+            for track, out in ((False, shim), (True, logged)):
+                rt.enable("cpu", track_sites=track)
+                try:
+                    out.append(per_call_ns(cuda_stmt or plain_stmt, number=n))
+                finally:
+                    rt.disable()
+        rows.append((label, min(base), min(shim), min(logged)))
+    return rows
+
+
+def import_ms() -> list[float]:
+    code = (
+        "import time, torch\nt = time.perf_counter()\nimport torchport.auto\n"
+        "print((time.perf_counter() - t) * 1e3)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHPORT_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["TORCHPORT_TARGET"] = "cpu"
+    env["PYTHONPATH"] = str(HERE.parent / "python")
+    with tempfile.TemporaryDirectory() as cache:
+        env["PYTHONPYCACHEPREFIX"] = cache
+        out = []
+        for i in range(4 if QUICK else 8):
+            done = subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+            )
+            if i > 0:  # the first run writes the bytecode cache
+                out.append(float(done.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def train_step_ms() -> tuple[float, float]:
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    data = torch.randn(64, 256)
+    target = torch.randn(64, 32)
+
+    def run(device: str, steps: int) -> float:
+        import time
+
+        model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 32)).to(
+            device
+        )
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        t = time.perf_counter()
+        for _ in range(steps):
+            xb, yb = data.to(device), target.to(device)
+            loss = torch.nn.functional.mse_loss(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return (time.perf_counter() - t) / steps * 1e3
+
+    steps = 30 if QUICK else 100
+    base, shim = [], []
+    for _ in range(5 if QUICK else 11):
+        base.append(run("cpu", steps))
+        rt.enable("cpu")
+        try:
+            shim.append(run("cuda", steps))
+        finally:
+            rt.disable()
+    return statistics.median(base), statistics.median(shim)
+
+
+def main() -> int:
+    print(f"torch {torch.__version__}, python {sys.version.split()[0]}, {os.cpu_count()} cpus")
+    print(f"\n{'per call, CPU ns (best of runs)':<54} unpatched  redirected  added   with log  added")
+    for label, base, shim, logged in calls():
+        print(
+            f"  {label:<52} {base:8.0f} {shim:10.0f} {shim - base:6.0f} {logged:10.0f} {logged - base:6.0f}"
+        )
+    print("  goal: <= 200 ns added per call (torchada's claim)")
+    ms = import_ms()
+    print(
+        "\nimport torchport.auto (torch already imported, warm bytecode): "
+        f"median {statistics.median(ms):.1f} ms, min {min(ms):.1f} ms over {len(ms)} runs (goal <= 30 ms)"
+    )
+    base, shim = train_step_ms()
+    print(
+        f"\ntraining step (MLP 256-512-32, batch 64, 1 thread): plain {base:.3f} ms, shim {shim:.3f} ms, "
+        f"difference {100 * (shim - base) / base:+.2f}% (goal < 1%)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
