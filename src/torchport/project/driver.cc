@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iomanip>
+#include <map>
 #include <ostream>
 #include <regex>
 #include <set>
@@ -105,8 +106,49 @@ std::string apply_findings(const std::string& rel, std::string_view text,
   return std::move(ar.text);
 }
 
+/// Custom CUDA operators defined in the project's C++/CUDA sources: name -> defining file.
+using OpMap = std::map<std::string, std::string, std::less<>>;
+
+/// Calls to custom CUDA operators (matched by the called name's last component, as Ascend's
+/// tool does): they cannot run on the target until the operator is ported.
+void add_custom_op_calls(const syntax::Tree& tree, const OpMap& ops,
+                         std::vector<rules::Finding>& findings) {
+  if (ops.empty()) return;
+  bool added = false;
+  for (const syntax::Node* call : tree.find_all(syntax::NodeKind::Call)) {
+    const syntax::Node* fn = call->func();
+    if (!fn || (fn->kind() != syntax::NodeKind::Name && fn->kind() != syntax::NodeKind::Attribute))
+      continue;
+    auto it = ops.find(tree.name(*fn));
+    if (it == ops.end()) continue;
+    syntax::ByteRange r = tree.byte_range(*call);
+    rules::Finding f;
+    f.code = "TP902";
+    f.op = rules::Operation::Unsupported;
+    f.api = std::string(tree.text(*fn));
+    f.message = "User-defined CUDA Operator (defined in " + it->second +
+                "): port it to the target or replace it";
+    f.begin = r.begin;
+    f.end = r.end;
+    findings.push_back(std::move(f));
+    added = true;
+  }
+  if (added)
+    std::stable_sort(
+        findings.begin(), findings.end(),
+        [](const rules::Finding& a, const rules::Finding& b) { return a.begin < b.begin; });
+}
+
+bool is_cxx_source(const ProjectFile& f) {
+  static const char* const kExt[] = {".cpp", ".cc", ".cxx", ".cu", ".cuh"};
+  std::string ext = fs::path(f.rel).extension().string();
+  for (const char* e : kExt)
+    if (ext == e) return true;
+  return false;
+}
+
 FileWork process_python(const ProjectFile& f, const std::string& bytes,
-                        const catalogue::Catalogue& cat, const Options& opts) {
+                        const catalogue::Catalogue& cat, const Options& opts, const OpMap& ops) {
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = true;
@@ -128,6 +170,7 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
     return w;
   }
   rules::FileResult fr = rules::check(tree, cat, opts.rules);
+  add_custom_op_calls(tree, ops, fr.findings);
   w.entry.min_torch = fr.min_torch_version;
   w.cuda_ops = fr.cuda_apis;
   std::vector<fix::AppliedEdit> applied;
@@ -169,7 +212,8 @@ FileWork process_scanned(const ProjectFile& f, const std::string& bytes, const O
   return w;
 }
 
-FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Options& opts) {
+FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Options& opts,
+                 const OpMap& ops) {
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = f.kind == FileKind::Python;
@@ -196,7 +240,7 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
     return w;
   }
   try {
-    return f.kind == FileKind::Python ? process_python(f, bytes, cat, opts)
+    return f.kind == FileKind::Python ? process_python(f, bytes, cat, opts, ops)
                                       : process_scanned(f, bytes, opts);
   } catch (const std::exception& e) {
     // A defect in a rule must not abort the run: the file is reported and copied unchanged.
@@ -354,40 +398,55 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     for (const fs::path& d : dirs) fs::create_directories(d, ec);
   }
 
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next++; i < files.size(); i = next++) {
-      FileWork w = process(files[i], cat, opts);
-      if (!tmp_dir.empty()) {
-        fs::path dst = out_path(files[i]);
-        std::string error;
-        std::error_code wec;
-        if (files[i].kind == FileKind::Symlink) {
-          fs::copy_symlink(files[i].path, dst, wec);
-          if (wec) error = wec.message();
-        } else if (w.entry.changed) {
-          if (!write_atomic(dst, w.output, error, files[i].path)) error = "cannot write: " + error;
-        } else {
-          fs::copy_file(files[i].path, dst, fs::copy_options::overwrite_existing, wec);
-          if (wec) error = "cannot copy: " + wec.message();
+  // Two passes: C++/CUDA sources first (their custom operators), then everything else, so
+  // Python calls to those operators are reported.
+  OpMap ops;
+  auto run_pass = [&](const std::vector<std::size_t>& todo) {
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      for (std::size_t k = next++; k < todo.size(); k = next++) {
+        std::size_t i = todo[k];
+        FileWork w = process(files[i], cat, opts, ops);
+        if (!tmp_dir.empty()) {
+          fs::path dst = out_path(files[i]);
+          std::string error;
+          std::error_code wec;
+          if (files[i].kind == FileKind::Symlink) {
+            fs::copy_symlink(files[i].path, dst, wec);
+            if (wec) error = wec.message();
+          } else if (w.entry.changed) {
+            if (!write_atomic(dst, w.output, error, files[i].path))
+              error = "cannot write: " + error;
+          } else {
+            fs::copy_file(files[i].path, dst, fs::copy_options::overwrite_existing, wec);
+            if (wec) error = "cannot copy: " + wec.message();
+          }
+          if (!error.empty()) {
+            w.entry.outcome = Outcome::Failure;
+            w.entry.reason = files[i].rel + ": " + error;
+          }
         }
-        if (!error.empty()) {
-          w.entry.outcome = Outcome::Failure;
-          w.entry.reason = files[i].rel + ": " + error;
-        }
+        works[i] = std::move(w);
       }
-      works[i] = std::move(w);
+    };
+    unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
+    jobs =
+        static_cast<unsigned>(std::min<std::size_t>(jobs, std::max<std::size_t>(1, todo.size())));
+    if (jobs <= 1) {
+      worker();
+    } else {
+      std::vector<std::thread> pool;
+      for (unsigned j = 0; j < jobs; ++j) pool.emplace_back(worker);
+      for (std::thread& t : pool) t.join();
     }
   };
-  unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
-  jobs = static_cast<unsigned>(std::min<std::size_t>(jobs, std::max<std::size_t>(1, files.size())));
-  if (jobs <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned j = 0; j < jobs; ++j) pool.emplace_back(worker);
-    for (std::thread& t : pool) t.join();
-  }
+  std::vector<std::size_t> first, second;
+  for (std::size_t i = 0; i < files.size(); ++i)
+    (is_cxx_source(files[i]) ? first : second).push_back(i);
+  run_pass(first);
+  for (std::size_t i : first)
+    for (const std::string& op : works[i].cuda_ops) ops.emplace(op, files[i].rel);
+  run_pass(second);
 
   // In place: back up every original that changes, then replace each file atomically.
   if (opts.inplace) {

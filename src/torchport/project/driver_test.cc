@@ -236,5 +236,28 @@ TEST_F(Driver, AnalyzeWritesNoOutputTreeAndGatesOnFindings) {
   EXPECT_EQ(get(root_ / "proj/dirty.py"), "import torch\ntorch.cuda.synchronize()\n");
 }
 
+TEST_F(Driver, CallsToCustomCudaOperatorsAreReportedUnsupported) {
+  put("csrc/ops.cu",
+      "#include <torch/extension.h>\n"
+      "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+      "  m.def(\"fused_add\", &fused_add);\n"
+      "}\n");
+  put("use.py", "import my_ext\n\nz = 1\ny = my_ext.fused_add(1, 2)\nfused_addition(3)\n");
+  RunResult r = go(opts());
+  ASSERT_EQ(r.exit_code, 0) << r.error;
+  ASSERT_EQ(r.report.cuda_ops.size(), 1u);
+  EXPECT_EQ(r.report.cuda_ops[0].file, "csrc/ops.cu");
+  EXPECT_EQ(r.report.cuda_ops[0].api, "fused_add");
+  std::vector<report::Row> calls;
+  for (const report::Row& row : r.report.rows)
+    if (row.file == "use.py") calls.push_back(row);
+  ASSERT_EQ(calls.size(), 1u) << "fused_addition is another name";
+  EXPECT_EQ(calls[0].op, rules::Operation::Unsupported);
+  EXPECT_EQ(calls[0].start_line, 4u);
+  EXPECT_EQ(calls[0].api, "my_ext.fused_add");
+  EXPECT_NE(calls[0].message.find("defined in csrc/ops.cu"), std::string::npos);
+  EXPECT_EQ(get(result() / "use.py"), get(root_ / "proj/use.py")) << "left in place";
+}
+
 }  // namespace
 }  // namespace torchport::project
