@@ -52,6 +52,21 @@ class Summary:
     disagreements: List[Disagreement] = field(default_factory=list)
     rejected_by_both: List[str] = field(default_factory=list)
 
+    def merge(self, other: Summary) -> None:
+        for name in (
+            "files",
+            "both_accept",
+            "both_reject",
+            "only_ours_rejects",
+            "only_ast_rejects",
+            "span_mismatch_files",
+            "roundtrip_failures",
+            "nodes_compared",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.disagreements.extend(other.disagreements)
+        self.rejected_by_both.extend(other.rejected_by_both)
+
     @property
     def agreeing_files(self) -> int:
         return self.files - self.only_ast_rejects - self.only_ours_rejects - self.span_mismatch_files
@@ -84,12 +99,8 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
         yield items[i : i + size]
 
 
-def _oracle_chunk(paths: Sequence[str]) -> List[dict[str, Any]]:
-    return list(ast_spans.dump_files(paths))
-
-
-def run_oracle(files: Sequence[str], python: Optional[str], jobs: int) -> dict[str, dict[str, Any]]:
-    """CPython's verdict for every file: in this interpreter (a process pool) or in `python`."""
+def run_oracle(files: Sequence[str], python: Optional[str]) -> dict[str, dict[str, Any]]:
+    """CPython's verdict for every file, from this interpreter's ast or from `python`'s."""
     if python:
         proc = subprocess.run(
             [python, str(ORACLE_SCRIPT)],
@@ -101,20 +112,15 @@ def run_oracle(files: Sequence[str], python: Optional[str], jobs: int) -> dict[s
         if proc.returncode != 0:
             raise RuntimeError(f"oracle interpreter {python} failed: {proc.stderr.strip()[-2000:]}")
         records = [json.loads(line) for line in proc.stdout.splitlines() if line]
-    elif jobs <= 1:
-        records = _oracle_chunk(files)
     else:
-        records = []
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for part in pool.map(_oracle_chunk, list(_chunks(files, 64))):
-                records.extend(part)
+        records = list(ast_spans.dump_files(files))
     return {r["path"]: r for r in records}
 
 
-def run_ours(files: Sequence[str], jobs: int) -> dict[str, dict[str, Any]]:
+def run_ours(files: Sequence[str], jobs: int, binary: Optional[str] = None) -> dict[str, dict[str, Any]]:
     """torchport's verdict for every file, from `torchport dev dump-spans`."""
     proc = subprocess.run(
-        [core_binary(), "dev", "dump-spans", "--stdin-list", "--jobs", str(jobs)],
+        [binary or core_binary(), "dev", "dump-spans", "--stdin-list", "--jobs", str(jobs)],
         input="\n".join(files) + "\n",
         capture_output=True,
         text=True,
@@ -134,6 +140,26 @@ def run_ours(files: Sequence[str], jobs: int) -> dict[str, dict[str, Any]]:
             f"{missing[0]} (exit code {proc.returncode}){': ' + detail if detail else ''}"
         )
     return records
+
+
+def check_chunk(files: Sequence[str], python: Optional[str], binary: str) -> Summary:
+    """Both parsers on one chunk of files, compared; runs in a worker process."""
+    return compare(files, run_oracle(files, python), run_ours(files, 1, binary))
+
+
+def check(files: Sequence[str], python: Optional[str], jobs: int) -> Summary:
+    """Every file checked in chunks across `jobs` worker processes; the partial summaries merged."""
+    binary = core_binary()
+    chunks = list(_chunks(files, 48))
+    if jobs <= 1:
+        parts = [check_chunk(c, python, binary) for c in chunks]
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            parts = list(pool.map(check_chunk, chunks, [python] * len(chunks), [binary] * len(chunks)))
+    total = Summary()
+    for part in parts:
+        total.merge(part)
+    return total
 
 
 def _first_line(nodes: Iterable[Sequence[Any]]) -> int:
@@ -242,12 +268,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     t0 = time.perf_counter()
     try:
-        ours = run_ours(files, args.jobs)
-        oracle = run_oracle(files, args.python, args.jobs)
+        s = check(files, args.python, args.jobs)
     except (CoreNotFoundError, RuntimeError, OSError) as e:
         print(f"torchport dev parse-check: error: {e}", file=sys.stderr)
         return 2
-    s = compare(files, oracle, ours)
     elapsed = time.perf_counter() - t0
 
     for d in s.disagreements[: args.show]:
