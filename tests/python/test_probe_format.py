@@ -171,8 +171,8 @@ def test_reports_text_csv_html(tmp_path, capsys):
     b = train(tmp_path / "b", bad, steps=1)
     assert compare_main([str(b), str(a)]) == 1
     text = capsys.readouterr().out
-    assert "first divergence (forward):    2 forward call 0 output[0]  FAIL" in text
-    assert "first divergence (backward):   2 backward call 0 grad_input[0]" in text
+    assert "first divergence (forward):    2 (Linear) forward call 0 output[0]  FAIL" in text
+    assert "first divergence (backward):   2 (Linear) backward call 0 grad_input[0]" in text
     assert compare_main([str(b), str(a), "--format", "csv", "-o", str(tmp_path / "r.csv")]) == 1
     lines = (tmp_path / "r.csv").read_text().splitlines()
     assert lines[0].startswith("seq,direction,name,type,call,io,slot,step,status")

@@ -68,8 +68,7 @@ class Row:
         return str(self.a["dir"])
 
     def where(self) -> str:
-        io = io_label(self.direction, str(self.a["io"]))
-        return f"{self.name or '<root>'} {self.direction} call {self.a['call']} {io}[{self.a['slot']}]"
+        return describe(self.a)
 
 
 @dataclass
@@ -107,6 +106,17 @@ def io_label(direction: str, io: str) -> str:
     if direction == "backward":
         return "grad_output" if io == "in" else "grad_input"
     return "input" if io == "in" else "output"
+
+
+def describe(rec: dict[str, Any]) -> str:
+    """`blocks.0.fc1 (Linear) forward call 0 output[0]`; ops show the module they ran in."""
+    io = io_label(str(rec["dir"]), str(rec["io"]))
+    if rec.get("type") == "op":
+        where = f" in {rec['module']}" if rec.get("module") else ""
+        what = f"{rec['name']}{where}"
+    else:
+        what = f"{rec['name'] or '<root>'} ({rec.get('type', '?')})"
+    return f"{what} {rec['dir']} call {rec['call']} {io}[{rec['slot']}]"
 
 
 def _key(rec: dict[str, Any]) -> tuple[str, str, int, str, int]:

@@ -7,7 +7,7 @@ import html
 import io
 from typing import Any, Optional
 
-from torchport.probe.compare import Result, Row, io_label, iter_csv_fields
+from torchport.probe.compare import Result, Row, describe, iter_csv_fields
 
 
 def _fmt(v: Any) -> str:
@@ -21,15 +21,12 @@ def _fmt(v: Any) -> str:
 def _where_rec(rec: Optional[dict[str, Any]]) -> str:
     if rec is None:
         return "none"
-    io_ = io_label(str(rec["dir"]), str(rec["io"]))
     what = []
     if rec.get("nan"):
         what.append(f"{rec['nan']} NaN")
     if rec.get("inf"):
         what.append(f"{rec['inf']} Inf")
-    return (
-        f"{rec['name'] or '<root>'} {rec['dir']} call {rec['call']} {io_}[{rec['slot']}] ({', '.join(what)})"
-    )
+    return f"{describe(rec)} ({', '.join(what)})"
 
 
 def _row_metrics(r: Row) -> str:
