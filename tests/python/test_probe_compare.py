@@ -162,3 +162,36 @@ def test_torch_compile_dump_aligns_with_eager(tmp_path):
     assert any(r.a["name"].startswith("_orig_mod.") for r in res.rows)
     assert not res.only_a and not res.only_b
     assert all(r.status == "pass" for r in res.rows)
+
+
+@pytest.mark.parametrize("level", ["module", "op"])
+def test_probing_does_not_change_the_run(tmp_path, level):
+    """msprobe's users report that the tool changes results; the probe only reads tensors, so the
+    trained weights are bit-identical with and without it (in-place ReLU included)."""
+
+    def model():
+        torch.manual_seed(0)
+        return nn.Sequential(
+            nn.Linear(16, 32), nn.ReLU(inplace=True), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4)
+        )
+
+    def run(probed: bool):
+        m = model()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        gen = torch.Generator().manual_seed(2)
+        import contextlib
+
+        import torchport
+
+        ctx = torchport.probe(m, out=tmp_path / "d", level=level) if probed else contextlib.nullcontext()
+        with ctx:
+            for _ in range(3):
+                loss = m(torch.randn(8, 16, generator=gen)).pow(2).mean()
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+        return [p.detach().clone() for p in m.parameters()]
+
+    plain, probed = run(False), run(True)
+    assert all(torch.equal(a, b) for a, b in zip(plain, probed))
+    assert (tmp_path / "d" / "manifest.json").exists()
