@@ -3,8 +3,9 @@
 // What it does:
 //   Calls of torch.cuda.amp.autocast and torch.cuda.amp.GradScaler, however they are imported,
 //   become torch.amp.autocast / torch.amp.GradScaler with the target's device type as the first
-//   argument. torch.get_autocast_gpu_dtype / set_autocast_gpu_dtype / is_autocast_enabled()
-//   are mapped through the catalogue (TP100).
+//   argument. torch.get_autocast_gpu_dtype() / set_autocast_gpu_dtype(d) and
+//   torch.is_autocast_enabled() become get_autocast_dtype / set_autocast_dtype /
+//   is_autocast_enabled with the device type.
 // Why:
 //   torch.cuda.amp is deprecated and only drives CUDA; torch.amp takes a device type, so the same
 //   code enables mixed precision on the target (the vendors document torch.amp for npu/mlu/musa).

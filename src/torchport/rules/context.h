@@ -83,6 +83,7 @@ void run_cuda_api(Context& ctx);     // TP100 cuda_api.cc
 void run_device(Context& ctx);       // TP300-TP302 device.cc
 void run_distributed(Context& ctx);  // TP400-TP401 distributed.cc
 void run_env(Context& ctx);          // TP500 env.cc
-void run_insertions(Context& ctx);   // TP900 insertions.cc
+// tools/new_rule.py: declarations
+void run_insertions(Context& ctx);  // TP900 insertions.cc
 
 }  // namespace torchport::rules

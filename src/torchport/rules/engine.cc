@@ -30,7 +30,7 @@ std::string_view to_string(Operation op) {
 
 namespace {
 
-constexpr std::array<RuleInfo, 13> kRegistry = {{
+constexpr RuleInfo kRegistry[] = {
     {"TP001", "cuda-amp-import", "imports of torch.cuda.amp become imports of torch.amp"},
     {"TP002", "cuda-only-package",
      "CUDA-only third-party packages are flagged with an alternative"},
@@ -47,7 +47,8 @@ constexpr std::array<RuleInfo, 13> kRegistry = {{
     {"TP900", "target-import", "the target's import, `import torch` and the device variable"},
     {"TP901", "custom-cuda-op", "custom CUDA operators in .cpp/.cu sources (cuda_op_list.csv)"},
     {"TP902", "project-file", "CUDA-only requirements and CUDA settings in shell launchers"},
-}};
+    // tools/new_rule.py: registry
+};
 
 std::vector<int> version_parts(std::string_view v) {
   std::vector<int> out;
@@ -285,6 +286,7 @@ FileResult check(const syntax::Tree& tree, const catalogue::Catalogue& cat, cons
   run_device(ctx);
   run_distributed(ctx);
   run_env(ctx);
+  // tools/new_rule.py: run
   run_insertions(ctx);
   std::stable_sort(ctx.result.findings.begin(), ctx.result.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.begin < b.begin; });

@@ -1,0 +1,90 @@
+"""docs/rules.md is generated from the rule families' doc comments and must be current; every
+family documents the fixed headings; tools/new_rule.py scaffolds a family everywhere."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_rules_doc_is_current() -> None:
+    gen = load("gen_rules_doc")
+    fams = gen.families()
+    assert (REPO / "docs" / "rules.md").read_text(encoding="utf-8") == gen.render(fams), (
+        "docs/rules.md is stale: run python tools/gen_rules_doc.py"
+    )
+
+
+def test_every_family_has_the_fixed_headings_and_a_registered_code() -> None:
+    gen = load("gen_rules_doc")
+    fams = gen.families()
+    assert len(fams) >= 8
+    engine = (REPO / "src" / "torchport" / "rules" / "engine.cc").read_text()
+    registered = set(re.findall(r'\{"(TP\d{3})"', engine))
+    for fam in fams:
+        assert gen.missing_headings(fam) == [], fam.path
+        assert fam.codes.split("-")[0] in registered, fam.codes
+
+
+def test_a_family_without_a_heading_is_rejected(tmp_path: Path) -> None:
+    gen = load("gen_rules_doc")
+    p = tmp_path / "x.cc"
+    p.write_text("// Rule family TP777: example.\n//\n// What it does:\n//   x\n// Why:\n//   y\n")
+    fam = gen.parse(p)
+    assert fam is not None
+    assert gen.missing_headings(fam) == ["Example", "Becomes", "Safety"]
+
+
+def test_new_rule_scaffolds_every_place(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "src" / "torchport" / "rules", root / "src" / "torchport" / "rules")
+    shutil.copytree(REPO / "tools", root / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "docs").mkdir()
+    p = subprocess.run(
+        [sys.executable, str(root / "tools" / "new_rule.py"), "TP600", "cuda-graphs",
+         "torch.cuda graphs", "--root", str(root)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    rules = root / "src" / "torchport" / "rules"
+    assert "void run_cuda_graphs(Context& ctx)" in (rules / "cuda_graphs.cc").read_text()
+    assert "void run_cuda_graphs(Context& ctx);" in (rules / "context.h").read_text()
+    engine = (rules / "engine.cc").read_text()
+    assert "  run_cuda_graphs(ctx);\n  // tools/new_rule.py: run\n  run_insertions(ctx);" in engine
+    codes = re.findall(r'^    \{"(TP\d{3})"', engine, re.M)
+    assert "TP600" in codes and codes == sorted(codes)
+    assert (root / "tests" / "fixtures" / "rules" / "cuda_graphs" / "input.py").is_file()
+    assert "## TP600: torch.cuda graphs" in (root / "docs" / "rules.md").read_text()
+    # A second scaffold with the same code is refused.
+    again = subprocess.run(
+        [sys.executable, str(root / "tools" / "new_rule.py"), "TP600", "other", "x",
+         "--root", str(root)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert again.returncode != 0
+    # The scaffolded C++ compiles against the real headers.
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx:
+        for name in ["cuda_graphs.cc", "engine.cc"]:
+            c = subprocess.run(
+                [cxx, "-std=c++20", "-fsyntax-only", f"-I{root / 'src'}", f"-I{REPO / 'src'}",
+                 str(rules / name)],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            assert c.returncode == 0, c.stderr

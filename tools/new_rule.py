@@ -1,0 +1,110 @@
+"""Scaffold a new rule family everywhere it must appear.
+
+    python tools/new_rule.py TP600 cuda-graphs "torch.cuda.graphs and CUDAGraph"
+
+creates src/torchport/rules/cuda_graphs.cc (the doc comment with the fixed headings and an
+empty `run_cuda_graphs`), declares it in rules/context.h, calls it from check() in
+rules/engine.cc, registers the code in the registry (in code order), creates the fixture
+directory tests/fixtures/rules/cuda_graphs/ with an input.py to fill in, and regenerates
+docs/rules.md. Write the expected outputs (<target>.py, <target>.findings) by hand: the fixture
+test fails until they exist and match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TEMPLATE = """\
+// Rule family {code}: {summary}.
+//
+// What it does:
+//   TODO: what the rule recognises (through the semantic model) and what it produces.
+// Why:
+//   TODO: why the CUDA form does not work on the targets.
+// Example:
+//   TODO: CUDA code
+// Becomes (npu):
+//   TODO: the rewritten code (and the accelerator form)
+// Safety:
+//   TODO: what is left in place and reported, and why.
+#include <torchport/rules/context.h>
+
+namespace torchport::rules {{
+
+void run_{ident}(Context& ctx) {{
+  (void)ctx;
+}}
+
+}}  // namespace torchport::rules
+"""
+
+
+def insert_before(text: str, marker: str, line: str) -> str:
+    idx = text.index(marker)
+    start = text.rfind("\n", 0, idx) + 1
+    return text[:start] + line + text[start:]
+
+
+def scaffold(root: Path, code: str, name: str, summary: str) -> list[Path]:
+    if not re.fullmatch(r"TP\d{3}", code):
+        raise SystemExit(f"bad code {code!r}: expected TP followed by three digits")
+    if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
+        raise SystemExit(f"bad name {name!r}: expected kebab-case")
+    ident = name.replace("-", "_")
+    rules = root / "src" / "torchport" / "rules"
+    source = rules / f"{ident}.cc"
+    if source.exists():
+        raise SystemExit(f"{source} already exists")
+    engine = (rules / "engine.cc").read_text()
+    if f'{{"{code}"' in engine:
+        raise SystemExit(f"{code} is already registered")
+    source.write_text(TEMPLATE.format(code=code, summary=summary, ident=ident))
+
+    context = rules / "context.h"
+    ctx = context.read_text()
+    ctx = insert_before(
+        ctx,
+        "// tools/new_rule.py: declarations",
+        f"void run_{ident}(Context& ctx);  // {code} {ident}.cc\n",
+    )
+    context.write_text(ctx)
+
+    engine = insert_before(engine, "// tools/new_rule.py: run", f"  run_{ident}(ctx);\n")
+    # The registry stays in code order.
+    entries = list(re.finditer(r'^    \{"(TP\d{3})".*$', engine, re.M))
+    entry = f'    {{"{code}", "{name}", "{summary}"}},\n'
+    after = [m for m in entries if m.group(1) > code]
+    pos = after[0].start() if after else engine.index("    // tools/new_rule.py: registry")
+    engine = engine[:pos] + entry + engine[pos:]
+    (rules / "engine.cc").write_text(engine)
+
+    fixture = root / "tests" / "fixtures" / "rules" / ident
+    fixture.mkdir(parents=True, exist_ok=True)
+    (fixture / "input.py").write_text("import torch\n\n# TODO: the CUDA code this rule rewrites\n")
+    return [source, context, rules / "engine.cc", fixture / "input.py"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="scaffold a new rule family")
+    ap.add_argument("code", help="first code of the family, e.g. TP600")
+    ap.add_argument("name", help="kebab-case name, e.g. cuda-graphs")
+    ap.add_argument("summary", help="one line")
+    ap.add_argument("--root", type=Path, default=ROOT, help="repository root (for tests)")
+    args = ap.parse_args(argv)
+    for p in scaffold(args.root, args.code, args.name, args.summary):
+        print(f"wrote {p}")
+    gen = args.root / "tools" / "gen_rules_doc.py"
+    if gen.exists():
+        subprocess.run([sys.executable, str(gen)], check=False)
+    print("now: fill in the doc comment, write the rule, and the fixture's expected outputs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
