@@ -119,6 +119,29 @@ void Parser::run() {
   } catch (SyntaxError& e) {
     text::Diagnostic d;
     std::uint32_t offset = toks_[e.token].begin;
+    if (e.message == "invalid syntax") {
+      // As CPython: a generic error gives way to a lexical error anywhere in the file, then to
+      // a bracket left open at the end of the file.
+      if (lex_error != nullptr) {
+        lex_offset = 0;
+      } else {
+        std::vector<std::uint32_t> open;
+        for (std::uint32_t i = 0; i < toks_.size(); ++i) {
+          TokenKind k = toks_[i].kind;
+          if (k == TokenKind::LPar || k == TokenKind::LSqb || k == TokenKind::LBrace) {
+            open.push_back(i);
+          } else if ((k == TokenKind::RPar || k == TokenKind::RSqb || k == TokenKind::RBrace) &&
+                     !open.empty()) {
+            open.pop_back();
+          }
+        }
+        if (!open.empty()) {
+          e.token = open.back();
+          offset = toks_[e.token].begin;
+          e.message = "'" + std::string(text_of(e.token)) + "' was never closed";
+        }
+      }
+    }
     if (lex_error != nullptr && lex_offset <= offset) {
       d = *lex_error;
     } else {

@@ -905,6 +905,9 @@ void Parser::check_target(const Ex& e, TargetCtx ctx) {
       fail(at_tok, "'" + describe(n) + "' is an illegal expression for augmented assignment");
     case TargetCtx::Ann:
       fail(at_tok, "illegal target for annotation");
+    case TargetCtx::Assign:
+      fail(at_tok,
+           "cannot assign to " + describe(n) + " here. Maybe you meant '==' instead of '='?");
     default:
       fail(at_tok, "cannot assign to " + describe(n));
   }

@@ -176,10 +176,11 @@ class Parser {
   Ex with_parens(Ex inner, std::uint32_t open, std::uint32_t close);
 
   // ---- patterns (parser_patterns.cc) ----
-  Node* patterns();
-  Node* pattern();
-  Node* or_pattern();
-  Node* closed_pattern();
+  Ex patterns();
+  Ex pattern();
+  Ex or_pattern();
+  Ex closed_pattern();
+  Node* closed_pattern_node();
   Node* literal_or_value_pattern();
   Node* signed_number(std::uint32_t& first);
 
@@ -191,6 +192,9 @@ class Parser {
   std::uint32_t pos_ = 0;
   int depth_ = 0;
   int block_depth_ = 0;
+  /// The last token before the NEWLINE of the latest simple-statement line: where a compound
+  /// statement ends (CPython: its last non-whitespace token, a trailing ';' included).
+  std::uint32_t block_end_ = 0;
   std::vector<Node*> scratch_;
   std::vector<std::uint32_t> extra_scratch_;
   std::vector<std::uint32_t> open_brackets_;

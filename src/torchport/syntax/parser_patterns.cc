@@ -6,7 +6,7 @@
 namespace torchport::syntax {
 
 // patterns: open_sequence_pattern | pattern
-Node* Parser::patterns() {
+Ex Parser::patterns() {
   std::uint32_t first = tok();
   std::size_t m = mark();
   Node* p;
@@ -17,8 +17,9 @@ Node* Parser::patterns() {
     p->token_ = text_of(name) == "_" ? kNoToken : name;
     if (!at(TokenKind::Comma)) fail(s, "invalid syntax");
   } else {
-    p = pattern();
-    if (!at(TokenKind::Comma)) return p;
+    Ex px = pattern();
+    if (!at(TokenKind::Comma)) return px;
+    p = px.n;
   }
   push(p, Role::Pattern);
   std::uint32_t last = p->last_;
@@ -32,41 +33,43 @@ Node* Parser::patterns() {
       x = leaf(NodeKind::MatchStar, s, name);
       x->token_ = text_of(name) == "_" ? kNoToken : name;
     } else {
-      x = pattern();
+      Ex px = pattern();
+      x = px.n;
+      last = px.last;
     }
     push(x, Role::Pattern);
-    last = x->last_;
+    if (x->kind_ == NodeKind::MatchStar) last = x->last_;
   }
-  return make(NodeKind::MatchSequence, first, last, m);
+  return {make(NodeKind::MatchSequence, first, last, m), first, last};
 }
 
 // pattern: or_pattern ['as' NAME]
-Node* Parser::pattern() {
+Ex Parser::pattern() {
   DepthGuard guard(*this);
-  Node* p = or_pattern();
+  Ex p = or_pattern();
   if (!at(TokenKind::KwAs)) return p;
   take();
   std::uint32_t name = expect(TokenKind::Name, nullptr);
   if (text_of(name) == "_") fail(name, "cannot use '_' as a target");
   std::size_t m = mark();
-  push(p, Role::Pattern);
-  Node* n = make(NodeKind::MatchAs, p->first_, name, m);
+  push(p.n, Role::Pattern);
+  Node* n = make(NodeKind::MatchAs, p.first, name, m);
   n->token_ = name;
-  return n;
+  return {n, p.first, name};
 }
 
-Node* Parser::or_pattern() {
-  Node* p = closed_pattern();
+Ex Parser::or_pattern() {
+  Ex p = closed_pattern();
   if (!at(TokenKind::VBar)) return p;
   std::size_t m = mark();
-  push(p, Role::Pattern);
-  std::uint32_t last = p->last_;
+  push(p.n, Role::Pattern);
+  std::uint32_t last = p.last;
   while (accept(TokenKind::VBar)) {
-    Node* x = closed_pattern();
-    push(x, Role::Pattern);
-    last = x->last_;
+    Ex x = closed_pattern();
+    push(x.n, Role::Pattern);
+    last = x.last;
   }
-  return make(NodeKind::MatchOr, p->first_, last, m);
+  return {make(NodeKind::MatchOr, p.first, last, m), p.first, last};
 }
 
 // A number, `-number`, or `[-]real (+|-) imaginary`, as a Constant/UnaryOp/BinOp expression.
@@ -145,7 +148,15 @@ Node* Parser::literal_or_value_pattern() {
   }
 }
 
-Node* Parser::closed_pattern() {
+Ex Parser::closed_pattern() {
+  std::uint32_t first = tok();
+  Node* n = closed_pattern_node();
+  // A group `(p)` is the pattern p itself, but an enclosing pattern starts at the '('.
+  if (n->first_ != first) return {n, first, prev()};
+  return {n, n->first_, n->last_};
+}
+
+Node* Parser::closed_pattern_node() {
   DepthGuard guard(*this);
   std::uint32_t first = tok();
   std::size_t m = mark();
@@ -194,11 +205,11 @@ Node* Parser::closed_pattern() {
         if (at(TokenKind::Name) && kind(1) == TokenKind::Equal) {
           push_extra(take());
           take();
-          push(pattern(), Role::KwdPattern);
+          push(pattern().n, Role::KwdPattern);
           seen_keyword = true;
         } else {
           std::uint32_t pt = tok();
-          Node* p = pattern();
+          Node* p = pattern().n;
           if (seen_keyword) fail(pt, "positional patterns follow keyword patterns");
           push(p, Role::Pattern);
         }
@@ -221,7 +232,7 @@ Node* Parser::closed_pattern() {
         p = leaf(NodeKind::MatchStar, s, name);
         p->token_ = text_of(name) == "_" ? kNoToken : name;
       } else {
-        p = pattern();
+        p = pattern().n;
       }
       if (!at(TokenKind::Comma)) {
         if (star) fail_here();
@@ -238,7 +249,7 @@ Node* Parser::closed_pattern() {
           x->token_ = text_of(name) == "_" ? kNoToken : name;
           push(x, Role::Pattern);
         } else {
-          push(pattern(), Role::Pattern);
+          push(pattern().n, Role::Pattern);
         }
       }
       std::uint32_t close = close_bracket(TokenKind::RPar);
@@ -254,7 +265,7 @@ Node* Parser::closed_pattern() {
           x->token_ = text_of(name) == "_" ? kNoToken : name;
           push(x, Role::Pattern);
         } else {
-          push(pattern(), Role::Pattern);
+          push(pattern().n, Role::Pattern);
         }
         if (!accept(TokenKind::Comma)) break;
       }
@@ -272,7 +283,7 @@ Node* Parser::closed_pattern() {
           Node* key = literal_or_value_pattern();
           push(key, Role::Key);
           expect(TokenKind::Colon, ":");
-          push(pattern(), Role::Pattern);
+          push(pattern().n, Role::Pattern);
         }
         if (!accept(TokenKind::Comma)) break;
       }

@@ -118,6 +118,7 @@ void Parser::simple_statements() {
     if (at(TokenKind::Newline)) break;
   }
   if (!at(TokenKind::Newline)) unexpected();
+  block_end_ = prev();
   take();
 }
 
@@ -373,8 +374,8 @@ Node* Parser::function_def(std::uint32_t first, std::size_t decorator_mark) {
   }
   block(Role::Body, def, "function definition");
   // block() re-tagged only the body statements it pushed.
-  Node* n = make(is_async ? NodeKind::AsyncFunctionDef : NodeKind::FunctionDef, first,
-                 last_body_token(decorator_mark), decorator_mark);
+  Node* n = make(is_async ? NodeKind::AsyncFunctionDef : NodeKind::FunctionDef, first, block_end_,
+                 decorator_mark);
   n->token_ = name;
   return n;
 }
@@ -392,7 +393,7 @@ Node* Parser::class_def(std::uint32_t first, std::size_t decorator_mark) {
     close_bracket(TokenKind::RPar);
   }
   block(Role::Body, first, "class definition");
-  Node* n = make(NodeKind::ClassDef, first, last_body_token(decorator_mark), decorator_mark);
+  Node* n = make(NodeKind::ClassDef, first, block_end_, decorator_mark);
   n->token_ = name;
   return n;
 }
@@ -409,7 +410,7 @@ Node* Parser::if_statement(bool elif) {
     std::uint32_t e = take();
     block(Role::OrElse, e, "'else' statement");
   }
-  return make(NodeKind::If, first, last_body_token(m), m);
+  return make(NodeKind::If, first, block_end_, m);
 }
 
 Node* Parser::while_statement() {
@@ -422,7 +423,7 @@ Node* Parser::while_statement() {
     std::uint32_t e = take();
     block(Role::OrElse, e, "'else' statement");
   }
-  return make(NodeKind::While, first, last_body_token(m), m);
+  return make(NodeKind::While, first, block_end_, m);
 }
 
 Node* Parser::for_statement(std::uint32_t first, bool is_async) {
@@ -439,7 +440,7 @@ Node* Parser::for_statement(std::uint32_t first, bool is_async) {
     std::uint32_t e = take();
     block(Role::OrElse, e, "'else' statement");
   }
-  return make(is_async ? NodeKind::AsyncFor : NodeKind::For, first, last_body_token(m), m);
+  return make(is_async ? NodeKind::AsyncFor : NodeKind::For, first, block_end_, m);
 }
 
 void Parser::with_item() {
@@ -491,7 +492,7 @@ Node* Parser::with_statement(std::uint32_t first, bool is_async) {
     }
   }
   block(Role::Body, kw, "'with' statement");
-  return make(is_async ? NodeKind::AsyncWith : NodeKind::With, first, last_body_token(m), m);
+  return make(is_async ? NodeKind::AsyncWith : NodeKind::With, first, block_end_, m);
 }
 
 Node* Parser::try_statement() {
@@ -512,13 +513,13 @@ Node* Parser::try_statement() {
     if (!at(TokenKind::Colon)) {
       Ex t = expression();
       push(t.n, Role::Type);
-      if (at(TokenKind::Comma)) fail(t.first, "multiple exception types must be parenthesized");
+      if (at(TokenKind::Comma)) fail(tok(), "multiple exception types must be parenthesized");
       if (accept(TokenKind::KwAs)) name = expect(TokenKind::Name, nullptr);
     } else if (star) {
       fail_here("expected one or more exception types");
     }
     block(Role::Body, ex, star ? "'except*' statement" : "'except' statement");
-    Node* h = make(NodeKind::ExceptHandler, ex, last_body_token(hm), hm);
+    Node* h = make(NodeKind::ExceptHandler, ex, block_end_, hm);
     h->token_ = name;
     push(h, Role::Handler);
     any_handler = true;
@@ -533,7 +534,7 @@ Node* Parser::try_statement() {
   } else if (!any_handler) {
     fail_here("expected 'except' or 'finally' block");
   }
-  return make(any_star ? NodeKind::TryStar : NodeKind::Try, first, last_body_token(m), m);
+  return make(any_star ? NodeKind::TryStar : NodeKind::Try, first, block_end_, m);
 }
 
 Node* Parser::import_statement() {
@@ -745,7 +746,7 @@ bool Parser::try_match_statement(Node** out) {
   while (at_name("case")) {
     std::uint32_t case_tok = take();
     std::size_t cm = mark();
-    Node* p = patterns();
+    Node* p = patterns().n;
     push(p, Role::Pattern);
     if (accept(TokenKind::KwIf)) {
       Ex g = named_expression();
@@ -757,7 +758,7 @@ bool Parser::try_match_statement(Node** out) {
   if (!at(TokenKind::Dedent)) unexpected();
   take();
   --block_depth_;
-  *out = make(NodeKind::Match, first, last_body_token(m), m);
+  *out = make(NodeKind::Match, first, block_end_, m);
   return true;
 }
 

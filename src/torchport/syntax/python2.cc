@@ -61,12 +61,10 @@ std::uint32_t statement_start(const std::vector<Token>& toks, std::uint32_t i) {
 std::string python2_message(const Tree& tree, std::uint32_t error_token, std::string_view message) {
   const std::vector<Token>& toks = tree.tokens();
   std::string_view src = tree.text();
-  if (error_token == UINT32_MAX) {
-    // A lexical error: Python 2 octal literals and the like.
-    if (message.find("leading zeros") != std::string_view::npos)
-      return std::string(message) + std::string(kSuffix);
-    return {};
-  }
+  // Python 2 octal literals (`0777`), reported by the lexer.
+  if (message.find("leading zeros") != std::string_view::npos)
+    return std::string(message) + std::string(kSuffix);
+  if (error_token == UINT32_MAX) return {};
   if (error_token >= toks.size()) return {};
   const Token& err = toks[error_token];
   if (err.kind == TokenKind::Backtick)
