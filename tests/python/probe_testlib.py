@@ -31,12 +31,16 @@ def train(
     level: str = "module",
     loss_fn: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
     probe_model: Optional[nn.Module] = None,
+    param_grads: bool = False,
 ) -> Path:
     """A few seeded SGD steps of `model` with probing on; the data does not depend on the model."""
     gen = torch.Generator().manual_seed(1)
     data = [torch.randn(8, 16, generator=gen) for _ in range(steps)]
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with torchport.probe(probe_model or model, out=out, level=level, full_tensors=full_tensors):
+    probe = torchport.probe(
+        probe_model or model, out=out, level=level, full_tensors=full_tensors, param_grads=param_grads
+    )
+    with probe:
         for x in data:
             y = model(x)
             loss = loss_fn(y) if loss_fn else y.sum()

@@ -195,3 +195,26 @@ def test_probing_does_not_change_the_run(tmp_path, level):
     plain, probed = run(False), run(True)
     assert all(torch.equal(a, b) for a, b in zip(plain, probed))
     assert (tmp_path / "d" / "manifest.json").exists()
+
+
+def test_parameter_gradients_are_reported_apart(tmp_path):
+    ref = train(tmp_path / "ref", mlp(), steps=1, full_tensors=True, param_grads=True)
+    bad = mlp()
+    with torch.no_grad():
+        bad[2].weight[3] += 0.5
+    got = train(tmp_path / "bad", bad, steps=1, full_tensors=True, param_grads=True)
+    res = compare_dumps(got, ref)
+    grads = {r.name: r for r in res.rows if r.a["io"] == "grad"}
+    assert set(grads) == {f"{i}.{p}" for i in (0, 2, 3, 4) for p in ("weight", "bias")}
+    # dL/dW2 = grad_output(2)^T @ input(2): both factors are unchanged by the bug (see the weight
+    # bug test above), so layer 2's own gradients are bit-identical; layers 3 and 4 multiply by
+    # inputs that changed. Bias gradients are sums of grad_output, unchanged from layer 2 up.
+    assert grads["2.weight"].identical and grads["2.bias"].identical
+    assert grads["3.bias"].identical and grads["4.bias"].identical
+    assert not grads["3.weight"].identical and not grads["4.weight"].identical
+    # Autograd accumulates the last layer's gradients first.
+    first = res.first_difference("param")
+    assert first is not None and first.name == "4.weight"
+    # The activation-gradient flow still points at layer 2.
+    bwd = res.first_divergence("backward")
+    assert bwd is not None and bwd.name == "2"

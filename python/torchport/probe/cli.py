@@ -56,6 +56,7 @@ def _probe_parser() -> argparse.ArgumentParser:
         help="budget for saved tensors; later tensors keep their statistics only (default 1G)",
     )
     p.add_argument("--filter", metavar="REGEX", help="record only modules/ops whose name matches")
+    p.add_argument("--param-grads", action="store_true", help="also record each parameter's gradient")
     p.add_argument("--target", help="run the CUDA script on this target via torchport.runtime (e.g. cpu)")
     p.add_argument("script", help="the Python script to run (after --)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
@@ -116,6 +117,7 @@ def probe_main(argv: Sequence[str]) -> int:
             max_tensor_bytes=ns.max_tensor_bytes,
             steps=ns.steps,
             filter=ns.filter,
+            param_grads=ns.param_grads,
             command=[str(script), *args],
         )
         probe.start()

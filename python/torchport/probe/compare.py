@@ -90,10 +90,18 @@ class Result:
         return c
 
     def first_divergence(self, direction: str) -> Optional[Row]:
-        return next((r for r in self.rows if r.direction == direction and r.status != "pass"), None)
+        """First flagged row of the activation (forward) or gradient (backward) flow; parameter
+        gradients are reported apart (direction "param")."""
+        return next((r for r in self._flow(direction) if r.status != "pass"), None)
 
     def first_difference(self, direction: str) -> Optional[Row]:
-        return next((r for r in self.rows if r.direction == direction and not r.identical), None)
+        return next((r for r in self._flow(direction) if not r.identical), None)
+
+    def _flow(self, direction: str) -> Iterator[Row]:
+        for r in self.rows:
+            is_param = r.a["io"] == "grad"
+            if (direction == "param" and is_param) or (r.direction == direction and not is_param):
+                yield r
 
     @property
     def diverged(self) -> bool:
@@ -103,6 +111,8 @@ class Result:
 def io_label(direction: str, io: str) -> str:
     """Forward records are a call's inputs/outputs; backward records are the gradient flowing in
     (grad_output, w.r.t. the call's output) and out (grad_input, w.r.t. its input)."""
+    if io == "grad":
+        return "grad"  # a parameter's accumulated gradient
     if direction == "backward":
         return "grad_output" if io == "in" else "grad_input"
     return "input" if io == "in" else "output"

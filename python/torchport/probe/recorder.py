@@ -130,6 +130,7 @@ class Probe:
         max_tensor_bytes: Optional[int] = 1 << 30,
         steps: Optional[int] = None,
         filter: Optional[str] = None,
+        param_grads: bool = False,
         command: Optional[list[str]] = None,
     ) -> None:
         if level not in ("module", "op"):
@@ -143,6 +144,8 @@ class Probe:
         self.steps = steps
         self._filter = re.compile(filter) if filter else None
         self._command = command
+        self.param_grads = param_grads
+        self._param_calls: dict[str, int] = {}
         self._discover = model is None
         self._roots: list[tuple[str, torch.nn.Module]] = []
         self._names: dict[int, tuple[str, str, bool, bool]] = {}  # id -> name, type, leaf, wrapper
@@ -187,6 +190,8 @@ class Probe:
         self._handles.append(_m.register_module_forward_pre_hook(nocompile(self._pre_hook)))
         self._handles.append(_m.register_module_forward_hook(nocompile(self._post_hook), always_call=True))
         self._handles.append(_opt.register_optimizer_step_post_hook(self._opt_hook))
+        for prefix, root in self._roots:
+            self._hook_params(prefix, root)
         if self.level == "op":
             self._mode = _make_dispatch_mode(self)
             self._mode.__enter__()
@@ -254,6 +259,30 @@ class Probe:
             )
             self._names[id(mod)] = (full, type(mod).__name__, not children, wrapper)
 
+    def _hook_params(self, prefix: str, root: torch.nn.Module) -> None:
+        """With param_grads: record each parameter's .grad once autograd has accumulated it."""
+        if not self.param_grads or self.level == "op":
+            return
+        for pname, param in root.named_parameters():
+            full = f"{prefix}.{pname}" if prefix else pname
+            if not param.requires_grad or (self._filter is not None and not self._filter.search(full)):
+                continue
+            self._handles.append(param.register_post_accumulate_grad_hook(self._param_hook(full)))
+
+    def _param_hook(self, name: str) -> Callable[[torch.Tensor], None]:
+        def hook(param: torch.Tensor) -> None:
+            if not self._active or self._closed or param.grad is None:
+                return
+            call = self._param_calls.get(name, 0)
+            self._param_calls[name] = call + 1
+            was, self._busy = self._busy, True
+            try:
+                self._record(name, "Parameter", True, "backward", call, "grad", 0, param.grad)
+            finally:
+                self._busy = was
+
+        return hook
+
     # ---- hooks -----------------------------------------------------------------------------
 
     def _pre_hook(self, module: torch.nn.Module, args: tuple[Any, ...]) -> None:
@@ -262,6 +291,7 @@ class Probe:
             if not (self._discover and not self._stack and self._active):
                 return
             self._add_root(module)
+            self._hook_params(*self._roots[-1])
             info = self._names[id(module)]
         if not self._stack:
             # Steps end at optimizer.step(); until one has happened (inference, or the first

@@ -60,16 +60,19 @@ def summary_lines(res: Result) -> list[str]:
         f"rows: {len(res.rows)} aligned: {c['pass']} pass, {c['warn']} warn, {c['fail']} fail; "
         f"{len(res.only_a)} only in A, {len(res.only_b)} only in B",
     ]
-    for d in ("forward", "backward"):
+    directions = ["forward", "backward"]
+    if any(r.a["io"] == "grad" for r in res.rows):
+        directions.append("param")
+    for d in directions:
         r = res.first_divergence(d)
-        label = f"first divergence ({d}):"
+        label = f"first divergence ({'param grads' if d == 'param' else d}):"
         if r is None:
             lines.append(f"{label:<30} none")
         else:
             lines.append(f"{label:<30} {r.where()}  {r.status.upper()}: {'; '.join(r.reasons)}")
-    for d in ("forward", "backward"):
+    for d in directions:
         r = res.first_difference(d)
-        label = f"first difference ({d}):"
+        label = f"first difference ({'param grads' if d == 'param' else d}):"
         lines.append(
             f"{label:<30} " + ("none (bit-identical)" if r is None else f"{r.where()}  {_row_metrics(r)}")
         )
