@@ -132,6 +132,15 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
     dtype_t = torch.dtype
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and len(args) == 1 and not track:
+            # fast paths for the common `x.to("cuda")` and `x.to(torch.float16)` when nothing is logged
+            d = args[0]
+            t = type(d)
+            if t is str:
+                nd = cache_get(d)
+                return fn(self, mapf(d) if nd is None else nd)
+            if t is dtype_t and not check64:
+                return fn(self, d)
         if args:
             d = args[0]
             t = type(d)
