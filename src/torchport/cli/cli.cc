@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 #include <array>
+#include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace torchport::cli {
 namespace {
@@ -18,6 +20,16 @@ constexpr std::array kCommands = {
 }  // namespace
 
 int run(int argc, char** argv) {
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string_view name = argv[1];
+    bool known = false;
+    for (const Command& c : kCommands) known = known || c.name == name;
+    if (!known) {
+      std::fprintf(stderr, "torchport: error: unknown command '%s' (see `torchport --help`)\n",
+                   argv[1]);
+      return 2;
+    }
+  }
   CLI::App app{"torchport: move CUDA PyTorch code to any accelerator", "torchport"};
   app.set_version_flag("-V,--version", std::string("torchport ") + TORCHPORT_VERSION);
   app.require_subcommand(1);
