@@ -271,3 +271,22 @@ def test_bad_rule_file_gets_an_error_naming_the_field(tmp_path: Path) -> None:
     assert p.returncode == 2
     assert f'{rules}: rules.ModuleNameModifyRule[0]: missing field "new_name"' in p.stderr
     assert not (tmp_path / "o" / "p_npu").exists()
+
+
+@pytest.mark.parametrize("target", ["npu", "cpu", "accelerator"])
+def test_migrating_the_output_again_changes_nothing(project: Path, tmp_path: Path, target: str) -> None:
+    first = tmp_path / "first"
+    assert torchport("migrate", str(project), "-o", str(first), "-t", target).returncode == 0
+    out1 = first / f"proj_{target}"
+    second = tmp_path / "second"
+    p = torchport("migrate", str(out1), "-o", str(second), "-t", target)
+    assert p.returncode == 0, p.stderr
+    out2 = second / f"proj_{target}_{target}"
+    for f in out1.rglob("*.py"):
+        rel = f.relative_to(out1)
+        assert (out2 / rel).read_text() == f.read_text(), rel
+    rows = read_csv(out2 / "torchport-report" / "change_list.csv")[1:]
+    assert [r for r in rows if r[3] in ("INSERT", "MODIFY", "DELETE")] == []
+    # The first run's reports are not treated as part of the project.
+    report = json.loads((out2 / "torchport-report" / "report.json").read_text())
+    assert not any(f["file"].startswith("torchport-report/") for f in report["files"])

@@ -380,6 +380,8 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     res.report_dir = res.result_dir / kReportDirName;
   }
 
+  // The reports of an earlier run on this tree are not part of the project.
+  if (input_is_dir) exclude.push_back(input / kReportDirName);
   std::vector<ProjectFile> files = discover(input, exclude);
   std::vector<FileWork> works(files.size());
 
