@@ -352,7 +352,7 @@ class Probe:
         cbs: Optional[list[Callable[[torch.Tensor], None]]] = getattr(t, "_torchport_probe_cbs", None)
         if (
             cbs is None
-            or getattr(t, "_torchport_probe_owner", None) is not self
+            or getattr(t, "_torchport_probe_owner", _dead)() is not self
             or getattr(t, "_torchport_probe_version", None) != t._version
         ):
             cbs = []
@@ -361,7 +361,7 @@ class Probe:
             except RuntimeError:
                 return
             t._torchport_probe_cbs = cbs  # type: ignore[attr-defined]
-            t._torchport_probe_owner = self  # type: ignore[attr-defined]
+            t._torchport_probe_owner = weakref.ref(self)  # type: ignore[attr-defined]
             t._torchport_probe_version = t._version  # type: ignore[attr-defined]
 
         def cb(g: torch.Tensor) -> None:
@@ -542,6 +542,10 @@ class Probe:
             # so the cached statistics of its input must not be reused for its output.
             self._cache.pop(id(t), None)
             self._record(name, "op", True, direction, call, "out", slot, t, module=module)
+
+
+def _dead() -> None:
+    return None
 
 
 class _GradDispatch:
