@@ -170,7 +170,8 @@ void run_cuda_api(Context& ctx) {
       std::string_view fn = std::string_view(prefix).substr(11);
       if (common(fn) && fn != "device_count") {
         accel = *found;
-        accel->replacement = "{module}." + std::string(fn);
+        // torch.cpu.Event takes no arguments; the generic torch.Event works everywhere.
+        accel->replacement = fn == "Event" ? "torch.Event" : "{module}." + std::string(fn);
         accel->status = catalogue::Status::Supported;
         accel->min_torch = std::string(kAcceleratorMinTorch);
         accel->note = "the device module of _tp_device, torch.cpu when there is no accelerator";

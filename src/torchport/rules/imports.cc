@@ -20,6 +20,8 @@
 #include <torchport/rules/context.h>
 
 #include <array>
+#include <optional>
+#include <utility>
 
 namespace torchport::rules {
 
@@ -54,20 +56,36 @@ void run_imports(Context& ctx) {
   for (const semantic::Import& im : m.imports()) {
     const std::uint32_t mb = m.tokens()[im.module_begin].begin;
     const std::uint32_t me = m.tokens()[im.module_end - 1].end;
-    // TP002: CUDA-only packages.
-    for (const Package& p : kCudaOnlyPackages) {
-      const std::string full = im.kind == semantic::ImportKind::From && !im.name.empty()
-                                   ? im.module + "." + im.name
-                                   : im.module;
-      if (full == p.name || full.starts_with(std::string(p.name) + ".")) {
-        std::string reason(p.reason);
-        if (const catalogue::Mapping* mp = ctx.cat.lookup(p.name, ctx.target.name)) {
-          if (!mp->note.empty()) reason = mp->note;
+    // TP002: CUDA-only packages: the catalogue's package entries, then the built-in list.
+    const std::string full = im.kind == semantic::ImportKind::From && !im.name.empty()
+                                 ? im.module + "." + im.name
+                                 : im.module;
+    auto matches = [&](std::string_view pkg) {
+      return full == pkg ||
+             (full.size() > pkg.size() && full.starts_with(pkg) && full[pkg.size()] == '.');
+    };
+    std::optional<std::pair<std::string, std::string>> hit;  // (package, reason)
+    for (const catalogue::Entry& e : ctx.cat.entries()) {
+      if (e.kind != catalogue::Kind::Package || !matches(e.api)) continue;
+      const catalogue::Mapping* mp = ctx.cat.lookup(e.api, ctx.target.name);
+      if (mp && mp->status != catalogue::Status::Unsupported) break;  // usable on the target
+      std::string reason = e.summary;
+      if (mp && !mp->note.empty()) reason = mp->note;
+      if (mp && !mp->replacement.empty()) reason += "; use " + mp->replacement;
+      hit.emplace(e.api, reason);
+      break;
+    }
+    if (!hit) {
+      for (const Package& p : kCudaOnlyPackages) {
+        if (matches(p.name) && !ctx.cat.find(p.name)) {
+          hit.emplace(std::string(p.name), std::string(p.reason));
+          break;
         }
-        ctx.flag("TP002", Operation::Unsupported, std::string(p.name), reason,
-                 m.tokens()[im.item_begin].begin, m.tokens()[im.item_end - 1].end);
-        break;
       }
+    }
+    if (hit) {
+      ctx.flag("TP002", Operation::Unsupported, hit->first, hit->second,
+               m.tokens()[im.item_begin].begin, m.tokens()[im.item_end - 1].end);
     }
     // TP001: torch.cuda.amp imports.
     if (im.kind == semantic::ImportKind::Import && im.module == "torch.cuda.amp" &&

@@ -74,7 +74,7 @@ void run_insertions(Context& ctx) {
     inserts.push_back({var_at, "DEVICE_ID", "insert DEVICE_ID read from the environment",
                        "DEVICE_ID = int(" + os + ".environ.get(\"DEVICE_ID\", \"0\"))" + nl});
   }
-  if (ctx.used_device_var) {
+  if (ctx.used_device_var && !m.lookup(kDeviceVar, 0)) {
     const std::string& t = torch;
     inserts.push_back({var_at, std::string(kDeviceVar), "insert the device variable (torch >= 2.6)",
                        std::string(kDeviceVar) + " = " + t +
