@@ -1,6 +1,6 @@
 // `torchport dev parse` and `torchport dev dump-spans`: running the parser over files.
 //
-//   dev parse PATH... [--jobs N] [--quiet]
+//   dev parse PATH... [--stdin-list] [--jobs N] [--quiet]
 //       Parses every .py file under the paths, prints each error as `path:line:col: message`
 //       (col 1-based), checks that printing the tree gives the text back, prints the counts.
 //       Exit status 1 when any file has an error or fails the round trip.
@@ -124,7 +124,18 @@ struct ParseCounts {
       roundtrip_failures{0}, bytes{0};
 };
 
-int run_parse(const std::vector<std::string>& paths, int jobs, bool quiet) {
+int run_parse(std::vector<std::string> paths, bool stdin_list, int jobs, bool quiet) {
+  if (stdin_list) {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) paths.push_back(line);
+    }
+  }
+  if (paths.empty()) {
+    std::fprintf(stderr, "torchport: dev parse: no paths given\n");
+    return 2;
+  }
   std::string error;
   std::vector<std::string> files = discover(paths, error);
   if (!error.empty()) {
@@ -217,10 +228,12 @@ void setup_dev_parse(CLI::App& app, int& exit_code) {
     auto paths = std::make_shared<std::vector<std::string>>();
     auto jobs = std::make_shared<int>(default_jobs());
     auto quiet = std::make_shared<bool>(false);
-    cmd->add_option("PATH", *paths, "files or directories")->required();
+    auto stdin_list = std::make_shared<bool>(false);
+    cmd->add_option("PATH", *paths, "files or directories");
     cmd->add_option("--jobs,-j", *jobs, "threads");
     cmd->add_flag("--quiet,-q", *quiet, "print only the counts");
-    cmd->callback([=, &exit_code] { exit_code = run_parse(*paths, *jobs, *quiet); });
+    cmd->add_flag("--stdin-list", *stdin_list, "also read paths from stdin, one per line");
+    cmd->callback([=, &exit_code] { exit_code = run_parse(*paths, *stdin_list, *jobs, *quiet); });
   }
   {
     CLI::App* cmd =

@@ -111,7 +111,7 @@ class Parser {
     }
     ~DepthGuard() { --p.depth_; }
   };
-  static constexpr int kMaxDepth = 200;
+  static constexpr int kMaxDepth = 500;
 
   // ---- statements (parser_statements.cc) ----
   Node* file();
