@@ -95,7 +95,16 @@ class Result:
         return next((r for r in self._flow(direction) if r.status != "pass"), None)
 
     def first_difference(self, direction: str) -> Optional[Row]:
-        return next((r for r in self._flow(direction) if not r.identical), None)
+        """First row that is not bit-identical (rows without statistics, e.g. complex tensors,
+        cannot tell and are skipped)."""
+        return next(
+            (
+                r
+                for r in self._flow(direction)
+                if not r.identical and r.a.get("norm") is not None and r.b.get("norm") is not None
+            ),
+            None,
+        )
 
     def _flow(self, direction: str) -> Iterator[Row]:
         for r in self.rows:
@@ -429,8 +438,12 @@ def _compute(rows: list[Row], a: Dump, b: Dump, use_full: bool, workers: int) ->
         ha, hb = ra.get("hash"), rb.get("hash")
         if ha is not None and ha == hb:
             row.identical = True
-        elif ha is None or hb is None:
-            row.identical = all(ra.get(s) == rb.get(s) for s in STATS) and ra.get("shape") == rb.get("shape")
+        elif ha is None or hb is None:  # no hash (accelerator statistics): equal statistics
+            row.identical = (
+                ra.get("norm") is not None
+                and all(ra.get(s) == rb.get(s) for s in STATS)
+                and ra.get("shape") == rb.get("shape")
+            )
         if row.identical or not use_full or _nonfinite(ra) or _nonfinite(rb):
             continue
         if ra.get("shape") != rb.get("shape"):
