@@ -218,3 +218,22 @@ def test_parameter_gradients_are_reported_apart(tmp_path):
     # The activation-gradient flow still points at layer 2.
     bwd = res.first_divergence("backward")
     assert bwd is not None and bwd.name == "2"
+
+
+def test_real_ddp_dump_aligns_with_plain(tmp_path):
+    """A one-process gloo DistributedDataParallel run: names carry `module.`, compare aligns them."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    plain = train(tmp_path / "plain", mlp(), steps=1)
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        ddp = nn.parallel.DistributedDataParallel(mlp())
+        dump = train(tmp_path / "ddp", ddp, steps=1)
+    finally:
+        dist.destroy_process_group()
+    res = compare_dumps(dump, plain)
+    assert {r.a["name"] for r in res.rows} >= {"module", "module.2"}
+    assert not res.only_a and not res.only_b
+    assert all(r.identical for r in res.rows)
