@@ -5,9 +5,12 @@
 #include <torchport/text/source.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace torchport::cli {
 namespace {
@@ -88,6 +91,40 @@ int run_dev_tokens(const std::string& path) {
   return rc;
 }
 
+/// `torchport dev tokens --summary FILE...`: decode and tokenize every file, print totals and
+/// the lexing throughput (process CPU time of tokenize() alone).
+int run_dev_tokens_summary(const std::vector<std::string>& paths) {
+  std::uint64_t bytes = 0, tokens = 0, errors = 0, files = 0, undecodable = 0;
+  double lex_seconds = 0;
+  for (const std::string& path : paths) {
+    const text::DecodeResult decoded = text::decode_file(path);
+    if (!decoded.source) {
+      ++undecodable;
+      continue;
+    }
+    const std::clock_t c0 = std::clock();
+    const syntax::LexResult lexed = syntax::tokenize(decoded.source->text);
+    lex_seconds += static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+    ++files;
+    bytes += decoded.source->text.size();
+    tokens += lexed.tokens.size();
+    for (const text::Diagnostic& d : lexed.diagnostics) {
+      if (d.severity == text::Severity::Error) {
+        ++errors;
+        break;
+      }
+    }
+  }
+  std::printf(
+      "files %llu undecodable %llu bytes %llu tokens %llu files_with_errors %llu "
+      "lex_cpu_seconds %.4f MB_per_s %.1f\n",
+      static_cast<unsigned long long>(files), static_cast<unsigned long long>(undecodable),
+      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(tokens),
+      static_cast<unsigned long long>(errors), lex_seconds,
+      lex_seconds > 0 ? static_cast<double>(bytes) / 1e6 / lex_seconds : 0.0);
+  return 0;
+}
+
 }  // namespace
 
 void setup_dev_parse(CLI::App& app, int& exit_code);  // cmd_dev_parse.cc
@@ -95,10 +132,17 @@ void setup_dev_parse(CLI::App& app, int& exit_code);  // cmd_dev_parse.cc
 void setup_dev(CLI::App& app, int& exit_code) {
   app.require_subcommand(1);
   {
-    CLI::App* tokens = app.add_subcommand("tokens", "print the lexer's tokens of a Python file");
-    auto path = std::make_shared<std::string>();
-    tokens->add_option("FILE", *path, "Python source file")->required();
-    tokens->callback([path, &exit_code] { exit_code = run_dev_tokens(*path); });
+    CLI::App* tokens = app.add_subcommand("tokens", "print the lexer's tokens of Python files");
+    auto paths = std::make_shared<std::vector<std::string>>();
+    auto summary = std::make_shared<bool>(false);
+    tokens->add_option("FILE", *paths, "Python source files")->required();
+    tokens->add_flag("--summary", *summary,
+                     "print only totals and the lexing speed (CPU time), for benchmarks");
+    tokens->callback([paths, summary, &exit_code] {
+      exit_code = *summary ? run_dev_tokens_summary(*paths) : 0;
+      if (*summary) return;
+      for (const std::string& path : *paths) exit_code = std::max(exit_code, run_dev_tokens(path));
+    });
   }
   setup_dev_parse(app, exit_code);
 }
