@@ -408,12 +408,24 @@ void Model::build_references() {
     const auto& t = lines_[li].tokens;
     TokenKind k0 = kind(t[0]);
     if (k0 == TokenKind::KwImport || k0 == TokenKind::KwFrom) continue;
+    const std::size_t kd = k0 == TokenKind::KwAsync ? 1 : 0;
+    const bool is_def =
+        kd + 2 < t.size() && kind(t[kd]) == TokenKind::KwDef && kind(t[kd + 2]) == TokenKind::LPar;
+    const TokenIndex def_paren = is_def ? t[kd + 2] : 0;
     for (std::size_t p = 0; p < t.size(); ++p) {
       if (kind(t[p]) != TokenKind::Name) continue;
       if (p > 0) {
         TokenKind before = kind(t[p - 1]);
         if (before == TokenKind::Dot || before == TokenKind::KwDef ||
             before == TokenKind::KwClass) {
+          continue;
+        }
+      }
+      // A parameter name of a def is not a use (its annotation and default are).
+      if (is_def && p > 0 && enclosing_open(t[p]) && *enclosing_open(t[p]) == def_paren) {
+        const TokenKind before = kind(t[p - 1]);
+        if (before == TokenKind::LPar || before == TokenKind::Comma || before == TokenKind::Star ||
+            before == TokenKind::DoubleStar) {
           continue;
         }
       }

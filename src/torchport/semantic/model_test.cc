@@ -109,6 +109,23 @@ TEST(SemanticModel, SimpleAssignments) {
   EXPECT_EQ(qualified(p, "a"), "<other>");
 }
 
+TEST(SemanticModel, ParameterNamesAreNotUses) {
+  // In a class body `device` is bound to torch.cuda.device; a method's parameter of the same
+  // name is a new binding, not a use (its annotation is a use).
+  Parsed p(
+      "import torch\n"
+      "class I:\n"
+      "    device = torch.cuda.device\n"
+      "    def f(device: torch.types.Device = None, *rest, **kw):\n"
+      "        return device\n");
+  EXPECT_EQ(ref(p, "torch.types.Device"), "torch.types.Device");
+  for (const Reference& r : p.model.references()) {
+    if (p.model.token_text(r.first) == "device") {
+      EXPECT_EQ(r.line, 4u) << "only the return (line index 4), not the def";
+    }
+  }
+}
+
 TEST(SemanticModel, ConflictingRebindingIsNotTrusted) {
   Parsed p("import torch\nimport numpy as torch\ntorch.cuda.synchronize()\n");
   EXPECT_EQ(ref(p, "torch.cuda.synchronize"), "<unresolved>");
