@@ -83,7 +83,8 @@ def import_ms() -> list[tuple[float, float]]:
     return out
 
 
-def train_step_ms() -> tuple[float, float]:
+def train_step_ms() -> tuple[float, float, float]:
+    """(plain ms, shim ms, median of the paired shim/plain ratios) of one training step, CPU time."""
     torch.set_num_threads(1)
     torch.manual_seed(0)
     data = torch.randn(64, 256)
@@ -106,15 +107,21 @@ def train_step_ms() -> tuple[float, float]:
         return (time.process_time() - t) / steps * 1e3
 
     steps = 30 if QUICK else 100
-    base, shim = [], []
-    for _ in range(5 if QUICK else 11):
-        base.append(run("cpu", steps))
-        rt.enable("cpu")
-        try:
-            shim.append(run("cuda", steps))
-        finally:
-            rt.disable()
-    return min(base), min(shim)
+    base, shim, ratios = [], [], []
+    for i in range(5 if QUICK else 21):
+        order = ("cpu", "cuda") if i % 2 == 0 else ("cuda", "cpu")  # alternate which goes first
+        got = {}
+        for dev in order:
+            if dev == "cuda":
+                rt.enable("cpu")
+            try:
+                got[dev] = run(dev, steps)
+            finally:
+                rt.disable()
+        base.append(got["cpu"])
+        shim.append(got["cuda"])
+        ratios.append(got["cuda"] / got["cpu"])
+    return min(base), min(shim), statistics.median(ratios)
 
 
 def main() -> int:
@@ -133,11 +140,12 @@ def main() -> int:
         f"{len(runs)} runs: CPU median {statistics.median(cpu):.1f} ms (min {min(cpu):.1f}), "
         f"wall median {statistics.median(wall):.1f} ms (min {min(wall):.1f}); goal <= 30 ms"
     )
-    base, shim = train_step_ms()
+    base, shim, ratio = train_step_ms()
     print(
         f"\ntraining step, CPU ms, best of runs (MLP 256-512-32, batch 64, 1 thread): plain {base:.3f}, "
         f"shim {shim:.3f}, "
-        f"difference {100 * (shim - base) / base:+.2f}% (goal < 1%)"
+        f"difference of the best runs {100 * (shim - base) / base:+.2f}%, median paired difference "
+        f"{100 * (ratio - 1):+.2f}% (goal < 1%)"
     )
     return 0
 
