@@ -327,34 +327,61 @@ void cuda_methods(Context& ctx) {
       ctx.modify("TP301", ".cuda", "change method .cuda to ." + method, tok.begin, tok.end, method);
       continue;
     }
-    // .to(<device>, <the other arguments>)
+    // .to(<device>, <the other arguments>). The arguments' own bytes are never replaced, so
+    // rewrites inside them (`.cuda(torch.cuda.current_device())`) still apply.
     auto args = call_args(m, *nx);
-    std::string idx;
-    std::string rest;
+    std::optional<std::pair<std::uint32_t, std::uint32_t>> idx;  // byte range of the index
     for (const Arg& a : args) {
-      const std::uint32_t ab = m.tokens()[a.first].begin;
-      const std::uint32_t ae = m.tokens()[a.last].end;
-      std::string_view text = m.text().substr(ab, ae - ab);
-      if (a.keyword.empty() && idx.empty()) {
-        idx = std::string(text);
+      if (a.keyword.empty() && !idx && m.kind(a.first) != TokenKind::Star &&
+          m.kind(a.first) != TokenKind::DoubleStar) {
+        idx.emplace(m.tokens()[a.first].begin, m.tokens()[a.last].end);
       } else if (a.keyword == "device") {
         auto eq = m.next(a.first);
-        const std::uint32_t vb = m.tokens()[*m.next(*eq)].begin;
-        idx = std::string(m.text().substr(vb, ae - vb));
-      } else {
-        if (!rest.empty()) rest += ", ";
-        rest += text;
+        idx.emplace(m.tokens()[*m.next(*eq)].begin, m.tokens()[a.last].end);
       }
     }
-    std::string dev = idx.empty() ? ctx.device_expr() : index_device(ctx, idx);
     if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
-    const std::uint32_t end = m.tokens()[*m.match(*nx)].end;
-    std::string msg = "change method .cuda(...) to .to(" + dev + ")";
-    if (!idx.empty() && (t == "cpu" || t == "mps")) {
-      msg += "; the device index " + idx + " is dropped (" + t + " has one device)";
+    fix::Fix fx;
+    fx.edits.push_back(fix::Edit{tok.begin, tok.end, "to"});
+    std::string msg;
+    if (!idx) {
+      const std::string dev = ctx.device_expr();
+      const std::uint32_t at = m.tokens()[*nx].end;
+      fx.edits.push_back(fix::Edit{at, at, dev + (args.empty() ? "" : ", ")});
+      msg = "change method .cuda(...) to .to(" + dev + ")";
+    } else {
+      const std::string text(m.text().substr(idx->first, idx->second - idx->first));
+      const bool literal =
+          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (literal || t == "cpu" || t == "mps") {
+        const std::string dev = literal ? index_device(ctx, text) : "\"" + ctx.target.device + "\"";
+        fx.edits.push_back(fix::Edit{idx->first, idx->second, dev});
+        // The dropped index expression takes the findings inside it along.
+        std::erase_if(ctx.result.findings, [&](const Finding& g) {
+          return g.begin >= idx->first && g.end <= idx->second;
+        });
+        msg = "change method .cuda(" + text + ") to .to(" + dev + ")";
+        if (t == "cpu" || t == "mps") msg += " (" + t + " has one device)";
+      } else {
+        const std::string type =
+            ctx.accelerator() ? std::string(kDeviceVar) + ".type" : "\"" + ctx.target.device + "\"";
+        if (ctx.accelerator()) ctx.used_device_var = true;
+        fx.edits.push_back(
+            fix::Edit{idx->first, idx->first, ctx.render("torch.device") + "(" + type + ", "});
+        fx.edits.push_back(fix::Edit{idx->second, idx->second, ")"});
+        msg = "change method .cuda(" + text + ") to .to(torch.device(" + type + ", " + text + "))";
+      }
     }
-    ctx.modify("TP301", ".cuda", msg, tok.begin, end,
-               "to(" + dev + (rest.empty() ? "" : ", " + rest) + ")");
+    Finding f;
+    f.code = "TP301";
+    f.op = Operation::Modify;
+    f.api = ".cuda";
+    f.message = msg;
+    f.begin = tok.begin;
+    f.end = m.tokens()[*m.match(*nx)].end;
+    f.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(f));
+    ctx.changed = true;
   }
 }
 
