@@ -3,6 +3,7 @@
 #include <torchport/project/diff.h>
 #include <torchport/project/driver.h>
 #include <torchport/project/files.h>
+#include <torchport/semantic/model.h>
 #include <torchport/syntax/parser.h>
 #include <torchport/text/line_index.h>
 #include <torchport/text/source.h>
@@ -139,6 +140,62 @@ void add_custom_op_calls(const syntax::Tree& tree, const OpMap& ops,
         [](const rules::Finding& a, const rules::Finding& b) { return a.begin < b.begin; });
 }
 
+/// Calls of general torch APIs judged by the vendor's per-version list for the target (Ascend's
+/// supported_op / op_list, Cambricon's torch_api.yaml): unsupported ones go to
+/// unsupported_api.csv, ones no list confirms (and ones with vendor limits) to unknown_api.csv.
+/// CUDA-specific names are the rules' business and are skipped, as are calls a rule reported.
+void add_vendor_list_findings(const syntax::Tree& tree, const catalogue::Catalogue& cat,
+                              const rules::Options& ropts, std::vector<rules::Finding>& findings) {
+  if (cat.support_versions(ropts.target).empty()) return;
+  semantic::Model model(tree.text(), tree.tokens());
+  std::map<std::pair<std::uint32_t, std::uint32_t>, const std::string*> qualified;
+  for (const semantic::Reference& r : model.references())
+    if (!r.qualified.empty())
+      qualified[{tree.tokens()[r.first].begin, tree.tokens()[r.last].end}] = &r.qualified;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> taken;
+  for (const rules::Finding& f : findings) taken.emplace_back(f.begin, f.end);
+  bool added = false;
+  for (const syntax::Node* call : tree.find_all(syntax::NodeKind::Call)) {
+    const syntax::Node* fn = call->func();
+    if (!fn) continue;
+    syntax::ByteRange r = tree.byte_range(*fn);
+    auto it = qualified.find({r.begin, r.end});
+    if (it == qualified.end()) continue;
+    const std::string& q = *it->second;
+    if (!q.starts_with("torch.") || q.starts_with("torch.cuda") ||
+        q.starts_with("torch.backends.cud") || cat.find(q))
+      continue;
+    bool reported = std::any_of(taken.begin(), taken.end(), [&](const auto& t) {
+      return t.first < r.end && r.begin < t.second;
+    });
+    if (reported) continue;
+    auto s = cat.api_support(q, ropts.target, ropts.torch_version);
+    if (!s || s->status == catalogue::Status::Supported) continue;
+    rules::Finding f;
+    f.code = "TP950";
+    f.api = q;
+    f.begin = r.begin;
+    f.end = tree.byte_range(*call).end;
+    std::string tip = s->tip.empty() || s->tip == "-" ? "" : ": " + s->tip;
+    if (s->status == catalogue::Status::Unsupported) {
+      f.op = rules::Operation::Unsupported;
+      f.message = "unsupported on " + ropts.target + " according to " + s->source + tip;
+    } else if (s->status == catalogue::Status::Partial) {
+      f.op = rules::Operation::Unknown;
+      f.message = "supported on " + ropts.target + " with limits" + tip + " [" + s->source + "]";
+    } else {
+      f.op = rules::Operation::Unknown;
+      f.message = "not in the supported list of " + s->source;
+    }
+    findings.push_back(std::move(f));
+    added = true;
+  }
+  if (added)
+    std::stable_sort(
+        findings.begin(), findings.end(),
+        [](const rules::Finding& a, const rules::Finding& b) { return a.begin < b.begin; });
+}
+
 bool is_cxx_source(const ProjectFile& f) {
   static const char* const kExt[] = {".cpp", ".cc", ".cxx", ".cu", ".cuh"};
   std::string ext = fs::path(f.rel).extension().string();
@@ -171,6 +228,7 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   }
   rules::FileResult fr = rules::check(tree, cat, opts.rules);
   add_custom_op_calls(tree, ops, fr.findings);
+  add_vendor_list_findings(tree, cat, opts.rules, fr.findings);
   w.entry.min_torch = fr.min_torch_version;
   w.cuda_ops = fr.cuda_apis;
   std::vector<fix::AppliedEdit> applied;

@@ -259,5 +259,34 @@ TEST_F(Driver, CallsToCustomCudaOperatorsAreReportedUnsupported) {
   EXPECT_EQ(get(result() / "use.py"), get(root_ / "proj/use.py")) << "left in place";
 }
 
+TEST_F(Driver, GeneralTorchCallsAreJudgedByTheVendorListOfTheVersion) {
+  put("m.py",
+      "import torch\n"
+      "from torch.utils import mobile_optimizer as mo\n"
+      "x = torch.zeros(2)\n"
+      "m = mo.optimize_for_mobile(None)\n"
+      "torch.not_a_real_api(1)\n");
+  Options o = opts();
+  o.analyze_only = true;
+  o.outdir.clear();
+  o.rules.torch_version = "2.8";
+  RunResult r = go(o);
+  std::map<std::string, report::Row> by;
+  for (const report::Row& row : r.report.rows) by[row.api] = row;
+  EXPECT_EQ(by.count("torch.zeros"), 0u) << "in Ascend's supported list";
+  ASSERT_EQ(by.count("torch.utils.mobile_optimizer.optimize_for_mobile"), 1u);
+  const report::Row& u = by["torch.utils.mobile_optimizer.optimize_for_mobile"];
+  EXPECT_EQ(u.op, rules::Operation::Unsupported);
+  EXPECT_EQ(u.start_line, 4u);
+  EXPECT_NE(u.message.find("op_list_<v>.json"), std::string::npos) << u.message;
+  EXPECT_NE(u.message.find("(torch 2.8)"), std::string::npos) << u.message;
+  ASSERT_EQ(by.count("torch.not_a_real_api"), 1u);
+  EXPECT_EQ(by["torch.not_a_real_api"].op, rules::Operation::Unknown);
+  // Targets without a vendor list are not judged this way.
+  o.rules.target = "xpu";
+  o.rules.torch_version.clear();
+  for (const report::Row& row : go(o).report.rows) EXPECT_NE(row.code, "TP950") << row.api;
+}
+
 }  // namespace
 }  // namespace torchport::project
