@@ -280,6 +280,15 @@ FileResult check(const syntax::Tree& tree, const catalogue::Catalogue& cat, cons
   }
   Context ctx(model, cat, *target, opts);
   if (!tree.ok()) return std::move(ctx.result);
+  if (ctx.accelerator() && !ctx.version_ok(kAcceleratorMinTorch)) {
+    // torch.accelerator does not exist before 2.6: nothing device-agnostic can be written.
+    ctx.flag("TP900", Operation::Unsupported, "torch.accelerator",
+             "--target accelerator needs torch >= " + std::string(kAcceleratorMinTorch) +
+                 " (torch.accelerator); --torch-version is " + opts.torch_version +
+                 ": nothing was rewritten",
+             0, 0);
+    return std::move(ctx.result);
+  }
   run_imports(ctx);
   run_amp(ctx);
   run_cuda_api(ctx);
