@@ -74,3 +74,26 @@ def test_round_trip_with_the_amp_script_checkpoint(tmp_path: Path, cuda_ckpt: Pa
     want = torch.nn.Linear(3, 2)
     want.load_state_dict(_expected())
     assert torch.equal(out, want(torch.ones(1, 3)))
+
+
+def test_unchanged_resume_script_matches_cpu(cuda_ckpt: Path, tmp_path: Path) -> None:
+    from runtime_testlib import run_torchport
+
+    run = run_torchport(
+        [
+            "run",
+            "--target",
+            "cpu",
+            "--quiet",
+            str(FIXTURES / "resume.py"),
+            str(cuda_ckpt),
+            str(tmp_path / "r.json"),
+        ]
+    )
+    assert run.returncode == 0, run.stderr
+    ref = run_python([str(FIXTURES / "resume_cpu.py"), str(cuda_ckpt), str(tmp_path / "c.json")])
+    assert ref.returncode == 0, ref.stderr
+    import json
+
+    got, want = (json.loads((tmp_path / n).read_text()) for n in ("r.json", "c.json"))
+    assert got["step"] == 7 and got["losses"] == want["losses"] and got["losses"][-1] < got["losses"][0]

@@ -93,3 +93,12 @@ def test_unchanged_ddp_script_on_two_gloo_ranks_matches_cpu(tmp_path: Path) -> N
     assert got["backend"] == "gloo" and got["world"] == 2
     assert len(got["losses"]) == 6 and got["losses"] == want["losses"]
     assert got["losses"][-1] < got["losses"][0]
+
+
+def test_fsdp_is_patched_when_imported_and_restored() -> None:
+    with enabled("cpu"):
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+        wrapped = FSDP.__init__
+        assert getattr(wrapped, "__wrapped__", None) is not None  # patched at its (first) import
+    assert FSDP.__init__ is wrapped.__wrapped__  # the original is back
