@@ -739,7 +739,10 @@ void Parser::fstring(std::size_t /*parts_mark*/, TokenKind end_kind) {
 
 void Parser::replacement_field(TokenKind end_kind) {
   DepthGuard guard(*this);
+  if (spec_depth_ > 2) fail_here("f-string: expressions nested too deeply");
   std::uint32_t open = open_bracket();
+  int outer_spec_depth = spec_depth_;
+  spec_depth_ = 0;  // an f-string inside the expression starts afresh
   std::size_t m = mark();
   Ex e = at(TokenKind::KwYield) ? yield_expr() : star_expressions();
   push(e.n, Role::Value);
@@ -754,8 +757,10 @@ void Parser::replacement_field(TokenKind end_kind) {
                   "': expected 's', 'r', or 'a'");
     conversion = static_cast<std::uint32_t>(s[0]);
   }
+  spec_depth_ = outer_spec_depth;
   if (at(TokenKind::Colon)) {
     std::uint32_t colon = take();
+    ++spec_depth_;
     std::size_t sm = mark();
     TokenKind middle =
         end_kind == TokenKind::FStringEnd ? TokenKind::FStringMiddle : TokenKind::TStringMiddle;
@@ -781,6 +786,7 @@ void Parser::replacement_field(TokenKind end_kind) {
       last = prev();
     }
     push(make(NodeKind::JoinedStr, first, last, sm), Role::FormatSpec);
+    --spec_depth_;
   }
   std::uint32_t close = close_bracket(TokenKind::RBrace);
   Node* n =

@@ -51,6 +51,9 @@ TEST(ParserFString, Invalid) {
   EXPECT_FALSE(accepts("f'{}'\n"));
   EXPECT_FALSE(accepts("f'{x!z}'\n"));
   EXPECT_FALSE(accepts("f'{x'\n"));
+  // Format specs nest two levels deep at most, as in CPython.
+  EXPECT_TRUE(accepts("f'{a:{b:{c}}}'\n"));
+  EXPECT_FALSE(accepts("f'{a:{b:{c:{d}}}}'\n"));
 }
 
 TEST(ParserFString, DecodedValues) {

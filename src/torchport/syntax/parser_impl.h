@@ -195,6 +195,8 @@ class Parser {
   /// The last token before the NEWLINE of the latest simple-statement line: where a compound
   /// statement ends (CPython: its last non-whitespace token, a trailing ';' included).
   std::uint32_t block_end_ = 0;
+  /// Format specs enclosing the current replacement field (CPython allows two levels).
+  int spec_depth_ = 0;
   std::vector<Node*> scratch_;
   std::vector<std::uint32_t> extra_scratch_;
   std::vector<std::uint32_t> open_brackets_;

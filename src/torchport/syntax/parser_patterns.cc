@@ -120,10 +120,8 @@ Node* Parser::literal_or_value_pattern() {
     case TokenKind::String:
     case TokenKind::FStringStart:
     case TokenKind::TStringStart: {
-      Ex s = strings();
-      if (s.n->kind_ != NodeKind::Constant)
-        fail(first, "patterns may only match literals and attribute lookups");
-      return s.n;
+      // f-strings parse here; CPython's compiler (not its parser) rejects them.
+      return strings().n;
     }
     case TokenKind::KwNone:
     case TokenKind::KwTrue:
@@ -279,6 +277,7 @@ Node* Parser::closed_pattern_node() {
         if (rest != kNoToken) fail_here();
         if (accept(TokenKind::DoubleStar)) {
           rest = expect(TokenKind::Name, nullptr);
+          if (text_of(rest) == "_") fail(rest, "invalid syntax");
         } else {
           Node* key = literal_or_value_pattern();
           push(key, Role::Key);

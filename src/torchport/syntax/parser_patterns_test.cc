@@ -51,12 +51,17 @@ TEST(ParserPatterns, MatchStatementShapeAndSpans) {
   EXPECT_EQ(spans("match x:\n    case (0 as z) | 1: pass\n", NodeKind::match_case), "2:9-2:27");
 }
 
+TEST(ParserPatterns, FStringPatternsParseLikeAstParse) {
+  // ast.parse accepts them; only the compiler rejects them.
+  EXPECT_TRUE(accepts("match x:\n    case f'{a}': pass\n"));
+}
+
 TEST(ParserPatterns, Rejected) {
-  EXPECT_FALSE(accepts("match x:\n    case f'{a}': pass\n"));
   EXPECT_FALSE(accepts("match x:\n    case a as _: pass\n"));
   EXPECT_FALSE(accepts("match x:\n    case C(a=1, b): pass\n"));
   EXPECT_FALSE(accepts("match x:\n    case 1 + 2: pass\n"));
   EXPECT_FALSE(accepts("match x:\n    case {**r, 1: a}: pass\n"));
+  EXPECT_FALSE(accepts("match x:\n    case {**_}: pass\n"));
   EXPECT_FALSE(accepts("match x:\n    pass\n"));
   EXPECT_FALSE(accepts("match x:\ncase 1: pass\n"));
 }
