@@ -18,11 +18,15 @@ $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-rec
 
 echo "=== Python environment (.venv) ==="
 [ -x "$ROOT/.venv/bin/python" ] || python3 -m venv "$ROOT/.venv"
-"$ROOT/.venv/bin/pip" install -q --upgrade pip
-"$ROOT/.venv/bin/pip" install -q torch==2.13.0
+# pip warns once per package about index folders this machine lacks; keep every other message.
+pip_install() {
+  "$ROOT/.venv/bin/pip" install -q "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
+}
+pip_install --upgrade pip
+pip_install torch==2.13.0
 if [ "${1:-}" = "--test" ]; then
-  "$ROOT/.venv/bin/pip" install -q ".[test]"
+  pip_install ".[test]"
 else
-  "$ROOT/.venv/bin/pip" install -q .
+  pip_install .
 fi
 echo "torchport installed: $("$ROOT/.venv/bin/torchport" --version)"
