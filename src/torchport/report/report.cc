@@ -207,8 +207,9 @@ std::string summary_table(const Report& r) {
   out += std::to_string(r.files.size()) + " files (" + std::to_string(python) +
          " Python): " + std::to_string(r.count(Outcome::Success)) + " success, " +
          std::to_string(r.count(Outcome::Failure)) + " failure, " +
-         std::to_string(r.count(Outcome::Skip)) + " skipped; " + std::to_string(changed) +
-         " changed\n";
+         std::to_string(r.count(Outcome::Skip)) + " skipped" +
+         (r.command == "analyze" ? std::string() : "; " + std::to_string(changed) + " changed") +
+         "\n";
   if (!r.min_torch.empty()) out += "the output needs torch >= " + r.min_torch + "\n";
   return out;
 }
