@@ -453,7 +453,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
       for (auto it = fs::recursive_directory_iterator(input, ec);
            !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
         if (it->is_directory(ec) && !it->is_symlink(ec))
-          dirs.insert(tmp_dir / fs::relative(it->path(), input, ec));
+          dirs.insert(tmp_dir / it->path().lexically_relative(input));
     }
     for (const fs::path& d : dirs) fs::create_directories(d, ec);
   }

@@ -59,7 +59,7 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
       continue;
     }
     if (!fs::is_regular_file(st) && !fs::is_symlink(st)) continue;  // sockets, fifos, devices
-    add(entry.path(), fs::relative(entry.path(), input, ec).generic_string());
+    add(entry.path(), entry.path().lexically_relative(input).generic_string());
   }
   std::sort(out.begin(), out.end(),
             [](const ProjectFile& a, const ProjectFile& b) { return a.rel < b.rel; });

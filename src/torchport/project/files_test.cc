@@ -1,0 +1,77 @@
+#include <gtest/gtest.h>
+#include <torchport/project/files.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace torchport::project {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(Files, ClassifyByName) {
+  EXPECT_EQ(classify("a/train.py"), FileKind::Python);
+  EXPECT_EQ(classify("stubs.pyi"), FileKind::Python);
+  EXPECT_EQ(classify("requirements-dev.txt"), FileKind::Scanned);
+  EXPECT_EQ(classify("pyproject.toml"), FileKind::Scanned);
+  EXPECT_EQ(classify("run.sh"), FileKind::Scanned);
+  EXPECT_EQ(classify("csrc/kernel.cu"), FileKind::Scanned);
+  EXPECT_EQ(classify("notes.txt"), FileKind::Other);
+  EXPECT_EQ(classify("model.pt"), FileKind::Other);
+}
+
+TEST(Files, IsWithinComparesWholePathComponents) {
+  fs::path base = fs::temp_directory_path() / ("tp_files_" + std::to_string(::getpid()));
+  fs::create_directories(base / "proj" / "sub");
+  fs::create_directories(base / "proj2");
+  EXPECT_TRUE(is_within(base / "proj" / "sub", base / "proj"));
+  EXPECT_TRUE(is_within(base / "proj", base / "proj"));
+  EXPECT_TRUE(is_within(base / "proj" / "not-yet" / "x", base / "proj"));
+  EXPECT_FALSE(is_within(base / "proj2", base / "proj")) << "a prefix of the name is not inside";
+  EXPECT_FALSE(is_within(base, base / "proj"));
+  EXPECT_TRUE(is_within(base / "proj" / "sub" / ".." / "sub", base / "proj"));
+  fs::remove_all(base);
+}
+
+TEST(Files, DiscoverIsSortedSkipsExcludedDirsAndListsSymlinks) {
+  fs::path base = fs::temp_directory_path() / ("tp_discover_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "b");
+  fs::create_directories(base / "skip");
+  std::ofstream(base / "b" / "z.py") << "x = 1\n";
+  std::ofstream(base / "a.txt") << "a";
+  std::ofstream(base / "skip" / "s.py") << "";
+  fs::create_symlink(base / "a.txt", base / "link.txt");
+  auto files = discover(base, {base / "skip"});
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[0].rel, "a.txt");
+  EXPECT_EQ(files[1].rel, "b/z.py");
+  EXPECT_EQ(files[1].kind, FileKind::Python);
+  EXPECT_EQ(files[1].size, 6u);
+  EXPECT_EQ(files[2].rel, "link.txt");
+  EXPECT_EQ(files[2].kind, FileKind::Symlink);
+  fs::remove_all(base);
+}
+
+TEST(Files, WriteAtomicReplacesAndKeepsPermissions) {
+  fs::path base = fs::temp_directory_path() / ("tp_write_" + std::to_string(::getpid()));
+  fs::create_directories(base);
+  fs::path p = base / "run.py";
+  std::ofstream(p) << "old";
+  fs::permissions(p, fs::perms::owner_all);
+  std::string err;
+  ASSERT_TRUE(write_atomic(p, "new contents", err, p)) << err;
+  std::string got;
+  ASSERT_TRUE(read_file(p, got, err));
+  EXPECT_EQ(got, "new contents");
+  EXPECT_EQ(fs::status(p).permissions() & fs::perms::owner_all, fs::perms::owner_all);
+  int entries = 0;
+  for (auto& e : fs::directory_iterator(base)) entries += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(entries, 1) << "no temporary file left";
+  EXPECT_FALSE(write_atomic(base / "no-such-dir" / "f", "x", err));
+  EXPECT_NE(err.find("cannot write"), std::string::npos);
+  fs::remove_all(base);
+}
+
+}  // namespace
+}  // namespace torchport::project
