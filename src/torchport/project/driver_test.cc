@@ -62,6 +62,7 @@ TEST_F(Driver, MirrorsTheTreeAndCopiesNonPythonFilesUnchanged) {
   put("assets/blob.bin", binary);
   put("pkg/__init__.py", "");
   fs::create_directories(root_ / "proj" / "empty_dir");
+  fs::create_symlink("README.md", root_ / "proj" / "link.md");
   RunResult r = go(opts());
   ASSERT_EQ(r.exit_code, 0) << r.error;
   EXPECT_EQ(r.result_dir, result());
@@ -69,6 +70,8 @@ TEST_F(Driver, MirrorsTheTreeAndCopiesNonPythonFilesUnchanged) {
   EXPECT_EQ(get(result() / "assets/blob.bin"), binary);
   EXPECT_TRUE(fs::exists(result() / "pkg/__init__.py"));
   EXPECT_TRUE(fs::is_directory(result() / "empty_dir"));
+  ASSERT_TRUE(fs::is_symlink(result() / "link.md")) << "links are recreated, not followed";
+  EXPECT_EQ(fs::read_symlink(result() / "link.md"), "README.md");
   for (const char* f : {"change_list.csv", "unsupported_api.csv", "unknown_api.csv",
                         "cuda_op_list.csv", "report.json", "torchport.log"})
     EXPECT_TRUE(fs::exists(result() / "torchport-report" / f)) << f;
