@@ -31,9 +31,11 @@ if(CMAKE_SCRIPT_MODE_FILE)
 endif()
 
 function(torchport_embed_data target)
+  # Only the catalogue's own files: data/ also holds other tools' data (opdb/) and the inputs of
+  # tools/gen_catalogue.py (sources/), which the executable does not need.
   file(GLOB_RECURSE data_files CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/data
-       ${PROJECT_SOURCE_DIR}/data/*.json)
-  list(FILTER data_files EXCLUDE REGEX "^sources/")
+       ${PROJECT_SOURCE_DIR}/data/catalogue/*.json)
+  list(APPEND data_files targets.json)
   set(abs "")
   foreach(rel IN LISTS data_files)
     list(APPEND abs ${PROJECT_SOURCE_DIR}/data/${rel})
