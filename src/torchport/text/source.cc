@@ -4,6 +4,7 @@
 #include <torchport/text/source.h>
 
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -306,6 +307,17 @@ DecodeResult fail(std::uint64_t offset, std::string encoding, std::string messag
   return r;
 }
 
+// With a BOM, CPython accepts only a declaration whose first 12 characters, lower-cased with
+// '_' read as '-', are "utf-8" or start with "utf-8-" (its tokenizer's get_normal_name):
+// `# coding: utf8` after a BOM is "encoding problem: utf8 with BOM".
+bool spelled_utf8_for_bom(std::string_view name) {
+  std::string head;
+  for (char c : name.substr(0, 12)) {
+    head += c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return head == "utf-8" || head.starts_with("utf-8-");
+}
+
 }  // namespace
 
 std::optional<std::string> canonical_encoding(std::string_view name) {
@@ -327,7 +339,7 @@ DecodeResult decode(std::string path, std::string_view bytes) {
     codec = find_codec(decl->name);
     if (codec == nullptr)
       return fail(skip + decl->offset, decl->name, "unknown encoding: " + decl->name);
-    if (src.bom && !codec->iconv.empty()) {
+    if (src.bom && !spelled_utf8_for_bom(decl->name)) {
       return fail(skip + decl->offset, std::string(codec->canonical),
                   "encoding problem: " + decl->name + " with BOM");
     }

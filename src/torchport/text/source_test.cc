@@ -55,6 +55,18 @@ TEST(SourceTest, BomWithNonUtf8DeclarationIsAnError) {
   EXPECT_EQ(r.error->encoding, "latin-1");
 }
 
+TEST(SourceTest, BomAcceptsOnlyCPythonsSpellingsOfUtf8) {
+  // CPython's tokenizer normalises only "utf-8" spellings (case, '_' for '-', "utf-8-" prefix);
+  // "utf8" after a BOM is an error there (Lib/test/tokenizedata/bad_coding2.py).
+  const std::string bom = "\xEF\xBB\xBF";
+  EXPECT_TRUE(decode("a.py", bom + "# coding: UTF_8\nx = 1\n").source);
+  EXPECT_TRUE(decode("b.py", bom + "# coding: utf-8-sig\nx = 1\n").source);
+  DecodeResult r = decode("c.py", bom + "#coding: utf8\nprint('x')\n");
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->message, "encoding problem: utf8 with BOM");
+  EXPECT_FALSE(decode("d.py", "#coding: utf8\nx = 1\n").error);  // without a BOM it is fine
+}
+
 TEST(SourceTest, LineEndingsAreKept) {
   EXPECT_NE(decode_round_trip("crlf_endings.py").text.find("\r\n"), std::string::npos);
   const SourceFile cr = decode_round_trip("cr_only_endings.py");
