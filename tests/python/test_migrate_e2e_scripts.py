@@ -69,7 +69,7 @@ def free_port() -> int:
 
 
 def run_script(path: Path, ckpt: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, E2E_NO_COMPILE="1", MASTER_PORT=str(free_port()), PYTHONHASHSEED="0")
+    env = dict(os.environ, E2E_NO_COMPILE="1", MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1")
     args = [str(ckpt)] if path.stem == "resume_checkpoint" else []
     return subprocess.run(
         [sys.executable, str(path), *args],
