@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -100,8 +102,25 @@ def _parse_check(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _newest_cpython() -> tuple[str, tuple[int, int]]:
+    """The newest CPython 3.12+ on PATH or installed by pyenv, else this one."""
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    for minor in (14, 13, 12):
+        candidates = [shutil.which(f"python3.{minor}")]
+        candidates += [str(p) for p in sorted(pyenv_root.glob(f"versions/3.{minor}.*/bin/python3"))]
+        for exe in filter(None, candidates):
+            if subprocess.run([exe, "-c", "import ast"], capture_output=True).returncode == 0:
+                return exe, (3, minor)
+    return sys.executable, sys.version_info[:2]
+
+
 def test_fixtures_and_examples_agree_with_cpython() -> None:
-    p = _parse_check(str(FIXTURES), str(REPO / "examples"), str(REPO / "python"))
+    # The syntax fixtures use the newest grammar (PEP 695 type parameters with PEP 696 defaults,
+    # PEP 701 f-strings), so the oracle must be a CPython that has it.
+    exe, version = _newest_cpython()
+    if version < (3, 13):
+        pytest.skip(f"needs CPython >= 3.13 on PATH as the oracle for the fixtures (found {version})")
+    p = _parse_check("--python", exe, str(FIXTURES), str(REPO / "examples"), str(REPO / "python"))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "(100.000%)" in p.stdout
 
