@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
-import resource
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -24,6 +24,8 @@ from typing import List, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 from torchport._core import core_binary  # noqa: E402
+
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else shutil.which("gtime")
 
 
 def corpus(paths: Sequence[str]) -> List[str]:
@@ -62,21 +64,25 @@ def time_ast(files: Sequence[str]) -> float:
 
 
 def time_ours(binary: str, listfile: str, jobs: int) -> Tuple[float, int]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t0 = time.perf_counter()
-    with open(listfile, encoding="utf-8") as stdin:
-        proc = subprocess.run(
-            [binary, "dev", "parse", "--stdin-list", "--quiet", "--jobs", str(jobs)],
-            stdin=stdin,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    elapsed = time.perf_counter() - t0
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"torchport dev parse failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return elapsed, max(after, before)  # KiB on Linux
+    """Wall time of one `torchport dev parse` run, and its peak RSS in KiB.
+
+    The peak comes from GNU time (/usr/bin/time), which starts the parser from a small process:
+    getrusage(RUSAGE_CHILDREN) from here would count this Python process's memory, which a
+    forked child carries until it execs.
+    """
+    cmd = [binary, "dev", "parse", "--stdin-list", "--quiet", "--jobs", str(jobs)]
+    with tempfile.NamedTemporaryFile("r", suffix=".rss", encoding="utf-8") as rss_file:
+        if GNU_TIME:
+            cmd = [GNU_TIME, "-f", "%M", "-o", rss_file.name, *cmd]
+        t0 = time.perf_counter()
+        with open(listfile, encoding="utf-8") as stdin:
+            proc = subprocess.run(cmd, stdin=stdin, capture_output=True, text=True, check=False)
+        elapsed = time.perf_counter() - t0
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"torchport dev parse failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        text = rss_file.read().strip().splitlines()
+    rss = int(text[-1]) if text and text[-1].isdigit() else -1
+    return elapsed, rss
 
 
 def main() -> int:
@@ -120,7 +126,10 @@ def main() -> int:
     ]
     for name, t in rows:
         print(f"{name:<28}{t:>9.2f}{mb / t:>9.1f}{n / t:>10.0f}{t_ast / t:>8.2f}x")
-    print(f"torchport peak memory (max RSS): {rss / 1024:.1f} MiB")
+    if rss > 0:
+        print(f"torchport peak memory (max RSS, GNU time): {rss / 1024:.1f} MiB")
+    else:
+        print("torchport peak memory: not measured (needs GNU time: apt-get install time)")
     return 0
 
 
