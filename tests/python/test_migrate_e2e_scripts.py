@@ -43,8 +43,6 @@ ORIGINAL_FAILURE = {
 # Migrated scripts that do not run yet: rule gaps, each stated precisely (strict: a fix must
 # remove the mark).
 KNOWN_GAPS = {
-    "resume_checkpoint": "torch.load(path) without map_location is left as is, so the cuda:0 storages "
-    "still fail to deserialize (cpu and accelerator)",
     "ddp_train": "DDP(model, device_ids=[rank]) keeps device_ids, which DistributedDataParallel refuses "
     "for CPU modules (ValueError)",
     "streams_events": "cpu: torch.cuda.Event(enable_timing=True) becomes torch.cpu.Event(enable_timing=True) "

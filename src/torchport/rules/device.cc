@@ -6,7 +6,9 @@
 //   torch.device, .to, torch.autocast, torch.amp.*, torch.set_default_device; torch.load's
 //   second argument; `x.device.type == "cuda"` and comparisons with device variables; argparse
 //   `--device` defaults and choices; and variables assigned a device value
-//   (`device = "cuda" if torch.cuda.is_available() else "cpu"`).
+//   (`device = "cuda" if torch.cuda.is_available() else "cpu"`). It also adds
+//   map_location=<the device> to torch.load calls that have none, since storages saved on a
+//   CUDA device fail to load anywhere else.
 //   TP301 rewrites `.cuda(...)` calls on tensors and modules, TP302 `.is_cuda`.
 // Why:
 //   These are the places where a CUDA device is named; a string anywhere else (a log message, a
@@ -260,6 +262,39 @@ void device_strings(Context& ctx) {
   }
 }
 
+// torch.load without a map_location restores each storage to the device it was saved from, so a
+// checkpoint written on a GPU fails to load anywhere else: add map_location=<the device>.
+void load_map_location(Context& ctx) {
+  const semantic::Model& m = ctx.m;
+  for (const semantic::Reference& ref : m.references()) {
+    if (ref.qualified != "torch.load") continue;
+    auto lpar = m.next(ref.last);
+    if (!lpar || m.kind(*lpar) != TokenKind::LPar) continue;
+    auto args = call_args(m, *lpar);
+    std::size_t positional = 0;
+    bool skip = false;
+    for (const Arg& a : args) {
+      if (a.keyword == "map_location" || m.kind(a.first) == TokenKind::Star ||
+          m.kind(a.first) == TokenKind::DoubleStar) {
+        skip = true;  // a map_location is given, or may be (*args, **kwargs)
+      }
+      if (a.keyword.empty()) ++positional;
+    }
+    if (skip || positional == 0 || positional >= 2) continue;
+    const std::string dev =
+        ctx.accelerator() ? std::string(kDeviceVar) : "\"" + ctx.target.device + "\"";
+    if (ctx.accelerator()) {
+      ctx.used_device_var = true;
+      ctx.require_torch(kAcceleratorMinTorch);
+    }
+    const std::uint32_t at = m.tokens()[args.back().last].end;
+    ctx.modify("TP300", "torch.load",
+               "insert map_location=" + dev +
+                   " (storages saved on a CUDA device cannot be restored without one)",
+               at, at, ", map_location=" + dev);
+  }
+}
+
 void cuda_methods(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
@@ -389,6 +424,7 @@ void cuda_methods(Context& ctx) {
 
 void run_device(Context& ctx) {
   device_strings(ctx);
+  load_map_location(ctx);
   cuda_methods(ctx);
 }
 
