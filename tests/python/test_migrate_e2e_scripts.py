@@ -43,8 +43,6 @@ ORIGINAL_FAILURE = {
 # Migrated scripts that do not run yet: rule gaps, each stated precisely (strict: a fix must
 # remove the mark).
 KNOWN_GAPS = {
-    "ddp_train": "DDP(model, device_ids=[rank]) keeps device_ids, which DistributedDataParallel refuses "
-    "for CPU modules (ValueError)",
     "streams_events": "cpu: torch.cuda.Event(enable_timing=True) becomes torch.cpu.Event(enable_timing=True) "
     "(TypeError: Event() takes no arguments); accelerator: torch.Event.record on cpu raises "
     "'cpu backend doesn't support events'",

@@ -81,7 +81,7 @@ void run_imports(Context& ctx);      // TP001-TP002 imports.cc
 void run_amp(Context& ctx);          // TP200 amp.cc
 void run_cuda_api(Context& ctx);     // TP100 cuda_api.cc
 void run_device(Context& ctx);       // TP300-TP302 device.cc
-void run_distributed(Context& ctx);  // TP400-TP401 distributed.cc
+void run_distributed(Context& ctx);  // TP400-TP402 distributed.cc
 void run_env(Context& ctx);          // TP500 env.cc
 // tools/new_rule.py: declarations
 void run_insertions(Context& ctx);  // TP900 insertions.cc

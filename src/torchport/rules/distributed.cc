@@ -1,4 +1,4 @@
-// Rule family TP400-TP401: distributed training.
+// Rule family TP400-TP402: distributed training.
 //
 // What it does:
 //   TP400 replaces the NCCL backend with the target's collective backend: "nccl" as the first
@@ -6,6 +6,9 @@
 //   get_backend(). torch.distributed.Backend.NCCL and is_nccl_available() are catalogued
 //   (TP100).
 //   TP401 reports torch.nn.DataParallel, which only drives CUDA devices.
+//   TP402 handles DistributedDataParallel's device_ids= and output_device= keywords: cpu drops
+//   them; accelerator passes them only when the device is not the CPU
+//   (`device_ids=[rank] if _tp_device.type != "cpu" else None`); the other targets keep them.
 // Why:
 //   NCCL exists only on NVIDIA GPUs; the targets use hccl (npu, hpu), cncl (mlu), mccl (musa),
 //   xccl (xpu) or gloo (cpu, and mps which has no collective backend).
@@ -13,10 +16,13 @@
 //   dist.init_process_group(backend="nccl")
 // Becomes (npu):
 //   dist.init_process_group(backend="hccl")
+//   ddp = DDP(model, device_ids=[rank])  -> cpu: DDP(model)
 //   (accelerator: backend=dist.get_default_backend_for_device(_tp_device), torch >= 2.6)
 // Safety:
 //   "nccl" anywhere else (a log message) is left alone. DataParallel is reported, never
 //   rewritten: replacing it with DistributedDataParallel needs a launcher and process group.
+//   DistributedDataParallel refuses device_ids/output_device for a CPU module (ValueError),
+//   which is why TP402 drops them there.
 #include <torchport/rules/context.h>
 
 #include <algorithm>
@@ -33,6 +39,71 @@ bool backend_call(std::string_view q, std::string_view last) {
   return q == "torch.distributed.init_process_group" || q == "torch.distributed.new_group" ||
          q == "torch.distributed.distributed_c10d.init_process_group" ||
          (q.empty() && (last == "init_process_group" || last == "new_group"));
+}
+
+// DistributedDataParallel refuses device_ids/output_device for a CPU module (ValueError).
+void ddp_device_ids(Context& ctx) {
+  if (ctx.target.name != "cpu" && !ctx.accelerator()) return;
+  const semantic::Model& m = ctx.m;
+  for (const semantic::Reference& ref : m.references()) {
+    const std::string& q = ref.qualified;
+    if (q != "torch.nn.parallel.DistributedDataParallel" &&
+        q != "torch.nn.parallel.distributed.DistributedDataParallel") {
+      continue;
+    }
+    auto lpar = m.next(ref.last);
+    if (!lpar || m.kind(*lpar) != TokenKind::LPar) continue;
+    auto args = call_args(m, *lpar);
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      const Arg& arg = args[a];
+      if (arg.keyword != "device_ids" && arg.keyword != "output_device") continue;
+      const std::string api = "DistributedDataParallel(" + std::string(arg.keyword) + "=)";
+      if (ctx.target.name == "cpu") {
+        // The argument goes with the comma before it (or after it, when it comes first).
+        std::uint32_t b = m.tokens()[arg.first].begin;
+        std::uint32_t e = m.tokens()[arg.last].end;
+        if (a > 0) {
+          b = m.tokens()[args[a - 1].last].end;
+        } else if (a + 1 < args.size()) {
+          e = m.tokens()[args[a + 1].first].begin;
+        }
+        Finding f;
+        f.code = "TP402";
+        f.op = Operation::Delete;
+        f.api = api;
+        f.message = "delete " + std::string(arg.keyword) +
+                    "= (DistributedDataParallel takes no device ids for a CPU module)";
+        f.begin = m.tokens()[arg.first].begin;
+        f.end = m.tokens()[arg.last].end;
+        fix::Fix fx;
+        fx.edits.push_back(fix::Edit{b, e, ""});
+        f.fix = std::move(fx);
+        ctx.result.findings.push_back(std::move(f));
+        ctx.changed = true;
+        continue;
+      }
+      // accelerator: the ids only when the device is not the CPU.
+      const TokenIndex v = *m.next(*m.next(arg.first));  // the value, after `name =`
+      const std::uint32_t vb = m.tokens()[v].begin;
+      const std::uint32_t ve = m.tokens()[arg.last].end;
+      const std::string_view value = m.text().substr(vb, ve - vb);
+      const std::string cond = " if " + std::string(kDeviceVar) + ".type != \"cpu\" else None";
+      if (value.find(cond.substr(1)) != std::string_view::npos) continue;  // already done
+      bool paren = false;
+      for (TokenIndex t = v; t <= arg.last; ++t) {
+        if (m.kind(t) == TokenKind::KwIf || m.kind(t) == TokenKind::KwLambda) paren = true;
+      }
+      ctx.used_device_var = true;
+      ctx.require_torch(kAcceleratorMinTorch);
+      const std::string repl =
+          paren ? "(" + std::string(value) + ")" + cond : std::string(value) + cond;
+      ctx.modify("TP402", api,
+                 "pass " + std::string(arg.keyword) +
+                     "= only when the device is not the CPU (DistributedDataParallel refuses "
+                     "device ids for a CPU module)",
+                 vb, ve, repl);
+    }
+  }
 }
 
 }  // namespace
@@ -108,6 +179,7 @@ void run_distributed(Context& ctx) {
                "replace string \"" + std::string(sv->value) + "\" with \"" + repl + "\"" + note,
                sv->value_begin, sv->value_begin + 4, repl);
   }
+  ddp_device_ids(ctx);
   for (const semantic::Reference& ref : m.references()) {
     const std::string& q = ref.qualified;
     const std::uint32_t b = m.tokens()[ref.first].begin;

@@ -43,6 +43,8 @@ constexpr RuleInfo kRegistry[] = {
     {"TP400", "nccl-backend",
      "nccl in init_process_group/new_group, Backend.NCCL, is_nccl_available"},
     {"TP401", "data-parallel", "torch.nn.DataParallel is flagged with the DDP recommendation"},
+    {"TP402", "ddp-device-ids",
+     "DistributedDataParallel device_ids=/output_device= on cpu and accelerator"},
     {"TP500", "cuda-env-var", "CUDA/NCCL environment variables used from Python"},
     {"TP900", "target-import", "the target's import, `import torch` and the device variable"},
     {"TP901", "custom-cuda-op", "custom CUDA operators in .cpp/.cu sources (cuda_op_list.csv)"},
