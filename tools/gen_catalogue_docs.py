@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Generate docs/catalogue.md from the catalogue (data/targets.json, data/catalogue/*.json).
+"""Generate docs/api-mapping.md from the catalogue (data/targets.json, data/catalogue/*.json).
 
 Usage: tools/gen_catalogue_docs.py [--check]
-  --check  exit 1 with a diff when docs/catalogue.md is stale.
+  --check  exit 1 with a diff when docs/api-mapping.md is stale.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "docs" / "catalogue.md"
+OUT = ROOT / "docs" / "api-mapping.md"
 MARK = {"supported": "✓", "partial": "~", "unsupported": "✗", "unknown": "?"}
 PLACEHOLDERS = ("device", "module", "backend", "visible_devices", "amp_device")
 
@@ -122,8 +122,8 @@ def render() -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description="Generate docs/catalogue.md from data/.")
-    ap.add_argument("--check", action="store_true", help="fail if docs/catalogue.md is stale")
+    ap = argparse.ArgumentParser(description="Generate docs/api-mapping.md from data/.")
+    ap.add_argument("--check", action="store_true", help="fail if docs/api-mapping.md is stale")
     args = ap.parse_args(argv)
     text = render()
     old = OUT.read_text() if OUT.exists() else ""
@@ -133,7 +133,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 old.splitlines(), text.splitlines(), str(OUT), "generated", lineterm=""
             )
             print("\n".join(list(diff)[:80]))
-            print("docs/catalogue.md is stale: run tools/gen_catalogue_docs.py", file=sys.stderr)
+            print("docs/api-mapping.md is stale: run tools/gen_catalogue_docs.py", file=sys.stderr)
             return 1
         return 0
     if old != text:

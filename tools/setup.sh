@@ -10,8 +10,8 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 
 echo "=== Debian packages ==="
-$SUDO apt-get update -qq
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
   g++ cmake ninja-build python3-venv \
   googletest libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev \
   clang-14 libclang-rt-14-dev >/dev/null

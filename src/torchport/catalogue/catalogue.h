@@ -2,7 +2,7 @@
 //
 // The data lives in data/catalogue/*.json and data/targets.json (generated or curated, each
 // fact with its source) and is embedded into the executable at build time, so the installed
-// `torchport` needs no data files. The rewriter, `explain`, the reports and docs/catalogue.md
+// `torchport` needs no data files. The rewriter, `explain`, the reports and docs/api-mapping.md
 // all read this one catalogue.
 #pragma once
 
