@@ -96,6 +96,11 @@ Node* Parser::make(NodeKind kind, std::uint32_t first, std::uint32_t last, std::
   return n;
 }
 
+void Parser::warn(std::uint32_t token, std::string message) {
+  tree_.diagnostics_.push_back(
+      text::Diagnostic{text::Severity::Warning, toks_[token].begin, std::move(message)});
+}
+
 void Parser::run() {
   std::vector<text::Diagnostic>& diags = tree_.diagnostics_;
   const text::Diagnostic* lex_error = nullptr;

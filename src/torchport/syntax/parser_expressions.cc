@@ -7,8 +7,6 @@
 
 namespace torchport::syntax {
 
-namespace {
-
 bool starts_expression(TokenKind k) {
   switch (k) {
     case TokenKind::Name:
@@ -35,6 +33,8 @@ bool starts_expression(TokenKind k) {
       return false;
   }
 }
+
+namespace {
 
 int binary_precedence(TokenKind k) {
   switch (k) {

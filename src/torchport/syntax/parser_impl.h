@@ -35,6 +35,9 @@ struct Ex {
 /// Contexts in which an expression is checked as a target.
 enum class TargetCtx : std::uint8_t { Assign, Del, For, With, Aug, Ann, Walrus };
 
+/// Whether a token of kind `k` can begin an expression.
+bool starts_expression(TokenKind k);
+
 class Parser {
  public:
   explicit Parser(Tree& tree);
@@ -73,6 +76,8 @@ class Parser {
     fail(tok(), std::move(message));
   }
   [[noreturn]] void unexpected();
+  /// Records a warning at `token`; parsing goes on.
+  void warn(std::uint32_t token, std::string message);
   /// Consumes an opening bracket and remembers it for "'(' was never closed".
   std::uint32_t open_bracket() {
     std::uint32_t t = tok();

@@ -512,9 +512,35 @@ Node* Parser::try_statement() {
     std::uint32_t name = kNoToken;
     if (!at(TokenKind::Colon)) {
       Ex t = expression();
-      push(t.n, Role::Type);
-      if (at(TokenKind::Comma)) fail(tok(), "multiple exception types must be parenthesized");
-      if (accept(TokenKind::KwAs)) name = expect(TokenKind::Name, nullptr);
+      if (at(TokenKind::Comma)) {
+        // PEP 758 (3.14): `except A, B:` catches A or B; with `as`, the tuple needs parentheses.
+        std::size_t tm = mark();
+        push(t.n, Role::Elt);
+        std::uint32_t comma = tok();
+        std::uint32_t last = t.last;
+        std::size_t count = 1;
+        bool trailing = false;
+        while (at(TokenKind::Comma)) {
+          last = take();
+          trailing = true;
+          if (!starts_expression(kind())) break;
+          Ex x = expression();
+          push(x.n, Role::Elt);
+          last = x.last;
+          trailing = false;
+          ++count;
+        }
+        if (at(TokenKind::KwAs))
+          fail(t.first, "multiple exception types must be parenthesized when using 'as'");
+        if (count == 2 && !trailing && toks_[last].kind == TokenKind::Name)
+          warn(comma,
+               "`except X, e:` catches X or e (PEP 758, Python 3.14); Python 3.8-3.13 reject it, "
+               "and in Python 2 it meant `except X as e:`");
+        push(wrap_tuple(t.first, last, tm), Role::Type);
+      } else {
+        push(t.n, Role::Type);
+        if (accept(TokenKind::KwAs)) name = expect(TokenKind::Name, nullptr);
+      }
     } else if (star) {
       fail_here("expected one or more exception types");
     }

@@ -6,6 +6,7 @@ namespace torchport::syntax {
 namespace {
 
 using testing::accepts;
+using testing::error_of;
 using testing::first_stmt;
 using testing::spans;
 
@@ -113,6 +114,25 @@ TEST(ParserStatements, Try) {
   EXPECT_FALSE(accepts("try: pass\nexcept A: pass\nexcept* B: pass\n"));
   EXPECT_FALSE(accepts("try: pass\nexcept*: pass\n"));
   EXPECT_FALSE(accepts("try: pass\nelse: pass\n"));
+}
+
+TEST(ParserStatements, ExceptWithoutParenthesesPep758) {
+  // Python 3.14 accepts an unparenthesized tuple of exception types when there is no `as`.
+  EXPECT_EQ(first_stmt("try: pass\nexcept A, B: pass\n"),
+            "Try(Pass, ExceptHandler(Tuple(Name A, Name B), Pass))");
+  EXPECT_EQ(first_stmt("try: pass\nexcept* A, b.C, D: pass\n"),
+            "TryStar(Pass, ExceptHandler(Tuple(Name A, Attribute C(Name b), Name D), Pass))");
+  EXPECT_EQ(spans("try: pass\nexcept A, B: pass\n", NodeKind::Tuple), "2:7-2:11");
+  EXPECT_EQ(error_of("try: pass\nexcept A, B as e: pass\n"),
+            "t.py:2:8: multiple exception types must be parenthesized when using 'as'");
+  // `except X, e:` was Python 2's `except X as e:`: accepted as 3.14 reads it, with a warning.
+  Tree t = testing::parse_text("try:\n    pass\nexcept ValueError, e:\n    pass\n");
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t.diagnostics().size(), 1u);
+  EXPECT_EQ(t.diagnostics()[0].severity, text::Severity::Warning);
+  EXPECT_NE(t.format(t.diagnostics()[0]).find("t.py:3:18: `except X, e:` catches X or e (PEP 758"),
+            std::string::npos);
+  EXPECT_TRUE(testing::parse_text("try: pass\nexcept (A, B): pass\n").diagnostics().empty());
 }
 
 TEST(ParserStatements, FunctionsAndDecorators) {
