@@ -138,9 +138,9 @@ def describe(rec: dict[str, Any]) -> str:
     return f"{what} {rec['dir']} call {rec['call']} {io}[{rec['slot']}]"
 
 
-def _key(rec: dict[str, Any]) -> tuple[str, str, int, str, int]:
+def _key(rec: dict[str, Any], wrappers: Optional[frozenset[str]]) -> tuple[str, str, int, str, int]:
     return (
-        normalize_name(str(rec["name"])),
+        normalize_name(str(rec["name"]), wrappers),
         str(rec["dir"]),
         int(rec["call"]),
         str(rec["io"]),
@@ -392,8 +392,9 @@ def compare_dumps(
         _check_same_model(a, b)
     index: dict[tuple[str, str, int, str, int], dict[str, Any]] = {}
     first_nf_b: Optional[dict[str, Any]] = None
+    wa, wb = a.wrappers, b.wrappers
     for rec in b.records():
-        index.setdefault(_key(rec), rec)
+        index.setdefault(_key(rec, wb), rec)
         if first_nf_b is None and _nonfinite(rec):
             first_nf_b = rec
     rows: list[Row] = []
@@ -402,7 +403,7 @@ def compare_dumps(
     for rec in a.records():
         if first_nf_a is None and _nonfinite(rec):
             first_nf_a = rec
-        k = _key(rec)
+        k = _key(rec, wa)
         other = index.pop(k, None)
         if other is None:
             only_a.append(rec)

@@ -29,22 +29,47 @@ MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
 TENSORS = "tensors"
 
-# Path components that wrappers put in front of the wrapped model's module names:
-# DistributedDataParallel / DataParallel keep the model as `.module`, torch.compile's
-# OptimizedModule keeps it as `._orig_mod`.
-WRAPPER_PREFIXES = ("module", "_orig_mod")
+# Path components that wrappers put between a module and the module they wrap. These private names
+# are never a real submodule, so they are removed wherever they appear in a path: torch.compile's
+# OptimizedModule keeps the model as `._orig_mod` (also for a compiled submodule:
+# `encoder._orig_mod.layers.0`), FullyShardedDataParallel as `._fsdp_wrapped_module`, and
+# activation checkpointing's `checkpoint_wrapper` as `._checkpoint_wrapped_module`.
+WRAPPER_COMPONENTS = frozenset({"_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module"})
+# DistributedDataParallel / DataParallel keep the model as `.module`, a name real modules use too.
+# A dump lists the paths of the wrappers it saw (manifest "wrappers"), and `module` is removed only
+# right below one of them (`module.layer1`, or `encoder.module.layer1` for a wrapped submodule);
+# for a dump without that list, only leading `module` components are removed.
+DDP_CHILD = "module"
+WRAPPER_CHILDREN = WRAPPER_COMPONENTS | {DDP_CHILD}
 
 
 class DumpError(Exception):
     """A dump cannot be read. The message starts with the path at fault."""
 
 
-def normalize_name(name: str) -> str:
-    """Drop leading wrapper components (`module.`, `_orig_mod.`) from a module path."""
-    parts = name.split(".") if name else []
-    while parts and parts[0] in WRAPPER_PREFIXES:
-        parts.pop(0)
-    return ".".join(parts)
+def normalize_name(name: str, wrappers: Optional[frozenset[str]] = None) -> str:
+    """A module path without wrapper components.
+
+    `wrappers` holds the (raw) paths of the modules that wrap a `module` child; None means
+    unknown, and then leading `module` components are removed.
+    """
+    if not name:
+        return ""
+    parts = name.split(".")
+    if not any(p in WRAPPER_CHILDREN for p in parts):
+        return name
+    kept: list[str] = []
+    for i, p in enumerate(parts):
+        if p in WRAPPER_COMPONENTS:
+            continue
+        if p == DDP_CHILD:
+            if wrappers is None:
+                if not kept:
+                    continue
+            elif ".".join(parts[:i]) in wrappers:
+                continue
+        kept.append(p)
+    return ".".join(kept)
 
 
 def encode_float(v: float) -> Any:
@@ -174,6 +199,12 @@ class Dump:
     @property
     def count(self) -> int:
         return int(self.manifest["records"])
+
+    @property
+    def wrappers(self) -> Optional[frozenset[str]]:
+        """Paths of the modules that wrap a `module` child (None for a dump that does not say)."""
+        w = self.manifest.get("wrappers")
+        return None if w is None else frozenset(w)
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Stream the records, checking each line; a short or corrupt file is a DumpError."""

@@ -29,11 +29,10 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_leaves
 
-from torchport.probe.dump import DumpWriter, encode_float, normalize_name
+from torchport.probe.dump import DDP_CHILD, WRAPPER_CHILDREN, DumpWriter, encode_float, normalize_name
 
 _FLUSH_EVERY = 4096
 _CACHE_LIMIT = 8192
-_WRAPPER_CHILDREN = ("module", "_orig_mod")
 _SKIP_OPS = {"aten.detach.default", "aten.alias.default", "aten.lift_fresh.default"}
 
 
@@ -97,14 +96,17 @@ def _crc(arr: np.ndarray, dtype: str, shape: list[int]) -> str:
     return f"crc32:{h:08x}"
 
 
-def model_signature(roots: list[tuple[str, torch.nn.Module]]) -> dict[str, Any]:
-    """Parameter names (wrapper prefixes removed) and shapes: equal for the same model, whatever
-    its dtype, device or wrapper."""
+def model_signature(
+    roots: list[tuple[str, torch.nn.Module]], wrappers: Optional[frozenset[str]] = None
+) -> dict[str, Any]:
+    """Parameter names (wrapper components removed, see dump.normalize_name) and shapes: equal for
+    the same model, whatever its dtype, device or wrappers (DDP, torch.compile, FSDP, activation
+    checkpointing, also around a submodule)."""
     params: list[list[Any]] = []
     for prefix, root in roots:
         for name, p in root.named_parameters():
             full = f"{prefix}.{name}" if prefix else name
-            params.append([normalize_name(full), list(p.shape)])
+            params.append([normalize_name(full, wrappers), list(p.shape)])
     text = "\n".join(f"{n}:{s}" for n, s in params)
     return {
         "signature": hashlib.sha256(text.encode()).hexdigest()[:16],
@@ -149,6 +151,7 @@ class Probe:
         self._discover = model is None
         self._roots: list[tuple[str, torch.nn.Module]] = []
         self._names: dict[int, tuple[str, str, bool, bool]] = {}  # id -> name, type, leaf, wrapper
+        self._wrappers: set[str] = set()  # paths of wrappers whose child is `module` (DDP, DP)
         self._stack: list[tuple[int, str, int]] = []
         self._calls: dict[tuple[str, str], int] = {}
         self._seq = 0
@@ -228,7 +231,8 @@ class Probe:
             "python": platform.python_version(),
             "host": platform.node(),
             "command": self._command,
-            "model": model_signature(self._roots),
+            "model": model_signature(self._roots, frozenset(self._wrappers)),
+            "wrappers": sorted(self._wrappers),
             "first_nonfinite": self.first_nonfinite,
         }
         path = self._writer.close(manifest)
@@ -254,9 +258,11 @@ class Probe:
             children = list(mod.named_children())
             wrapper = (
                 len(children) == 1
-                and children[0][0] in _WRAPPER_CHILDREN
+                and children[0][0] in WRAPPER_CHILDREN
                 and not any(True for _ in mod.parameters(recurse=False))
             )
+            if wrapper and children[0][0] == DDP_CHILD:
+                self._wrappers.add(full)
             self._names[id(mod)] = (full, type(mod).__name__, not children, wrapper)
 
     def _hook_params(self, prefix: str, root: torch.nn.Module) -> None:
@@ -303,6 +309,11 @@ class Probe:
             if self.steps is not None and self._step >= self.steps:
                 self._active = False
         name, typ, leaf, wrapper = info
+        if torch._C._current_autograd_node() is not None:
+            # A forward call made by the backward pass: activation checkpointing recomputing a
+            # region. It repeats calls already recorded, so it is neither counted nor recorded.
+            self._stack.append((id(module), name, -1))
+            return
         key = (name, "forward")
         call = self._calls.get(key, 0)
         self._calls[key] = call + 1
@@ -326,7 +337,7 @@ class Probe:
             return
         _, name, call = self._stack.pop()
         info = self._names[id(module)]
-        if not self._active or info[3] or self.level == "op" or self._busy:
+        if call < 0 or not self._active or info[3] or self.level == "op" or self._busy:
             return
         if self._filter is not None and not self._filter.search(name):
             return
