@@ -123,3 +123,66 @@ def test_cli_exit_code_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("torchport compare: error: ")
+
+
+def _edit_record(src, dst, index, edit):
+    """Copy dump `src` to `dst` with record `index` (0-based) changed by `edit`; the manifest's
+    byte count is updated, so only the record itself is wrong."""
+    shutil.copytree(src, dst)
+    lines = (dst / "records.jsonl").read_text().splitlines()
+    rec = json.loads(lines[index])
+    edit(rec)
+    lines[index] = json.dumps(rec)
+    data = ("\n".join(lines) + "\n").encode()
+    (dst / "records.jsonl").write_bytes(data)
+    manifest = json.loads((dst / "manifest.json").read_text())
+    manifest["records_bytes"] = len(data)
+    (dst / "manifest.json").write_text(json.dumps(manifest))
+    return dst
+
+
+def _set(key, value):
+    def edit(rec):
+        rec[key] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit, field, expected",
+    [
+        (lambda rec: rec.pop("call"), "call", "is missing"),
+        (_set("max", "abc"), "max", 'is "abc", expected a number or "nan"/"inf"/"-inf"'),
+        (_set("max", [1]), "max", "is [1], expected a number"),
+        (_set("call", "0"), "call", 'is "0", expected a non-negative integer'),
+        (_set("slot", None), "slot", "is null, expected a non-negative integer"),
+        (_set("dir", "sideways"), "dir", 'is "sideways", expected "forward" or "backward"'),
+        (_set("shape", "4x4"), "shape", 'is "4x4", expected a list of sizes'),
+        (_set("nan", 1.5), "nan", "is 1.5, expected a count"),
+        (_set("tensor", "../../x.npy"), "tensor", 'is "../../x.npy", expected null or "tensors/NAME.npy"'),
+        (_set("numel", 7), "numel", "is 7, but the shape"),
+    ],
+)
+def test_malformed_record_is_a_clear_error(tmp_path, dumps, edit, field, expected):
+    """Through the real command: exit 2, one line naming the file, the record and the field."""
+    bad = _edit_record(dumps[0], tmp_path / "bad", 2, edit)
+    for argv in ([str(bad), str(dumps[0])], [str(dumps[0]), str(bad)]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "torchport", "compare", *argv], capture_output=True, text=True
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+        assert proc.stderr.count("\n") == 1
+        assert proc.stderr.startswith(f"torchport compare: error: {bad / 'records.jsonl'}:3: bad record 3: ")
+        assert f'field "{field}" {expected}' in proc.stderr
+
+
+def test_malformed_manifest_model_is_a_clear_error(capsys, tmp_path, dumps):
+    bad = tmp_path / "bad"
+    shutil.copytree(dumps[0], bad)
+    manifest = json.loads((bad / "manifest.json").read_text())
+    manifest["model"]["parameters"] = [["0.weight"]]
+    (bad / "manifest.json").write_text(json.dumps(manifest))
+    code, _, err = _run_compare(capsys, str(bad), str(dumps[0]))
+    assert code == 2
+    assert f'{bad / "manifest.json"}: field "model.parameters" is not a list of [name, shape]' in err

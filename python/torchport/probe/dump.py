@@ -181,6 +181,115 @@ class DumpWriter:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+_NONFINITE = ("nan", "inf", "-inf")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) or v in _NONFINITE
+
+
+def _what(v: Any) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# field -> (check, what it must be); fields marked required must be present.
+_FIELDS: dict[str, tuple[Any, str, bool]] = {
+    "name": (lambda v: isinstance(v, str), "a string", True),
+    "dir": (lambda v: v in ("forward", "backward"), '"forward" or "backward"', True),
+    "call": (lambda v: _is_int(v) and v >= 0, "a non-negative integer", True),
+    "io": (lambda v: v in ("in", "out", "grad"), '"in", "out" or "grad"', True),
+    "slot": (lambda v: _is_int(v) and v >= 0, "a non-negative integer", True),
+    "seq": (lambda v: _is_int(v) and v >= 0, "a non-negative integer", False),
+    "step": (lambda v: _is_int(v) and v >= 0, "a non-negative integer", False),
+    "numel": (lambda v: _is_int(v) and v >= 0, "a non-negative integer", False),
+    "shape": (
+        lambda v: isinstance(v, list) and all(_is_int(d) and d >= 0 for d in v),
+        "a list of sizes",
+        False,
+    ),
+    "type": (lambda v: isinstance(v, str), "a string", False),
+    "module": (lambda v: isinstance(v, str), "a string", False),
+    "dtype": (lambda v: isinstance(v, str), "a string", False),
+    "device": (lambda v: isinstance(v, str), "a string", False),
+    "leaf": (lambda v: isinstance(v, bool), "true or false", False),
+    "min": (lambda v: v is None or _is_num(v), 'a number or "nan"/"inf"/"-inf"', False),
+    "max": (lambda v: v is None or _is_num(v), 'a number or "nan"/"inf"/"-inf"', False),
+    "mean": (lambda v: v is None or _is_num(v), 'a number or "nan"/"inf"/"-inf"', False),
+    "norm": (lambda v: v is None or _is_num(v), 'a number or "nan"/"inf"/"-inf"', False),
+    "nan": (lambda v: v is None or (_is_int(v) and v >= 0), "a count", False),
+    "inf": (lambda v: v is None or (_is_int(v) and v >= 0), "a count", False),
+    "hash": (lambda v: v is None or isinstance(v, str), "a string", False),
+    "stored_as": (lambda v: v is None or v == "bfloat16-bits", '"bfloat16-bits"', False),
+    # A tensor path stays inside the dump: tensors/NAME.npy.
+    "tensor": (
+        lambda v: (
+            v is None
+            or (
+                isinstance(v, str)
+                and v.startswith(TENSORS + "/")
+                and v.endswith(".npy")
+                and "/" not in v[len(TENSORS) + 1 :]
+                and v[len(TENSORS) + 1 :] not in ("", ".", "..")
+            )
+        ),
+        'null or "tensors/NAME.npy"',
+        False,
+    ),
+}
+
+
+def check_record(rec: dict[str, Any]) -> Optional[str]:
+    """Why a decoded record is unusable (field and value), or None if it is well-formed."""
+    for key, (ok, want, required) in _FIELDS.items():
+        if key not in rec:
+            if required:
+                return f'field "{key}" is missing'
+            continue
+        v = rec[key]
+        if not ok(v):
+            return f'field "{key}" is {_what(v)}, expected {want}'
+    shape, numel = rec.get("shape"), rec.get("numel")
+    if shape is not None and numel is not None and math.prod(shape) != numel:
+        return f'field "numel" is {numel}, but the shape {shape} holds {math.prod(shape)} elements'
+    return None
+
+
+def _check_manifest(mpath: Path, m: dict[str, Any]) -> None:
+    """The manifest fields compare relies on have the right types."""
+    model = m.get("model")
+    if model is not None:
+        if not isinstance(model, dict):
+            raise DumpError(f'{mpath}: field "model" is not an object')
+        if not isinstance(model.get("signature", ""), str):
+            raise DumpError(f'{mpath}: field "model.signature" is not a string')
+        params = model.get("parameters", [])
+        if not isinstance(params, list) or not all(
+            isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and isinstance(x[1], list)
+            for x in params
+        ):
+            raise DumpError(f'{mpath}: field "model.parameters" is not a list of [name, shape]')
+        roots = model.get("roots", [])
+        if not isinstance(roots, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("type"), str) for r in roots
+        ):
+            raise DumpError(f'{mpath}: field "model.roots" is not a list of {{prefix, type}}')
+    w = m.get("wrappers")
+    if w is not None and not (isinstance(w, list) and all(isinstance(x, str) for x in w)):
+        raise DumpError(f'{mpath}: field "wrappers" is not a list of module paths')
+    if m.get("level", "module") not in ("module", "op"):
+        raise DumpError(f'{mpath}: field "level" is {_what(m.get("level"))}, expected "module" or "op"')
+    if not isinstance(m.get("records_file", RECORDS), str) or "/" in m.get("records_file", RECORDS):
+        raise DumpError(f'{mpath}: field "records_file" is not a file name')
+    t = m.get("tensors")
+    if t is not None and not (isinstance(t, dict) and all(_is_int(v) for v in t.values())):
+        raise DumpError(f'{mpath}: field "tensors" is not an object of counts')
+
+
 @dataclass
 class Dump:
     """A validated dump: its manifest, plus a way to stream its records."""
@@ -220,8 +329,11 @@ class Dump:
                     rec = json.loads(raw)
                 except ValueError as e:
                     raise DumpError(f"{self.records_path}:{lineno}: not a JSON record ({e})") from None
-                if not isinstance(rec, dict) or "name" not in rec or "dir" not in rec:
-                    raise DumpError(f"{self.records_path}:{lineno}: not a probe record")
+                if not isinstance(rec, dict):
+                    raise DumpError(f"{self.records_path}:{lineno}: not a probe record (not a JSON object)")
+                problem = check_record(rec)
+                if problem:
+                    raise DumpError(f"{self.records_path}:{lineno}: bad record {lineno}: {problem}")
                 n += 1
                 yield rec
         if n != self.count:
@@ -256,8 +368,9 @@ def open_dump(path: os.PathLike | str) -> Dump:
         raise DumpError(
             f"{mpath}: dump format version {manifest.get('version')} (this torchport reads {FORMAT_VERSION})"
         )
-    if not isinstance(manifest.get("records"), int):
+    if not _is_int(manifest.get("records")) or manifest["records"] < 0:
         raise DumpError(f"{mpath}: no record count")
+    _check_manifest(mpath, manifest)
     dump = Dump(p, manifest)
     if not dump.records_path.exists():
         raise DumpError(f"{dump.records_path}: missing; the dump is truncated")
