@@ -132,6 +132,8 @@ def describe(rec: dict[str, Any]) -> str:
     io = io_label(str(rec["dir"]), str(rec["io"]))
     if rec.get("type") == "op":
         where = f" in {rec['module']}" if rec.get("module") else ""
+        if rec.get("node"):
+            where += f" ({rec['node']})"
         what = f"{rec['name']}{where}"
     else:
         what = f"{rec['name'] or '<root>'} ({rec.get('type', '?')})"

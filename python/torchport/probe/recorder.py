@@ -33,6 +33,7 @@ from torchport.probe.dump import DDP_CHILD, WRAPPER_CHILDREN, DumpWriter, encode
 
 _FLUSH_EVERY = 4096
 _CACHE_LIMIT = 8192
+_NODE_LIMIT = 1 << 20
 _SKIP_OPS = {"aten.detach.default", "aten.alias.default", "aten.lift_fresh.default"}
 
 
@@ -164,6 +165,8 @@ class Probe:
         self._pending: list[dict[str, Any]] = []
         self._pending_dev: list[tuple[dict[str, Any], torch.Tensor]] = []
         self._cache: dict[int, tuple[Any, int, Any]] = {}
+        # op level: autograd sequence number of a forward op's backward node -> module path
+        self._node_modules: _BoundedDict = _BoundedDict(_NODE_LIMIT)
         self._handles: list[Any] = []
         self._mode: Any = None
         self._writer: Optional[DumpWriter] = None
@@ -387,6 +390,7 @@ class Probe:
     def _after_step(self) -> None:
         self._flush()
         self._cache.clear()
+        self._node_modules.clear()
         if self.steps is not None and self._step >= self.steps:
             self._active = False
 
@@ -403,6 +407,7 @@ class Probe:
         slot: int,
         t: torch.Tensor,
         module: Optional[str] = None,
+        node: Optional[str] = None,
     ) -> None:
         seq = self._seq
         self._seq += 1
@@ -425,6 +430,8 @@ class Probe:
         }
         if module is not None:
             rec["module"] = module
+        if node is not None:
+            rec["node"] = node
         if (
             t.numel() == 0
             or t.is_complex()
@@ -527,36 +534,67 @@ class Probe:
 
     # ---- op level --------------------------------------------------------------------------
 
-    def _op_begin(self, func: Any, args: Any, kwargs: Any) -> Optional[tuple[str, str, int, str]]:
+    def _op_begin(
+        self, func: Any, args: Any, kwargs: Any
+    ) -> Optional[tuple[str, str, int, str, Optional[str]]]:
         """Record an op's inputs before it runs (an in-place op overwrites them)."""
+        node = torch._C._current_autograd_node()
+        if node is None:
+            module = self._stack[-1][1] if self._stack else ""
+            # Autograd creates an op's backward node (numbered from a per-thread counter) before
+            # dispatching the op down to this mode, so the node of this op, if it has one, is the
+            # last number handed out. The first op to claim a number is its owner: an op without
+            # a node sees its predecessor's number, already claimed; the first op inside a custom
+            # autograd Function's forward (run without grad) claims the Function's node.
+            self._node_modules.setdefault(_sequence_nr() - 1, module)
+        else:
+            # Backward: the op runs for the node of a forward op; name the module that op ran in.
+            module = self._node_modules.get(node._sequence_nr(), node.name())
         name = str(func)
         if name in _SKIP_OPS or getattr(func, "is_view", False):
             return None
         if self._filter is not None and not self._filter.search(name):
             return None
-        node = torch._C._current_autograd_node()
         direction = "backward" if node is not None else "forward"
-        module = node.name() if node is not None else (self._stack[-1][1] if self._stack else "")
         key = (name, direction)
         call = self._calls.get(key, 0)
         self._calls[key] = call + 1
         tensors_in = [x for x in tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+        node_name = node.name() if node is not None else None
         for slot, t in enumerate(tensors_in):
-            self._record(name, "op", True, direction, call, "in", slot, t, module=module)
-        return name, direction, call, module
+            self._record(name, "op", True, direction, call, "in", slot, t, module=module, node=node_name)
+        return name, direction, call, module, node_name
 
-    def _op_end(self, ctx: tuple[str, str, int, str], out: Any) -> None:
-        name, direction, call, module = ctx
+    def _op_end(self, ctx: tuple[str, str, int, str, Optional[str]], out: Any) -> None:
+        name, direction, call, module, node_name = ctx
         tensors_out = [x for x in tree_leaves(out) if isinstance(x, torch.Tensor)]
         for slot, t in enumerate(tensors_out):
             # Inside the dispatch mode an in-place op has not bumped the version counter yet,
             # so the cached statistics of its input must not be reused for its output.
             self._cache.pop(id(t), None)
-            self._record(name, "op", True, direction, call, "out", slot, t, module=module)
+            self._record(name, "op", True, direction, call, "out", slot, t, module=module, node=node_name)
 
 
 def _dead() -> None:
     return None
+
+
+def _sequence_nr() -> int:
+    return int(torch._C._autograd._get_sequence_nr())
+
+
+class _BoundedDict(dict[int, str]):
+    """A dict that forgets its oldest half when it grows past `limit` (forward without backward)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def setdefault(self, key: int, default: str) -> str:  # type: ignore[override]
+        if len(self) >= self.limit and key not in self:
+            for k in list(self)[: self.limit // 2]:
+                del self[k]
+        return super().setdefault(key, default)
 
 
 class _GradDispatch:
