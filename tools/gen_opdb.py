@@ -154,15 +154,20 @@ def gen_npu(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) -> 
     for entry in native.get("supported") or []:
         core.append(op_name(str(entry["func"] if isinstance(entry, dict) else entry)))
     ops = {n: compress_versions(vs, all_versions) for n, vs in sorted(gated.items()) if vs}
+    advice, optimizer_advice = gen_npu_advice(upstream)
     return {
         "target": "npu",
         "sources": [_source(prov, upstream, rel_plugin), _source(prov, upstream, rel_native)],
+        "advice_sources": [_source(prov, upstream, rel) for rel in ADVICE_FILES],
+        "fused_advice": advice,
+        "optimizer_advice": optimizer_advice,
         "torch_versions": [v[1:] for v in all_versions],
         "torch_version_note": "op_plugin_functions.yaml gates each overload per torch version "
         "(acl_op or op_api); npu_native_functions.yaml (supported:) holds for every version.",
         "closed_world": True,
-        "closed_world_note": "An aten overload in neither file is reported as a CPU fallback. torch_npu "
-        "also registers a few kernels in C++ outside these files; those would be misreported.",
+        "closed_world_note": "An aten overload in neither file is reported as a CPU fallback (unless a "
+        "generic kernel of torch runs instead). torch_npu also registers some kernels by hand in C++; "
+        "such an op would be misreported as a fallback. The op-plugin lists do not say which.",
         "fallback": {
             "default": "cpu",
             "env": "TORCH_NPU_FALLBACK_CPU_DISABLE=1",
@@ -175,6 +180,54 @@ def gen_npu(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) -> 
         "ops_all_versions": sorted(set(core)),
         "not_in_torch": sorted(n for n in set(ops) | set(core) if n not in aten),
     }
+
+
+# Python APIs of Ascend's migration-tool advice -> the aten operator a CPU trace records for them (the
+# operator the API dispatches to: torch.nn.Linear -> aten::linear, torch.nn.SiLU -> aten::silu, ...).
+ADVICE_ATEN = {
+    "torch.matmul": "matmul",
+    "torch.roll": "roll",
+    "torch.nn.SiLU": "silu",
+    "torch.nn.Linear": "linear",
+}
+ADVICE_FILES = (
+    "ascend-msfmktransplt/affinity_list_1_11_0.json",
+    "ascend-msfmktransplt/precision_performance_advice.json",
+)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as e:
+        raise GenError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+
+
+def gen_npu_advice(upstream: Path) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """(aten op -> advice, optimizer class -> advice) from Ascend's migration tool: the fused or affine APIs
+    it advises (affinity_list `torch` section; api_performance_dict entries that name a fused replacement)."""
+    rel_aff, rel_adv = ADVICE_FILES
+    aff = _read_json(upstream / rel_aff)
+    adv = _read_json(upstream / rel_adv)
+    ops: dict[str, dict[str, str]] = {}
+    for entry in (aff.get("torch") or {}).values():
+        full, api = str(entry.get("full_name", "")), str(entry.get("affinity_api", ""))
+        if full in ADVICE_ATEN and api:
+            ops[ADVICE_ATEN[full]] = {"api": full, "use": api, "source": rel_aff}
+    optimizers: dict[str, dict[str, str]] = {}
+    for api, text in (adv.get("api_performance_dict") or {}).items():
+        first = str(text).split("\n", 1)[0].strip()
+        m = re.search(r"(?:modifying to|Replaced by fusion operator) ([A-Za-z0-9_.]+)", first)
+        if not m:
+            continue
+        use = m.group(1).rstrip(".")
+        if api.startswith("torch.optim."):
+            optimizers[api] = {"api": api, "use": use, "source": rel_adv}
+        elif api in ADVICE_ATEN:
+            if use == "NpuLinear":  # its body calls torch.npu_linear (the advice text defines the class)
+                use = "torch.npu_linear (the NpuLinear class the advice defines)"
+            ops.setdefault(ADVICE_ATEN[api], {"api": api, "use": use, "source": rel_adv})
+    return dict(sorted(ops.items())), dict(sorted(optimizers.items()))
 
 
 def gen_mlu(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) -> dict[str, Any]:
@@ -197,7 +250,8 @@ def gen_mlu(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) -> 
         "torch_version_note": "Cambricon/torch_mlu branch r2.4_develop (torch 2.4); no per-version gates.",
         "closed_world": True,
         "closed_world_note": "An aten overload not in mlu_functions.yaml (aten:, dispatch PrivateUse1) is "
-        "reported as a CPU fallback. Kernels registered by hand in C++ would be misreported.",
+        "reported as a CPU fallback (unless a generic kernel of torch runs instead). Kernels registered by "
+        "hand in C++ would be misreported; the list does not say which.",
         "fallback": {
             "default": "cpu",
             "env": "ENABLE_FALLBACK_TO_CPU=0",
@@ -256,6 +310,19 @@ def gen_musa(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) ->
     }
 
 
+def torch_git_version() -> str:
+    """The commit the installed torch was built from (`git_version` in torch/version.py), read without
+    importing torch."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise GenError("torch is not installed")
+    path = Path(list(spec.submodule_search_locations)[0]) / "version.py"
+    m = re.search(r"^git_version\s*=\s*['\"]([0-9a-f]{40})['\"]", _read_text(path), re.M)
+    if not m:
+        raise GenError(f"{path}: no git_version")
+    return m.group(1)
+
+
 def native_functions_path() -> Path:
     spec = importlib.util.find_spec("torchgen")
     if spec is None or not spec.submodule_search_locations:
@@ -289,10 +356,15 @@ def gen_inline(
     upstream: Path,
     prov: dict[str, dict[str, str]],
     aten: set[str],
+    torch_commit: str,
 ) -> dict[str, Any]:
     key = target.upper()
     ops = dispatch_ops(entries, key)
-    nf_source = {"file": nf_rel, "repository": "pytorch/pytorch (the installed wheel)", "commit": ""}
+    nf_source = {
+        "file": nf_rel,
+        "repository": "pytorch/pytorch (the installed wheel)",
+        "commit": torch_commit,
+    }
     short = ".".join(torch_version.split("+")[0].split(".")[:2])
     if target == "mps":
         return {
@@ -360,13 +432,14 @@ def generate(upstream: Path) -> dict[str, str]:
     aten = {op_name(str(e["func"])) for e in entries}
     # the public version only: a +cpu or +cu128 build carries the same native_functions.yaml
     torch_version = importlib.metadata.version("torch").split("+")[0]
+    torch_commit = torch_git_version()
     nf_rel = "torchgen/packaged/ATen/native/native_functions.yaml"
     dbs = {
         "npu": gen_npu(upstream, prov, aten),
         "mlu": gen_mlu(upstream, prov, aten),
         "musa": gen_musa(upstream, prov, aten),
-        "mps": gen_inline("mps", entries, nf_rel, torch_version, upstream, prov, aten),
-        "xpu": gen_inline("xpu", entries, nf_rel, torch_version, upstream, prov, aten),
+        "mps": gen_inline("mps", entries, nf_rel, torch_version, upstream, prov, aten, torch_commit),
+        "xpu": gen_inline("xpu", entries, nf_rel, torch_version, upstream, prov, aten, torch_commit),
     }
     delegates = {
         op_name(str(e["func"])): str(e["structured_delegate"])
@@ -375,11 +448,17 @@ def generate(upstream: Path) -> dict[str, str]:
     }
     dbs["aten"] = {
         "target": "",
-        "sources": [{"file": nf_rel, "repository": "pytorch/pytorch (the installed wheel)", "commit": ""}],
+        "sources": [
+            {"file": nf_rel, "repository": "pytorch/pytorch (the installed wheel)", "commit": torch_commit}
+        ],
         "torch_versions": [".".join(torch_version.split("+")[0].split(".")[:2])],
         "about": "structured_delegate of native_functions.yaml: a functional or in-place overload runs "
-        "through the out= overload it delegates to, on any device that implements that one.",
+        "through the out= overload it delegates to, on any device that implements that one (the "
+        "CompositeExplicitAutogradNonFunctional kernel torchgen generates for it is the dispatcher's default "
+        "for every backend without a kernel of its own). native_functions: every overload the YAML declares; "
+        "an aten operator outside it is registered in C++, where no vendor YAML can be checked.",
         "structured_delegate": dict(sorted(delegates.items())),
+        "native_functions": sorted(aten),
     }
     out: dict[str, str] = {}
     for name, db in dbs.items():
