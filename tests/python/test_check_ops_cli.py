@@ -81,7 +81,7 @@ def test_script_mode_text_and_output_file(tmp_path):
     assert "== npu (database for torch 2.13) ==" in text
     assert f"  fallback          aten::lgamma  x2  [float32]  at {site('lgamma')}" in text
     assert "TORCH_NPU_FALLBACK_CPU_DISABLE=1" in text
-    assert "coverage: " in text and "estimated host share of op time" in text
+    assert "coverage: " in text and "estimated host share of step time" in text
     assert not list(tmp_path.glob(".*tmp"))  # atomic write left nothing behind
 
 

@@ -157,3 +157,47 @@ def test_generator_rejects_a_bad_version_gate():
     assert gen.expand_gate("v2.1, v2.2", ["v2.1", "v2.2", "v2.3"], "x") == {"v2.1", "v2.2"}
     versions = ["v2.1", "v2.2", "v2.3", "v2.6", "v2.7"]
     assert gen.compress_versions({"v2.1", "v2.2", "v2.3", "v2.7"}, versions) == "2.1-2.3,2.7"
+
+
+def test_torch_sources_record_the_installed_torch_commit():
+    # mps, xpu and aten.json come from the installed wheel's native_functions.yaml: the commit is
+    # torch.version.git_version of the torch that generated them.
+    import torch
+
+    for name in ("mps", "xpu", "aten"):
+        doc = json.loads((REPO / "data" / "opdb" / f"{name}.json").read_text())
+        wheel = [s for s in doc["sources"] if s["file"].startswith("torchgen/")]
+        assert wheel and all(s["commit"] == torch.version.git_version for s in wheel), name
+
+
+def test_report_says_when_the_installed_torch_is_not_the_databases(tmp_path):
+    # A database generated under another torch (here: a copy edited to claim 2.12.0) is named in the report.
+    import shutil
+
+    import torch
+
+    from torchport.check_ops.classify import Classifier
+    from torchport.check_ops.opdb import _load_raw
+
+    for name in ("mps", "npu", "aten"):
+        shutil.copy(REPO / "data" / "opdb" / f"{name}.json", tmp_path / f"{name}.json")
+    for name in ("mps", "npu"):
+        doc = json.loads((tmp_path / f"{name}.json").read_text())
+        doc["generated_with_torch"] = "2.12.0"
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    _load_raw.cache_clear()
+    old_mps = Classifier(load("mps", "2.13", directory=tmp_path))._version_notes()
+    assert any("native_functions.yaml of torch 2.12.0" in n and torch.__version__ in n for n in old_mps)
+    # npu's list is op-plugin's, gated per version: the torch that ran the generator does not matter
+    assert Classifier(load("npu", "2.13", directory=tmp_path))._version_notes() == []
+    assert Classifier(load("mps", "2.13"))._version_notes() == []
+
+
+def test_npu_fused_advice_read_from_ascends_migration_tool():
+    # affinity_list_1_11_0.json `torch`: torch.roll -> torch_npu.contrib.function.roll;
+    # precision_performance_advice.json: torch.optim.AdamW -> apex.optimizers.NpuFusedAdamW.
+    db = load("npu", "2.13")
+    assert db.fused_advice["roll"]["use"] == "torch_npu.contrib.function.roll"
+    assert db.fused_advice["matmul"]["use"] == "torch_npu.contrib.function.matmul_transpose"
+    assert db.optimizer_advice["torch.optim.AdamW"]["use"] == "apex.optimizers.NpuFusedAdamW"
+    assert load("mlu", "2.13").fused_advice == {}

@@ -27,6 +27,7 @@ def check_callable(
     *,
     steps: int = 1,
     torch_version: Optional[str] = None,
+    advise_optimizers: bool = True,
 ) -> Report:
     """Trace `step()` `steps` times and classify what it ran for each target."""
     import torch
@@ -45,6 +46,8 @@ def check_callable(
             step()
 
     tr: Trace = trace(run)
+    if not advise_optimizers:
+        tr.optimizers = []
     reports = [Classifier(db).run(tr) for db in dbs]
     notes: list[str] = []
     if tr.joined < len(tr.calls):
@@ -54,7 +57,17 @@ def check_callable(
             "own torch.profiler session, which ends ours): for those, composite operators are not credited "
             "and CPU time is not measured"
         )
-    return Report(reports, len(tr.calls), steps, tr.wall_s, torch.__version__, notes)
+    return Report(
+        reports,
+        len(tr.calls),
+        steps,
+        tr.wall_s,
+        torch.__version__,
+        notes,
+        phases=dict(tr.phases),
+        steps_wall_s=tr.steps_wall_s,
+        steps_wall_est_s=tr.steps_wall_est_s,
+    )
 
 
 def _default_loss(out: Any) -> Any:
@@ -117,7 +130,9 @@ def check_ops(
             opt.zero_grad(set_to_none=True)
 
     try:
-        return check_callable(step, targets, steps=steps, torch_version=torch_version)
+        return check_callable(
+            step, targets, steps=steps, torch_version=torch_version, advise_optimizers=not own_opt
+        )
     finally:
         for p, g in zip(params, saved):
             p.grad = g

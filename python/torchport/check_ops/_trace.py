@@ -54,7 +54,18 @@ class Trace:
     calls: list[Call]
     wall_s: float  # wall time of the traced code
     joined: int = 0  # calls found in the profile (fewer when the traced code ran its own profiler)
+    # Operator calls per phase: "setup" (before the first module forward: model init, data setup), "steps"
+    # (from the first forward to the end of the last optimizer step), "after" (after that step).
     phases: dict[str, int] = field(default_factory=dict)
+    window: tuple[int, int] = (0, 0)  # [first, end) call indices of the "steps" phase
+    steps_wall_s: float = 0.0  # wall time of the "steps" phase, traced
+    steps_wall_est_s: float = 0.0  # the same, less the tracer's estimated own cost per recorded call
+    optimizer_steps: int = 0
+    optimizers: list[str] = field(default_factory=list)  # optimizer classes stepped ("torch.optim.SGD")
+    # aten op -> ops its generic CompositeExplicitAutograd(NonFunctional) kernel calls, for ops that also
+    # have a CPU kernel (the CPU trace runs the CPU kernel, so the generic path is probed on meta tensors);
+    # None when the probe failed.
+    generic: dict[str, Optional[tuple[str, ...]]] = field(default_factory=dict)
 
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
@@ -129,12 +140,88 @@ def _dtypes(args: Any, kwargs: Any) -> tuple[str, ...]:
     return tuple(_dtype_name(d) for d in seen)
 
 
+def generic_key(func: Any) -> Any:
+    """The DispatchKey of `func`'s generic CompositeExplicitAutograd(NonFunctional) kernel when it also has a
+    CPU kernel of its own (so a CPU trace never runs the generic one), else None. A device without a kernel of
+    its own runs the generic kernel, not its CPU fallback: the dispatcher prefers it (OperatorEntry.cpp,
+    computeDispatchTableEntryWithDebug; `torch._C._dispatch_dump_table` shows it as the PrivateUse1/MPS/XPU
+    entry, "[default backend kernel]")."""
+    if func.namespace != "aten":
+        return None
+    name = func.name()
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    try:
+        if has(name, "CompositeImplicitAutograd") or not has(name, "CPU"):
+            return None
+        for key in ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd"):
+            if has(name, key):
+                return getattr(torch._C.DispatchKey, key)
+    except RuntimeError:
+        return None
+    return None
+
+
+# op -> what its generic kernel calls (None: not traceable); kept across traces (it depends on torch only)
+_GENERIC: dict[str, Optional[tuple[str, ...]]] = {}
+_PROBE_DEPTH = 3
+_probe_s = [0.0]  # time spent probing, subtracted from the measured step time
+
+
+def _to_meta(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device="meta")
+    if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
+        return type(x)(_to_meta(y) for y in x)
+    if isinstance(x, torch.device):
+        return torch.device("meta")
+    return x
+
+
+class _Probe(TorchDispatchMode):
+    """Records the operators a generic kernel calls, on meta tensors (no data, no real work)."""
+
+    def __init__(self, depth: int) -> None:
+        super().__init__()
+        self.depth = depth
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        name = func.name()
+        if func.namespace != "profiler":
+            self.ops.append(name)
+            if name not in _GENERIC and self.depth < _PROBE_DEPTH:
+                key = generic_key(func)
+                if key is not None:
+                    _probe(func, name, key, args, kwargs or {}, self.depth + 1)
+        return func(*args, **(kwargs or {}))
+
+
+def _probe(func: Any, name: str, key: Any, args: Any, kwargs: dict[str, Any], depth: int = 0) -> None:
+    """Run `func`'s generic kernel on meta copies of its arguments and record what it calls."""
+    _GENERIC[name] = None  # also guards against recursion
+    t0 = time.perf_counter()
+    try:
+        margs = _to_meta(tuple(args))
+        mkw = {k: _to_meta(v) for k, v in kwargs.items()}
+        p = _Probe(depth)
+        with p:
+            func._op_dk(key, *margs, **mkw)
+    except Exception:  # data-dependent kernels (.item(), nonzero) cannot run on meta tensors
+        return
+    finally:
+        if depth == 0:
+            _probe_s[0] += time.perf_counter() - t0
+    _GENERIC[name] = tuple(dict.fromkeys(op for op in p.ops if op != name))
+
+
 class _Recorder(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[Call] = []
         self._rf = torch._C._profiler._RecordFunctionFast
         self._names: dict[Any, Optional[str]] = {}  # OpOverload -> "aten::add.Tensor", None: not recorded
+        self._generic: dict[Any, Any] = {}  # OpOverload -> generic DispatchKey to probe once
+        self.generic_seen: set[str] = set()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         try:
@@ -142,6 +229,11 @@ class _Recorder(TorchDispatchMode):
         except KeyError:
             # profiler:: ops are the record_function markers of torch.optim and friends
             name = self._names[func] = None if func.namespace == "profiler" else func.name()
+            key = generic_key(func) if name is not None else None
+            if key is not None:
+                self.generic_seen.add(name)  # type: ignore[arg-type]
+                if name not in _GENERIC:
+                    _probe(func, name, key, args, kwargs or {})  # type: ignore[arg-type]
         if name is None:
             return func(*args, **(kwargs or {}))
         seq = len(self.calls)
@@ -279,17 +371,104 @@ def _join(calls: list[Call], kineto_events: Any) -> int:
     return len(joined)
 
 
-def trace(fn: Callable[[], Any]) -> Trace:
-    """Run `fn()` once under the recorder and the profiler; return every call it made."""
-    rec = _Recorder()
-    cfg = torch._C._profiler._ExperimentalConfig(capture_overload_names=True)
-    with profile(activities=[ProfilerActivity.CPU], experimental_config=cfg) as prof:
+_COST: list[float] = []  # _per_call_cost(), measured once per process
+
+
+def _per_call_cost(n: int = 200) -> float:
+    """Seconds the recorder and the profiler add to one small operator call, measured on this machine: the
+    same `n` calls timed bare and traced (best of 3). Subtracted per recorded call from the traced step
+    time."""
+    a = torch.ones(4)
+    add = torch.ops.aten.add.Tensor
+
+    def run() -> float:
         t0 = time.perf_counter()
-        with rec:
-            fn()
-        wall = time.perf_counter() - t0
+        for _ in range(n):
+            add(a, a)
+        return time.perf_counter() - t0
+
+    bare, traced = [], []
+    cfg = torch._C._profiler._ExperimentalConfig(capture_overload_names=True)
+    for _ in range(3):
+        bare.append(run())
+        with profile(activities=[ProfilerActivity.CPU], experimental_config=cfg), _Recorder():
+            traced.append(run())
+    return max(0.0, (min(traced) - min(bare)) / n)
+
+
+def trace(fn: Callable[[], Any], *, calibrate: bool = True) -> Trace:
+    """Run `fn()` once under the recorder and the profiler; return every call it made.
+
+    The "steps" phase runs from the first module forward (or the start, if no module runs) to the end of the
+    last optimizer step (or the end, if no optimizer steps); its wall time is what the host share divides by.
+    """
+    from torch.nn.modules.module import register_module_forward_pre_hook
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    rec = _Recorder()
+    probe0 = _probe_s[0]
+    marks: dict[str, Any] = {"start": None, "end": None, "steps": 0, "optimizers": []}
+
+    def on_forward(module: Any, args: Any) -> None:
+        if marks["start"] is None:
+            marks["start"] = (len(rec.calls), time.perf_counter())
+            marks["probe_at_start"] = _probe_s[0]
+            fwd_handle.remove()
+
+    def on_step(opt: Any, args: Any, kwargs: Any) -> None:
+        marks["end"] = (len(rec.calls), time.perf_counter())
+        marks["probe_at_end"] = _probe_s[0]
+        marks["steps"] += 1
+        cls = type(opt)
+        mod = "torch.optim" if cls.__module__.startswith("torch.optim.") else cls.__module__
+        name = f"{mod}.{cls.__name__}"
+        if name not in marks["optimizers"]:
+            marks["optimizers"].append(name)
+
+    cfg = torch._C._profiler._ExperimentalConfig(capture_overload_names=True)
+    fwd_handle = register_module_forward_pre_hook(on_forward)
+    step_handle = register_optimizer_step_post_hook(on_step)
+    try:
+        with profile(activities=[ProfilerActivity.CPU], experimental_config=cfg) as prof:
+            t0 = time.perf_counter()
+            try:
+                with rec:
+                    fn()
+            finally:
+                t1 = time.perf_counter()
+    finally:
+        fwd_handle.remove()
+        step_handle.remove()
     try:
         joined = _join(rec.calls, prof.profiler.kineto_results.events())
     except (AttributeError, RuntimeError):  # no profile left (the traced code stopped our session)
         joined = 0
-    return Trace(rec.calls, wall, joined)
+    n = len(rec.calls)
+    if marks["start"] is not None:
+        (first, start_t), probe_start = marks["start"], marks["probe_at_start"]
+    else:
+        first, start_t, probe_start = 0, t0, probe0
+    if marks["end"] is not None and marks["end"][0] >= first:
+        (end, end_t), probe_end = marks["end"], marks["probe_at_end"]
+    else:
+        end, end_t, probe_end = n, t1, _probe_s[0]
+    probe_s = probe_end - probe_start
+    steps_wall = max(0.0, end_t - start_t)
+    if calibrate and end > first and not _COST:
+        _COST.append(_per_call_cost())
+    cost = _COST[0] if calibrate and _COST else 0.0
+    in_steps = rec.calls[first:end]
+    floor = sum(c.kernel_us for c in in_steps) / 1e6  # recorded calls never nest: their own time, at least
+    est = max(floor, steps_wall - probe_s - cost * len(in_steps))
+    return Trace(
+        rec.calls,
+        t1 - t0,
+        joined,
+        phases={"setup": first, "steps": end - first, "after": n - end},
+        window=(first, end),
+        steps_wall_s=steps_wall,
+        steps_wall_est_s=est,
+        optimizer_steps=marks["steps"],
+        optimizers=list(marks["optimizers"]),
+        generic=dict(_GENERIC),
+    )

@@ -112,6 +112,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise _StopScript()
 
     def body() -> None:
+        # Registered inside the trace, after check-ops' own step hook, so the last step is still measured.
+        handles.append(register_optimizer_step_post_hook(after_step))
         # run_script prints the script's own traceback, like python, and returns its exit code. The
         # script's prints go to stderr when the report is written to stdout, so the report stays parseable.
         if args.output:
@@ -124,11 +126,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             rc = state["rc"]
             state["error"] = f"{script}: the script exited with code {rc} after {n} optimizer step(s)"
 
-    handle = register_optimizer_step_post_hook(after_step)
+    handles: list[Any] = []
     try:
         rt.enable("cpu")
     except Exception as e:  # TargetUnavailable and friends carry a readable message
-        handle.remove()
         print(f"{PROG}: error: cannot redirect CUDA to the CPU: {e}", file=sys.stderr)
         return 2
     try:
@@ -138,7 +139,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     finally:
         rt.disable()
-        handle.remove()
+        for h in handles:
+            h.remove()
     report.steps = state["steps"]
     if state["error"]:
         report.notes.append(state["error"] + " (the report covers the operators run before that)")

@@ -57,6 +57,11 @@ class TargetDb:
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     delegates: dict[str, str] = field(repr=False, compare=False, default_factory=dict)
+    # every overload of the native_functions.yaml the databases were generated from (empty: not recorded)
+    aten_yaml: frozenset[str] = field(repr=False, compare=False, default_factory=frozenset)
+    # aten op -> {"api", "use", "source"}: fused APIs the vendor's migration tool advises (npu only)
+    fused_advice: dict[str, dict[str, str]] = field(repr=False, compare=False, default_factory=dict)
+    optimizer_advice: dict[str, dict[str, str]] = field(repr=False, compare=False, default_factory=dict)
 
     def is_native(self, op: str) -> bool:
         return op in self.native or op in self.native_outside_yaml
@@ -125,7 +130,7 @@ def load(target: str, torch_version: str, directory: Optional[Path] = None) -> T
         if version in _expand(spec, versions):
             native.add(op)
     fb = doc.get("fallback") or {}
-    delegates = _load_raw(path.parent / "aten.json").get("structured_delegate", {})
+    aten = _load_raw(path.parent / "aten.json")
     return TargetDb(
         target=target,
         path=path,
@@ -144,5 +149,8 @@ def load(target: str, torch_version: str, directory: Optional[Path] = None) -> T
         torch_version_note=str(doc.get("torch_version_note", "")),
         generated_with_torch=str(doc.get("generated_with_torch", "")),
         raw=doc,
-        delegates=dict(delegates),
+        delegates=dict(aten.get("structured_delegate", {})),
+        aten_yaml=frozenset(aten.get("native_functions", [])),
+        fused_advice=dict(doc.get("fused_advice") or {}),
+        optimizer_advice=dict(doc.get("optimizer_advice") or {}),
     )

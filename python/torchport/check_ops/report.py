@@ -34,6 +34,9 @@ class Report:
     traced_wall_s: float
     torch_version: str  # the installed torch that ran the trace
     notes: list[str] = field(default_factory=list)
+    phases: dict[str, int] = field(default_factory=dict)  # operator calls per phase (Trace.phases)
+    steps_wall_s: float = 0.0  # traced wall time of the measured steps
+    steps_wall_est_s: float = 0.0  # the same less the tracer's estimated cost: the host share's denominator
 
     def target(self, name: str) -> TargetReport:
         for t in self.targets:
@@ -48,6 +51,9 @@ class Report:
             "steps": self.steps,
             "calls_recorded": self.calls,
             "traced_wall_s": round(self.traced_wall_s, 6),
+            "phases": self.phases,
+            "measured_steps_wall_s": round(self.steps_wall_s, 6),
+            "measured_steps_wall_untraced_estimate_s": round(self.steps_wall_est_s, 6),
             "notes": self.notes,
             "targets": [],
         }
@@ -70,6 +76,12 @@ class Report:
                         },
                     },
                     "host_time_share": round(t.host_share, 4),
+                    "host_time_share_range": [round(x, 4) for x in t.host_share_range],
+                    "advice": [
+                        {"for": a.what, "api": a.api, "use": a.use, "source": a.source, "calls": a.calls}
+                        | ({"first_call_site": a.site} if a.site else {})
+                        for a in t.advice
+                    ],
                     "ops": [
                         {
                             "op": r.op,
@@ -119,6 +131,14 @@ class Report:
             f"torchport check-ops: {self.calls} operator calls recorded over {span} "
             f"(torch {self.torch_version}, traced on the CPU)"
         ]
+        if self.phases:
+            p = self.phases
+            lines.append(
+                f"measured steps: {p.get('steps', 0)} calls from the first forward to the end of the last "
+                f"optimizer step, {self.steps_wall_est_s * 1e3:.1f} ms without the tracer's estimated cost "
+                f"({self.steps_wall_s * 1e3:.1f} ms traced); setup before: {p.get('setup', 0)} calls, "
+                f"after: {p.get('after', 0)} calls (in the coverage, not in the host share)"
+            )
         for n in self.notes:
             lines.append(f"note: {n}")
         for t in self.targets:
@@ -133,8 +153,12 @@ class Report:
             counts = {s: sum(1 for r in t.rows if r.status == s) for s in (FALLBACK, DTYPE, UNKNOWN)}
             lines.append(
                 f"fallback: {counts[FALLBACK]}, unsupported dtype: {counts[DTYPE]}, "
-                f"unknown: {counts[UNKNOWN]}; "
-                f"estimated host share of op time: {t.host_share:.1%}"
+                f"unknown: {counts[UNKNOWN]}"
+            )
+            lo, hi = t.host_share_range
+            lines.append(
+                f"estimated host share of step time: {lo:.1%} (fallback ops)"
+                + (f" to {hi:.1%} (fallback + unknown ops)" if hi > lo else "")
             )
             for r in t.rows:
                 if r.status == NATIVE and not show_native:
@@ -144,6 +168,12 @@ class Report:
                 lines.append(f"      why: {r.reason}")
                 if r.fix:
                     lines.append(f"      fix: {r.fix}")
+            for a in t.advice:
+                where = f" at {a.site}" if a.site else ""
+                lines.append(
+                    f"  advice: {a.what} x{a.calls}{where}: {a.api} -> {a.use} "
+                    f"(fused alternative, {a.source.rsplit('/', 1)[-1]})"
+                )
             for n in t.notes:
                 lines.append(f"  note: {n}")
         return "\n".join(lines) + "\n"
