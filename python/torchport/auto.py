@@ -2,7 +2,9 @@
 
 Put it at the top of the entry script, before code that uses CUDA. Other variables: TORCHPORT_LOG (per-call
 log file), TORCHPORT_STRICT=1 (fail on float64 where the target has none), TORCHPORT_CUDA_AVAILABLE
-(truth | target | user, see docs/runtime.md), TORCHPORT_LOG_ALL_RANKS=1.
+(truth | target | user, see docs/runtime.md), TORCHPORT_LOG_ALL_RANKS=1, TORCHPORT_SHIMS (comma-separated,
+default "apex,pynvml"; empty: none), TORCHPORT_QUIET=1 (no summary on stderr). `torchport run` sets all of
+them for the processes the script starts.
 
 `torchport.auto.disable()` restores every original; `torchport.auto.enable()` turns it on again.
 """
@@ -23,15 +25,22 @@ def enable() -> None:
     import torchport.runtime as rt
 
     log = os.environ.get("TORCHPORT_LOG") or None
+    shims = os.environ.get("TORCHPORT_SHIMS")
     rt.enable(
         os.environ.get("TORCHPORT_TARGET") or "auto",
         log=log,
-        strict=os.environ.get("TORCHPORT_STRICT", "") not in ("", "0"),
+        strict=_flag("TORCHPORT_STRICT"),
         cuda_available=os.environ.get("TORCHPORT_CUDA_AVAILABLE") or "truth",
-        log_all_ranks=os.environ.get("TORCHPORT_LOG_ALL_RANKS", "") not in ("", "0"),
+        log_all_ranks=_flag("TORCHPORT_LOG_ALL_RANKS"),
+        shims=("apex", "pynvml") if shims is None else tuple(x for x in shims.split(",") if x),
     )
     if rt._active is not None:
-        rt._active.print_summary = bool(log)
+        # the summary at exit (rank 0 only) when a log is written, unless TORCHPORT_QUIET=1
+        rt._active.print_summary = bool(log) and not _flag("TORCHPORT_QUIET")
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
 
 
 def _enable_or_exit() -> None:

@@ -18,9 +18,11 @@ Importing this package does not import torch; enable() does.
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 from typing import Any, Optional, Sequence, Union
 
+from torchport.runtime._log import OWNER_ENV
 from torchport.runtime._runner import run_module, run_script
 from torchport.targets import Target, TargetUnavailable
 
@@ -69,16 +71,19 @@ def enable(
     else:
         t = target
     if _active is not None:
-        if _active.target.name == t.name and _active.target == t:
+        if _active.target == t:
             return
         raise RuntimeError(
             f"torchport runtime is already enabled for target {_active.target.name}; call disable() first"
         )
     # environment first: vendor packages read their variables when they initialise
     env_session = _EnvOnly(t)
-    env_session.map_env()
+    if t is not sess_mod.CUDA_PASSTHROUGH:
+        env_session.map_env()
     try:
-        devmod = sess_mod.check_available(t) if check else sess_mod.device_module(t)
+        devmod = (
+            sess_mod.check_available(t) if check and t.device_type != "cuda" else sess_mod.device_module(t)
+        )
     except BaseException:
         env_session.restore()
         raise
@@ -93,6 +98,16 @@ def enable(
     )
     session.log.classify = session.mapper.classify
     env_session.replay(session)
+    if log and not os.environ.get(OWNER_ENV):  # the processes this one starts append to its log
+        session.env_before.setdefault(OWNER_ENV, None)
+        os.environ[OWNER_ENV] = str(os.getpid())
+    if t is sess_mod.CUDA_PASSTHROUGH:
+        # `auto` on a CUDA machine: CUDA is the best target there is; patch nothing
+        session.log.note(
+            "target auto: CUDA is present (torch.accelerator reports cuda): nothing is redirected"
+        )
+        _activate(session)
+        return
     from torchport.runtime import _amp, _args, _cuda_ns, _dist, _profiler, _shims
 
     try:
@@ -106,8 +121,12 @@ def enable(
         session.patcher.restore()
         session.restore_env()
         raise
+    _activate(session)
+
+
+def _activate(session: Any) -> None:
+    global _active, _atexit_registered
     _active = session
-    global _atexit_registered
     if not _atexit_registered:
         atexit.register(_at_exit)
         _atexit_registered = True
@@ -182,6 +201,7 @@ def _at_exit() -> None:
     session = _active
     if session is None:
         return
-    if getattr(session, "print_summary", False) and session.log.sites:
-        print(session.log.summary(), file=sys.stderr)
+    if getattr(session, "print_summary", False) and session.log.prints_summary():
+        if session.log.sites or session.log.notes:
+            print(session.log.summary(), file=sys.stderr)
     session.log.close()

@@ -64,7 +64,9 @@ def install(s: Session) -> None:
                     MODIFIED if nd is None else MATCH,
                 )
                 kw["device_id"] = nd
-        return orig_init(new, *a, **kw)
+        out = orig_init(new, *a, **kw)
+        s.log.rank_known()  # an mp.spawn child learns its rank here: it can choose its log file now
+        return out
 
     orig_new_group = c10d.new_group
 

@@ -85,10 +85,49 @@ def check_available(target: Target) -> Any:
     return mod
 
 
+def cuda_present() -> bool:
+    """True when torch's own accelerator is CUDA and it is usable here (a real CUDA machine)."""
+    acc = getattr(torch, "accelerator", None)
+    if acc is None:
+        return bool(torch.cuda.is_available())
+    try:
+        if not acc.is_available():
+            return False
+        cur = acc.current_accelerator()
+    except Exception:
+        return False
+    return cur is not None and cur.type == "cuda"
+
+
+# What "auto" resolves to on a machine with CUDA: CUDA itself, so nothing is redirected.
+CUDA_PASSTHROUGH = Target(
+    name="cuda",
+    title="NVIDIA CUDA (present: nothing is redirected)",
+    device_type="cuda",
+    device_module="torch.cuda",
+    vendor_package=None,
+    install_hint="",
+    backend="nccl",
+    visible_devices_env=("CUDA_VISIBLE_DEVICES",),
+    env_map={},
+    env_prefix_map={},
+    amp_device_type="cuda",
+    float64=True,
+    fallback_env=None,
+    fallback_env_note="",
+    profiler_activity="CUDA",
+    has_device_index=True,
+    sources={"device_type": "TORCH: torch.accelerator.current_accelerator() is cuda"},
+)
+
+
 def resolve_target(name: str) -> Target:
-    """The Target for `name`; "auto" picks the accelerator that is present, otherwise cpu."""
+    """The Target for `name`; "auto" picks the accelerator that is present, otherwise cpu. When CUDA itself is
+    present, "auto" gives CUDA_PASSTHROUGH: enable() then redirects nothing."""
     if name != "auto":
         return get_target(name)
+    if cuda_present():
+        return CUDA_PASSTHROUGH
     for t in TARGETS.values():  # out-of-tree packages first: importing one registers its device
         if t.vendor_package is not None and not vendor_package_missing(t):
             try:
@@ -96,10 +135,14 @@ def resolve_target(name: str) -> Target:
                 return t
             except TargetUnavailable:
                 continue
-    acc = torch.accelerator.current_accelerator() if hasattr(torch, "accelerator") else None
-    if acc is not None:
+    acc = getattr(torch, "accelerator", None)
+    try:
+        cur = acc.current_accelerator() if acc is not None and acc.is_available() else None
+    except Exception:
+        cur = None
+    if cur is not None:
         for t in TARGETS.values():
-            if t.device_type == acc.type:
+            if t.device_type == cur.type:
                 return t
     return TARGETS["cpu"]
 

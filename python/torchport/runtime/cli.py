@@ -20,7 +20,8 @@ options:
   --cuda-available MODE what torch.cuda.is_available() answers: truth (default: False without CUDA),
                         target (the target's availability, as transfer_to_npu does), user (the target's for
                         your code, the truth for installed libraries)
-  --log-all-ranks       under torchrun, every rank writes FILE.rankN (default: rank 0 only)
+  --log-all-ranks       every rank N > 0 writes FILE.rankN too (default: rank 0 only, under torchrun and
+                        mp.spawn; the rank comes from $RANK or torch.distributed)
   --no-shims            do not serve apex / pynvml replacements
   --quiet               no summary on stderr at exit
 """
@@ -132,10 +133,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     session = rt._active
     session.print_summary = not quiet
     # child processes (torchrun workers, multiprocessing spawn) inherit the redirect through the .pth hook
-    chosen = session.target.name
-    exported = {"TORCHPORT_TARGET": chosen, "TORCHPORT_CUDA_AVAILABLE": cuda_available}
-    if strict:
-        exported["TORCHPORT_STRICT"] = "1"
+    # (every option: same target, log file, ranks policy, shims, strictness and summary as this process)
+    chosen = "auto" if session.target.device_type == "cuda" else session.target.name
+    exported = {
+        "TORCHPORT_TARGET": chosen,
+        "TORCHPORT_CUDA_AVAILABLE": cuda_available,
+        "TORCHPORT_STRICT": "1" if strict else "0",
+        "TORCHPORT_LOG": os.path.abspath(log) if log else "",
+        "TORCHPORT_LOG_ALL_RANKS": "1" if all_ranks else "0",
+        "TORCHPORT_SHIMS": ",".join(shims),
+        "TORCHPORT_QUIET": "1" if quiet else "0",
+    }
     saved = {k: os.environ.get(k) for k in exported}
     os.environ.update(exported)
     try:
@@ -150,7 +158,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        if not quiet and session.log.sites:
+        if not quiet and (session.log.sites or session.log.notes) and session.log.prints_summary():
             sys.stdout.flush()
             print(session.log.summary(), file=sys.stderr)
         rt.disable()
