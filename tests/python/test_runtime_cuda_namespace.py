@@ -46,9 +46,23 @@ def test_bad_cuda_available_mode_is_rejected() -> None:
     assert not rt.is_enabled()
 
 
+def test_device_count_agrees_with_is_available_in_every_mode() -> None:
+    # `for i in range(torch.cuda.device_count())` must not see a device that is_available() denies: the truth
+    # (the default) is 0 devices here; the target mode counts the target's devices (cpu: one).
+    with enabled("cpu") as s:
+        assert torch.cuda.is_available() is False and torch.cuda.device_count() == 0
+        assert _site(s, "torch.cuda.device_count").cls == "match"
+    with enabled("cpu", cuda_available="target") as s:
+        assert torch.cuda.is_available() is True and torch.cuda.device_count() == 1
+        assert _site(s, "torch.cuda.device_count").cls == "modified"
+    lib_caller = compile("torch.cuda.device_count()", torch.__file__, "eval")  # a frame "inside" torch
+    with enabled("cpu", cuda_available="user"):
+        assert torch.cuda.device_count() == 1  # user code
+        assert eval(lib_caller, {"torch": torch}) == 0  # an installed library: the truth
+
+
 def test_device_management() -> None:
     with enabled("cpu") as s:
-        assert torch.cuda.device_count() == 1
         assert torch.cuda.current_device() == 0
         torch.cuda.set_device(0)
         torch.cuda.set_device("cuda:0")

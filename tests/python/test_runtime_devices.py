@@ -60,9 +60,13 @@ def test_tensor_methods() -> None:
         assert x.to(torch.float64).dtype == torch.float64  # dtype-only calls untouched
         assert x.new_zeros(3, device="cuda").device.type == "cpu"
         assert x.new_tensor([1.0], device="cuda:0").tolist() == [1.0]
-        assert x.cuda().is_cuda is True  # on the target device
+        # the default tells the truth: is_available() is False, so no tensor is a CUDA tensor
+        assert x.cuda().is_cuda is False
         assert x.type("torch.cuda.LongTensor").dtype == torch.int64
         assert x.pin_memory("cuda") is x
+    assert x.is_cuda is False
+    with enabled("cpu", cuda_available="target"):
+        assert x.cuda().is_cuda is True  # the target mode: True on the target device, like is_available()
     assert x.is_cuda is False
 
 

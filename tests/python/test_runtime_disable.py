@@ -52,7 +52,8 @@ def _own(owner: object, name: str) -> object:
 
 
 def test_disable_restores_every_patched_attribute() -> None:
-    rt.enable("cpu")
+    # the target mode patches Tensor.is_cuda too (the default keeps torch's truthful one)
+    rt.enable("cpu", cuda_available="target")
     records = [(owner, name) for owner, name, _ in rt._active.patcher.records]
     rt.disable()
     assert len(records) > 150
@@ -60,7 +61,7 @@ def test_disable_restores_every_patched_attribute() -> None:
     key_before = {(id(o), n): getattr(o, n) for o, n in KEY_ATTRIBUTES}
     meta_path, table_size = list(sys.meta_path), len(jit_builtins._get_builtin_table())
 
-    rt.enable("cpu")
+    rt.enable("cpu", cuda_available="target")
     changed = [(o, n) for o, n in records if _own(o, n) is not before[(id(o), n)]]
     assert len(changed) == len(records)  # everything really was patched
     assert all(getattr(o, n) is not key_before[(id(o), n)] for o, n in KEY_ATTRIBUTES)

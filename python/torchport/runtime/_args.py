@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import sys
 from typing import Any, Callable
 
 import torch
 
-from torchport.runtime._log import MATCH, MISMATCH, MODIFIED
+from torchport.runtime._log import MATCH, MISMATCH, MODIFIED, render_arg
 from torchport.runtime._session import Session
 
 _FP64 = (torch.float64, torch.complex128)
@@ -73,11 +74,26 @@ TENSOR_NEW: tuple[str, ...] = (
 )
 
 
+def fp64_on(obj: Any, dst: str) -> bool:
+    """True when `obj` (a tensor, or a module's parameters and buffers) holds float64 on device type `dst`."""
+    if isinstance(obj, torch.Tensor):
+        return obj.dtype in _FP64 and obj.device.type == dst
+    if isinstance(obj, torch.nn.Module):
+        for t in itertools.chain(obj.parameters(), obj.buffers()):
+            if t.dtype in _FP64 and t.device.type == dst:
+                return True
+    return False
+
+
 def _kw_device(s: Session, fn: Callable[..., Any], api: str, key: str = "device") -> Callable[..., Any]:
     mapf = s.mapper.map
     hit = s.log.hit
+    # float64 is checked only on targets without it (npu, mps): on the others the hot path does not change.
+    # The result is checked, not the dtype argument: float64 also comes from torch.get_default_dtype() and
+    # from numpy float64 data.
     check64 = not s.target.float64
     fp64 = s.float64
+    dst = s.target.device_type
 
     cache_get = s.mapper._cache.get
     sites_get = s.log.sites.get
@@ -100,8 +116,12 @@ def _kw_device(s: Session, fn: Callable[..., Any], api: str, key: str = "device"
                         hit(api, (key, d), (key, nd), None)
                     else:
                         site.count += 1
-                if check64 and kwargs.get("dtype") in _FP64:
-                    fp64(api)
+        if check64:
+            out = fn(*args, **kwargs)
+            # nn layer constructors return None: check the module they built
+            if fp64_on(out if out is not None or not args else args[0], dst):
+                fp64(api)
+            return out
         return fn(*args, **kwargs)
 
     return _wraps(wrapper, fn)
@@ -121,7 +141,7 @@ def _wraps(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[...,
 def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -> Callable[..., Any]:
     mapf = s.mapper.map
     hit = s.log.hit
-    check64 = not s.target.float64 and is_tensor
+    check64 = not s.target.float64  # tensors and modules: float64 arriving on the target
     dst = s.target.device_type
     fp64 = s.float64
 
@@ -132,14 +152,14 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
     dtype_t = torch.dtype
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and len(args) == 1 and not track:
+        if not kwargs and len(args) == 1 and not track and not check64:
             # fast paths for the common `x.to("cuda")` and `x.to(torch.float16)` when nothing is logged
             d = args[0]
             t = type(d)
             if t is str:
                 nd = cache_get(d)
                 return fn(self, mapf(d) if nd is None else nd)
-            if t is dtype_t and not check64:
+            if t is dtype_t:
                 return fn(self, d)
         if args:
             d = args[0]
@@ -164,16 +184,11 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
                 kwargs["device"] = nd
                 hit(api, ("device", d), ("device", nd), None)
         if check64:
-            dt = kwargs.get("dtype")
-            if dt is None:
-                for a in args[:2]:
-                    if type(a) is torch.dtype:
-                        dt = a
-            if dt in _FP64:
-                out = fn(self, *args, **kwargs)
-                if out.device.type == dst:
-                    fp64(api)
-                return out
+            # x64.to("cuda"), x.to("cuda", torch.float64), model_with_float64_buffers.to("cuda")
+            out = fn(self, *args, **kwargs)
+            if fp64_on(out, dst):
+                fp64(api)
+            return out
         return fn(self, *args, **kwargs)
 
     return _wraps(to, fn)
@@ -257,14 +272,28 @@ def install(s: Session) -> None:
             cls,
             why,
         )
-        return orig_module_to(self, nd)
-
-    def is_cuda(self: torch.Tensor) -> bool:
-        return self.device.type == dst
+        out = orig_module_to(self, nd)
+        if not s.target.float64 and fp64_on(out, dst):
+            s.float64("Module.cuda")
+        return out
 
     p.set(torch.Tensor, "cuda", tensor_cuda)
     p.set(torch.nn.Module, "cuda", module_cuda)
-    p.set(torch.Tensor, "is_cuda", property(is_cuda, doc=f"True when the tensor is on {dst} (torchport)"))
+    # Tensor.is_cuda agrees with torch.cuda.is_available() in every --cuda-available mode: truth (the default)
+    # keeps torch's own answer (a tensor on the target is not a CUDA tensor); target: True on the target
+    # device; user: True for the user's code, torch's answer for installed libraries.
+    if s.cuda_available != "truth":
+        from torchport.runtime._cuda_ns import _site_packages_prefixes, answers_for_target
+
+        orig_is_cuda = torch.Tensor.is_cuda
+        prefixes = _site_packages_prefixes()
+
+        def is_cuda(self: torch.Tensor) -> bool:
+            if self.device.type == dst and answers_for_target(s, prefixes, 1):
+                return True
+            return bool(orig_is_cuda.__get__(self))
+
+        p.set(torch.Tensor, "is_cuda", property(is_cuda, doc=f"True when the tensor is on {dst} (torchport)"))
 
     # Tensor.type("torch.cuda.FloatTensor")
     orig_type = torch.Tensor.type
@@ -511,13 +540,27 @@ def _install_load(s: Session) -> None:
     def load(f: Any, map_location: Any = None, *a: Any, **kw: Any) -> Any:
         new = mapper.map_location(map_location, restore)
         if map_location is None:
-            log.hit(
-                "torch.load",
-                "torch.load(map_location=None)",
-                f"torch.load(map_location=cuda*->{mapper.dst})",
-                MATCH,
-            )
-        elif new is not map_location and not callable(new):
+            # logged only when the checkpoint really has CUDA storages: the restore function sees every
+            # storage's saved location, so knowing it costs nothing extra
+            cuda_locs: set[str] = set()
+
+            def seen(storage: Any, location: str) -> Any:
+                if location.startswith("cuda"):
+                    cuda_locs.add(location)
+                return new(storage, location)
+
+            out = orig_load(f, seen, *a, **kw)
+            if cuda_locs:
+                saved = ", ".join(sorted(cuda_locs))
+                onto = ", ".join(sorted({str(mapper.map(loc)) for loc in cuda_locs}))
+                log.hit(
+                    "torch.load",
+                    f"torch.load({render_arg(f)}) [storages saved on {saved}]",
+                    f"torch.load({render_arg(f)}, map_location=<{saved} -> {onto}>)",
+                    MATCH,
+                )
+            return out
+        if new is not map_location and not callable(new):
             log.hit("torch.load", ("map_location", map_location), ("map_location", new), None)
         elif callable(new) and new is not map_location:
             log.hit(

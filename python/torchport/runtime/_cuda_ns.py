@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-from torchport.runtime._log import MATCH, MISMATCH, MODIFIED
+from torchport.runtime._log import CALL, MATCH, MISMATCH, MODIFIED, VALUE
 from torchport.runtime._session import Session
 
 # name -> position of the device argument (None: no device argument). Source: PEERS §2 (transfer_to_npu wraps
@@ -340,75 +340,114 @@ def _site_packages_prefixes() -> tuple[str, ...]:
     return tuple(sorted(os.path.abspath(p) + os.sep for p in paths if p))
 
 
+def resolve(s: Session, name: str) -> tuple[Optional[Callable[..., Any]], str, str, str]:
+    """(implementation, class, why, shown name) for torch.cuda.<name> on the session's target: the device
+    module's function of the same name when it has one, else our emulation, else None (an error when called).
+    `shown` is "" for an emulation (the log shows the value it returned)."""
+    dev = s.devmod
+    if not (s.is_cpu and name in _CPU_OWN):
+        impl = getattr(dev, name, None)
+        if impl is not None:
+            return impl, MATCH, "", f"{s.target.device_module}.{name}"
+    emul = s.__dict__.get("_cuda_emulations")
+    if emul is None:
+        emul = s.__dict__["_cuda_emulations"] = _emulations(s)
+    if name in emul:
+        fn, cls, why = emul[name]
+        return fn, cls, why, ""
+    return None, MISMATCH, f"{s.target.device_module} has no {name}", ""
+
+
+def answers_for_target(s: Session, prefixes: tuple[str, ...], depth: int) -> bool:
+    """Whether is_available()/device_count()/Tensor.is_cuda answer for the target (True) or tell the truth
+    about CUDA (False) for the caller `depth` frames above this one, under --cuda-available."""
+    mode = s.cuda_available
+    if mode == "truth":
+        return False
+    if mode == "target":
+        return True
+    return not os.path.abspath(sys._getframe(depth + 1).f_code.co_filename).startswith(prefixes)
+
+
 def install(s: Session) -> None:
     cuda = torch.cuda
     p = s.patcher
     log = s.log
-    mapper = s.mapper
     dev = s.devmod
     dst = s.target.device_type
     modname = s.target.device_module
-    emul = _emulations(s)
-
-    def find(name: str) -> tuple[Optional[Callable[..., Any]], str, str, str]:
-        """(implementation, class, why, shown name) for torch.cuda.<name> on this target."""
-        if not (s.is_cpu and name in _CPU_OWN):
-            impl = getattr(dev, name, None)
-            if impl is not None:
-                return impl, MATCH, "", f"{modname}.{name}"
-        if name in emul:
-            fn, cls, why = emul[name]
-            return fn, cls, why, "torchport emulation"
-        return None, MISMATCH, f"{modname} has no {name}", ""
 
     for name, pos in FUNCTIONS.items():
-        if not hasattr(cuda, name):
+        if not hasattr(cuda, name) or name == "device_count":
             continue
-        impl, cls, why, shown = find(name)
+        impl, cls, why, shown = resolve(s, name)
         p.set(cuda, name, _redirect(s, name, pos, impl, cls, why, shown))
 
-    # is_available: the truth by default (see docs/runtime.md); --cuda-available=target|user
+    # is_available: the truth by default (see docs/runtime.md); --cuda-available=target|user. device_count and
+    # Tensor.is_cuda (in _args) give the same answer as is_available in every mode.
     orig_avail = cuda.is_available
-    mode = s.cuda_available
+    orig_count = cuda.device_count
     prefixes = _site_packages_prefixes()
+    count_impl, count_cls, count_why, count_shown = resolve(s, "device_count")
+    if s.is_cpu:
+        truth_cls, truth_why = MATCH, "the truth, the default: there is no CUDA, and cpu is what runs"
+    else:
+        truth_cls, truth_why = (
+            MISMATCH,
+            f"the truth, the default: no CUDA here, so code such as "
+            f"`'cuda' if torch.cuda.is_available() else 'cpu'` runs on cpu, not on {dst}; "
+            "use --cuda-available=target, or torchport.runtime.is_cuda_device()",
+        )
 
     def target_available() -> bool:
         return True if s.is_cpu else bool(dev.is_available())
 
     def is_available() -> bool:
-        if mode == "truth":
+        if not answers_for_target(s, prefixes, 1):
             answer = orig_avail()
-            log.hit(
-                "torch.cuda.is_available",
-                "torch.cuda.is_available()",
-                repr(answer),
-                MATCH,
-                "the truth, the default",
-            )
-            return answer
-        if mode == "user":
-            caller = os.path.abspath(sys._getframe(1).f_code.co_filename)
-            if caller.startswith(prefixes):
-                answer = orig_avail()
+            if s.cuda_available == "user":
                 log.hit(
-                    "torch.cuda.is_available",
-                    "torch.cuda.is_available()",
-                    repr(answer),
-                    MATCH,
-                    "library caller",
+                    "torch.cuda.is_available", "torch.cuda.is_available()", repr(answer), MATCH, "library"
                 )
-                return answer
+            else:
+                log.hit(
+                    "torch.cuda.is_available", "torch.cuda.is_available()", repr(answer), truth_cls, truth_why
+                )
+            return answer
         answer = target_available()
         log.hit(
             "torch.cuda.is_available",
             "torch.cuda.is_available()",
             f"{modname}.is_available() = {answer}",
             MODIFIED,
-            f"answers for {dst} (--cuda-available={mode})",
+            f"answers for {dst} (--cuda-available={s.cuda_available})",
+        )
+        return answer
+
+    def device_count() -> int:
+        if not answers_for_target(s, prefixes, 1):
+            answer = int(orig_count())
+            log.hit(
+                "torch.cuda.device_count",
+                "torch.cuda.device_count()",
+                repr(answer),
+                MATCH,
+                "the truth, like torch.cuda.is_available()",
+            )
+            return answer
+        assert count_impl is not None
+        answer = int(count_impl())
+        log.hit(
+            "torch.cuda.device_count",
+            "torch.cuda.device_count()",
+            f"{count_shown}() = {answer}" if count_shown else repr(answer),
+            count_cls if count_cls != MATCH else MODIFIED,
+            count_why or f"counts {dst} devices (--cuda-available={s.cuda_available})",
         )
         return answer
 
     p.set(cuda, "is_available", is_available)
+    p.set(cuda, "device_count", device_count)
 
     for name in CLASSES:
         if not hasattr(cuda, name):
@@ -462,15 +501,23 @@ def install(s: Session) -> None:
             p.set(
                 nvtx, name, _logged(s, f"torch.cuda.nvtx.{name}", nvtx_impl[name], MODIFIED, "profiler range")
             )
-    _ = mapper
 
 
 def _logged(s: Session, api: str, fn: Callable[..., Any], cls: str, why: str) -> Callable[..., Any]:
     hit = s.log.hit
+    sites_get = s.log.sites.get
+    getframe = sys._getframe
+    shown = "torch.autograd.profiler.record_function" if api.endswith(("range_push", "range")) else ""
 
     def wrapper(*a: Any, **k: Any) -> Any:
-        hit(api, f"{api}()", "torch.autograd.profiler.record_function", cls, why)
-        return fn(*a, **k)
+        out = fn(*a, **k)
+        f = getframe(1)
+        if sites_get((f.f_code, f.f_lineno, api)) is None:
+            after = (CALL, shown, a[:1]) if shown else (VALUE, out)
+            hit(api, (CALL, api, a, k), after, cls, why)
+        else:
+            hit(api, "", "", cls, why)
+        return out
 
     wrapper.__name__ = api.rsplit(".", 1)[-1]
     return wrapper
@@ -485,14 +532,20 @@ def _redirect(
     why: str,
     shown: str,
 ) -> Callable[..., Any]:
+    """torch.cuda.<name>: device arguments mapped, then the device module's function (`shown`) or an
+    emulation (shown ""). The log line shows the call with its arguments and, for an emulation, the value it
+    returned."""
     api = f"torch.cuda.{name}"
     hit = s.log.hit
+    sites_get = s.log.sites.get
+    getframe = sys._getframe
     mapf = s.mapper.map
     target = s.target
     # torch.manual_seed()/torch.seed() call torch.cuda.manual_seed_all() themselves: not the user's call site
     quiet_from_torch = name in ("manual_seed_all", "seed_all")
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        a0, k0 = args, kwargs
         if pos is not None:
             if len(args) > pos:
                 d = args[pos]
@@ -501,30 +554,75 @@ def _redirect(
                     args = (*args[:pos], nd, *args[pos + 1 :])
             d = kwargs.get("device")
             if d is not None and type(d) is not int:
-                kwargs["device"] = mapf(d)
-        if not (quiet_from_torch and sys._getframe(1).f_code.co_filename == _TORCH_RANDOM):
-            hit(api, f"{api}()", shown or "error", cls, why)
+                kwargs = {**kwargs, "device": mapf(d)}
+        f = getframe(1)
+        quiet = quiet_from_torch and f.f_code.co_filename == _TORCH_RANDOM
+        new = not quiet and sites_get((f.f_code, f.f_lineno, api)) is None
         if impl is None:
+            if not quiet:
+                hit(api, (CALL, api, a0, k0), "error", cls, why)
             raise NotImplementedError(f"{api} has no equivalent on target {target.name} ({why}) [torchport]")
-        return impl(*args, **kwargs)
+        if shown:  # the device module's function: the line says what it was called with
+            if new:
+                hit(api, (CALL, api, a0, k0), (CALL, shown, args, kwargs), cls, why)
+            elif not quiet:
+                hit(api, "", "", cls, why)
+            return impl(*args, **kwargs)
+        out = impl(*args, **kwargs)
+        if new:
+            hit(api, (CALL, api, a0, k0), (VALUE, out), cls, why)
+        elif not quiet:
+            hit(api, "", "", cls, why)
+        return out
 
     wrapper.__name__ = name
     wrapper.__qualname__ = name
-    wrapper.__doc__ = f"torchport: {api} -> {shown or 'unsupported'} ({cls})"
+    wrapper.__doc__ = f"torchport: {api} -> {shown or 'emulated' if impl else 'unsupported'} ({cls})"
     return wrapper
+
+
+def _proxy_class(name: str, impl: Any, make: Callable[..., Any], map_args: Callable[..., Any]) -> type:
+    """A class standing for torch.cuda.<name>: calling it returns `make(...)` (an instance of the target's
+    class), and isinstance/issubclass checks against it see the target's class, so `isinstance(s,
+    torch.cuda.Stream)` holds for streams from torch.cuda.Stream() and torch.cuda.current_stream() alike."""
+    base: type = impl if isinstance(impl, type) else type(f"_{name}Unavailable", (), {})
+
+    class _Meta(type(base)):  # type: ignore[misc]
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return isinstance(obj, base)
+
+        def __subclasscheck__(cls, sub: type) -> bool:
+            return issubclass(sub, base)
+
+        def __call__(cls, *a: Any, **k: Any) -> Any:
+            if cls is proxy:
+                return make(*a, **k)
+            a, k = map_args(a, k)  # a user subclass of torch.cuda.<name>: built normally, devices mapped
+            return super().__call__(*a, **k)
+
+    try:
+        proxy = _Meta(name, (base,), {"__module__": "torch.cuda", "__doc__": getattr(impl, "__doc__", None)})
+    except TypeError:  # a base that cannot be subclassed: isinstance still works through the metaclass
+        base = impl if isinstance(impl, type) else base
+        proxy = _Meta(name, (), {"__module__": "torch.cuda"})
+    proxy.__qualname__ = name
+    return proxy
 
 
 def _class_redirect(s: Session, name: str) -> Any:
     dst = s.target.device_type
     dev = s.devmod
     hit = s.log.hit
+    sites_get = s.log.sites.get
+    getframe = sys._getframe
     mapf = s.mapper.map
     api = f"torch.cuda.{name}"
+    impl: Any
     if s.is_cpu or not s.target.has_device_index:
         own: dict[str, Any] = {
             "Stream": _HostStream,
             "Event": _HostEvent,
-            "StreamContext": lambda stream=None: contextlib.nullcontext(stream),
+            "StreamContext": contextlib.nullcontext,
             "device": _NoDevice,
             "device_of": _NoDevice,
             "CUDAGraph": _HostGraph,
@@ -538,37 +636,38 @@ def _class_redirect(s: Session, name: str) -> Any:
             if name in ("device", "device_of")
             else (MISMATCH, f"{dst} has no graph capture: replay() raises")
         )
-        shown = "torchport emulation"
-        if s.is_cpu is False and name in ("Stream", "Event", "StreamContext") and hasattr(dev, name):
+        shown = f"torchport.{impl.__name__}"
+        if not s.is_cpu and name in ("Stream", "Event", "StreamContext") and hasattr(dev, name):
             impl, cls_, why, shown = getattr(dev, name), MATCH, "", f"{s.target.device_module}.{name}"
     else:
-        graph_name = f"{dst.upper()}Graph"
-        lookup = graph_name if name == "CUDAGraph" else name
+        lookup = f"{dst.upper()}Graph" if name == "CUDAGraph" else name
         impl = getattr(dev, lookup, None)
         cls_, why, shown = MATCH, "", f"{s.target.device_module}.{lookup}"
         if impl is None:
-            impl, cls_, why, shown = None, MISMATCH, f"{s.target.device_module} has no {lookup}", ""
+            cls_, why, shown = MISMATCH, f"{s.target.device_module} has no {lookup}", ""
+    map_first = name in ("Stream", "device") and s.target.has_device_index  # the first argument is a device
 
-    if isinstance(impl, type) and (s.is_cpu or not s.target.has_device_index):
-        # our own classes: subclass so that isinstance(x, torch.cuda.Stream) keeps working, and log creation
-        def __init__(self: Any, *a: Any, **k: Any) -> None:
-            hit(api, f"{api}()", shown, cls_, why, 2)
-            impl.__init__(self, *a, **k)
-
-        return type(name, (impl,), {"__init__": __init__, "__module__": "torch.cuda"})
-
-    def factory(*a: Any, **k: Any) -> Any:
+    def map_args(a: tuple[Any, ...], k: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if "device" in k:
-            k["device"] = mapf(k["device"])
-        hit(api, f"{api}()", shown or "error", cls_, why)
+            k = {**k, "device": mapf(k["device"])}
+        if map_first and a and type(a[0]) is not int:
+            a = (mapf(a[0]), *a[1:])
+        return a, k
+
+    def make(*a: Any, **k: Any) -> Any:
+        na, nk = map_args(a, k)
+        f = getframe(2)  # the user's frame: make <- _Meta.__call__ <- user
+        if sites_get((f.f_code, f.f_lineno, api)) is None:
+            hit(api, (CALL, api, a, k), (CALL, shown, na, nk) if shown else "error", cls_, why, 3)
+        else:
+            hit(api, "", "", cls_, why, 3)
         if impl is None:
             raise NotImplementedError(
                 f"{api} has no equivalent on target {s.target.name} ({why}) [torchport]"
             )
-        return impl(*a, **k)
+        return impl(*na, **nk)
 
-    factory.__name__ = name
-    return factory
+    return _proxy_class(name, impl, make, map_args)
 
 
 def _typed_tensor(s: Session, name: str, base: Any) -> Any:
@@ -581,8 +680,8 @@ def _typed_tensor(s: Session, name: str, base: Any) -> Any:
             s.float64(api)
         hit(
             api,
-            f"{api}()",
-            shown,
+            (CALL, api, a, k),
+            (CALL, shown, a, k) if base is not None else "error",
             MATCH if base is not None else MISMATCH,
             "" if base is not None else "missing",
         )

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 
-from torchport.runtime._log import MISMATCH, MODIFIED
+from torchport.runtime._log import CALL, MISMATCH, MODIFIED, VALUE
 from torchport.runtime._session import Session
 
 SHIMS = ("apex", "pynvml")
@@ -217,10 +217,13 @@ def _pynvml(s: Session) -> dict[str, types.ModuleType]:
 
 
 def _logged(hit: Any, api: str, fn: Callable[..., Any], cls: str, why: str) -> Callable[..., Any]:
+    """The log line shows the call and the answer: `pynvml.nvmlDeviceGetCount() -> 0`."""
+
     @functools.wraps(fn)
     def w(*a: Any, **k: Any) -> Any:
-        hit(api, f"{api}()", "torchport answer", cls, why)
-        return fn(*a, **k)
+        out = fn(*a, **k)
+        hit(api, (CALL, api, a, k), (VALUE, out), cls, why)
+        return out
 
     return w
 
