@@ -261,6 +261,57 @@ def test_custom_rules_in_ascends_legacy_format(tmp_path: Path) -> None:
     assert "old_name" not in out
 
 
+def test_custom_args_modify_rule_rewrites_and_deletes_arguments(tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "a.py").write_text(
+        "import torch as t\n"
+        "x = t.ones(2).to(dev)\n"
+        "y = x.to('cpu')\n"
+        "z = t.zeros(2, pin_memory=True, device=dev)\n"
+    )
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        json.dumps(
+            {
+                "rules": {
+                    "ArgsModifyRule": [
+                        {
+                            "func_name": "to",
+                            "arg_idx": 0,
+                            "arg_new": "f'npu:{DEVICE_ID}'",
+                            "white_list": ["cpu"],
+                        },
+                        {"func_name": "torch.zeros", "arg_keyword": "pin_memory", "arg_new": ""},
+                    ]
+                }
+            }
+        )
+    )
+    out_dir = tmp_path / "o"
+    p = torchport("migrate", str(proj), "-o", str(out_dir), "-t", "npu", "--rules", str(rules))
+    assert p.returncode == 0, p.stderr
+    out = (out_dir / "p_npu" / "a.py").read_text()
+    assert "x = t.ones(2).to(f'npu:{DEVICE_ID}')\n" in out
+    assert "y = x.to('cpu')\n" in out
+    assert "z = t.zeros(2, device=dev)\n" in out
+    # arg_new uses DEVICE_ID: it is defined, so the output runs.
+    assert 'DEVICE_ID = int(os.environ.get("DEVICE_ID", "0"))\n' in out
+    rows = read_csv(out_dir / "p_npu" / "torchport-report" / "change_list.csv")
+    custom = [(r[1], r[3], r[4]) for r in rows[1:] if r[3] in ("MODIFY", "DELETE") and r[1] in ("2", "4")]
+    assert custom == [
+        ("2", "MODIFY", "change the arg at position 0 of function to to f'npu:{DEVICE_ID}'"),
+        ("4", "DELETE", "delete the keyword arg pin_memory of function torch.zeros"),
+    ]
+    # A bad rule is an error naming the field.
+    rules.write_text(
+        json.dumps({"rules": {"ArgsModifyRule": [{"func_name": "to", "arg_idx": -1, "arg_new": ""}]}})
+    )
+    p = torchport("migrate", str(proj), "-o", str(tmp_path / "o2"), "-t", "npu", "--rules", str(rules))
+    assert p.returncode == 2
+    assert f"{rules}: rules.ArgsModifyRule[0].arg_idx: expected a non-negative integer, got -1" in p.stderr
+
+
 def test_bad_rule_file_gets_an_error_naming_the_field(tmp_path: Path) -> None:
     proj = tmp_path / "p"
     proj.mkdir()

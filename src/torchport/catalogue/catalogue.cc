@@ -1,10 +1,12 @@
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/catalogue/embedded.h>
+#include <torchport/syntax/parser.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -122,6 +124,7 @@ struct Catalogue::Impl {
   std::unordered_map<std::string, std::size_t> by_api;
   std::vector<Target> targets;
   std::map<std::string, SupportLists, std::less<>> support;  // by target
+  std::vector<ArgRule> arg_rules;
 };
 
 Catalogue::Catalogue() : impl_(std::make_unique<Impl>()) {}
@@ -144,6 +147,7 @@ Mapping parse_mapping(const Json& m, const std::string& where) {
   out.min_torch = str_field(m, "min_torch", where, false);
   out.note = str_field(m, "note", where, false);
   out.source = str_field(m, "source", where, true);
+  out.without_device = str_field(m, "without_device", where, false);
   if (out.status != Status::Unsupported && out.replacement.empty() && out.note.empty())
     throw DataError(where + ": a " + status + " mapping needs a replacement or a note");
   return out;
@@ -229,8 +233,79 @@ void parse_entries(Catalogue::Impl& impl, const std::string& name, const std::st
   parse_entries(impl, name, Json::parse(text), target_names, false);
 }
 
-/// Ascend's legacy custom-rule file: {"rules": {"FuncNameModifyRule": [...], ...}}. The rules
-/// become catalogue entries for `target` that take precedence over the built-in ones.
+bool dotted_name(std::string_view s) {
+  if (s.empty()) return false;
+  bool start = true;
+  for (char c : s) {
+    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                       static_cast<unsigned char>(c) >= 0x80;
+    const bool digit = c >= '0' && c <= '9';
+    if (c == '.') {
+      if (start) return false;
+      start = true;
+    } else if (alpha || (digit && !start)) {
+      start = false;
+    } else {
+      return false;
+    }
+  }
+  return !start;
+}
+
+/// One ArgsModifyRule: {"func_name", "arg_idx" | "arg_keyword", "arg_new", "white_list"}.
+ArgRule parse_arg_rule(const Json& r, const std::string& w, std::string source,
+                       const std::string& target) {
+  ArgRule out;
+  out.func_name = str_field(r, "func_name", w, true);
+  if (!dotted_name(out.func_name))
+    throw DataError(w + ".func_name: \"" + out.func_name +
+                    "\" is not a name (\"to\") or a dotted name (\"torch.zeros\")");
+  auto idx = r.find("arg_idx");
+  const bool has_keyword = r.contains("arg_keyword");
+  if (idx != r.end() && has_keyword)
+    throw DataError(w + ": give \"arg_idx\" or \"arg_keyword\", not both");
+  if (idx == r.end() && !has_keyword)
+    throw DataError(w + ": missing field \"arg_idx\" or \"arg_keyword\"");
+  if (idx != r.end()) {
+    if (!idx->is_number_integer() || idx->get<std::int64_t>() < 0 ||
+        idx->get<std::int64_t>() > 1000000)
+      throw DataError(w + ".arg_idx: expected a non-negative integer, got " + idx->dump());
+    out.arg_idx = static_cast<std::uint32_t>(idx->get<std::int64_t>());
+  } else {
+    out.arg_keyword = str_field(r, "arg_keyword", w, true);
+    if (!dotted_name(out.arg_keyword) || out.arg_keyword.find('.') != std::string::npos)
+      throw DataError(w + ".arg_keyword: \"" + out.arg_keyword + "\" is not a Python name");
+  }
+  out.arg_new = str_field(r, "arg_new", w, true);
+  if (!out.arg_new.empty()) {
+    // It must be one argument: an expression that parses on its own.
+    syntax::Tree t = syntax::parse("arg_new", "_(" + out.arg_new + ")\n");
+    std::vector<const syntax::Node*> calls = t.find_all(syntax::NodeKind::Call);
+    bool one = t.ok() && !calls.empty() && calls[0]->args().size() == 1 &&
+               calls[0]->keywords().empty() &&
+               (*calls[0]->args().begin())->kind() != syntax::NodeKind::Starred;
+    if (!one)
+      throw DataError(
+          w + ".arg_new: \"" + out.arg_new + "\" is not one Python expression" +
+          (t.ok() || t.diagnostics().empty() ? std::string() : ": " + t.diagnostics()[0].message));
+  }
+  out.white_list = str_list(r, "white_list", w);
+  for (std::size_t i = 0; i < out.white_list.size(); ++i) {
+    try {
+      std::regex re(out.white_list[i]);
+    } catch (const std::regex_error& e) {
+      throw DataError(w + ".white_list[" + std::to_string(i) + "]: \"" + out.white_list[i] +
+                      "\" is not a valid regular expression (" + e.what() + ")");
+    }
+  }
+  out.target = target;
+  out.source = std::move(source);
+  return out;
+}
+
+/// Ascend's legacy custom-rule file: {"rules": {"FuncNameModifyRule": [...], ...}}. The name
+/// rules become catalogue entries for `target` that take precedence over the built-in ones;
+/// ArgsModifyRule entries become ArgRules (applied by rules/custom_args.cc).
 void parse_ascend_rules(Catalogue::Impl& impl, const std::string& name, const Json& rules,
                         const std::string& target) {
   if (!rules.is_object()) throw DataError(name + ": rules: expected an object");
@@ -240,15 +315,17 @@ void parse_ascend_rules(Catalogue::Impl& impl, const std::string& name, const Js
       throw DataError(where +
                       ": is not a supported customization (expected FuncNameModifyRule, "
                       "ModuleNameModifyRule or ArgsModifyRule)");
-    if (kind == "ArgsModifyRule")
-      throw DataError(where +
-                      ": argument rewriting is not supported by torchport yet; use "
-                      "FuncNameModifyRule / ModuleNameModifyRule or torchport's own format");
     if (!list.is_array()) throw DataError(where + ": expected a list");
     std::size_t i = 0;
     for (const Json& r : list) {
       std::string w = where + "[" + std::to_string(i++) + "]";
       if (!r.is_object()) throw DataError(w + ": expected an object");
+      if (kind == "ArgsModifyRule") {
+        impl.arg_rules.push_back(parse_arg_rule(
+            r, w, "custom rules " + name + " (ArgsModifyRule[" + std::to_string(i - 1) + "])",
+            target));
+        continue;
+      }
       Entry e;
       e.family = "custom";
       Mapping m;
@@ -428,6 +505,8 @@ const Mapping* Catalogue::lookup(std::string_view api, std::string_view target) 
   auto it = e->targets.find(target);
   return it == e->targets.end() ? nullptr : &it->second;
 }
+
+const std::vector<ArgRule>& Catalogue::arg_rules() const { return impl_->arg_rules; }
 
 const std::vector<Target>& Catalogue::targets() const { return impl_->targets; }
 

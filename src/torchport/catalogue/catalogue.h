@@ -32,6 +32,10 @@ struct Mapping {
   std::string min_torch;  ///< minimum torch version the replacement needs ("" = any supported)
   std::string note;       ///< limits, reasons, caveats (one sentence)
   std::string source;  ///< where the fact comes from (upstream file, torch introspection, doc URL)
+  /// What a call evaluates to where there is no device to act on (the cpu target, and the
+  /// accelerator target on a CPU-only machine): "0" for a memory query, "None" for a reset,
+  /// "{}" for memory_stats. "" = not emulated: the call needs the device.
+  std::string without_device;
 };
 
 /// The kinds of things the catalogue describes.
@@ -75,6 +79,24 @@ struct Target {
   std::vector<std::string> sources;
 };
 
+/// One argument rewrite of Ascend's legacy custom-rule file (`ArgsModifyRule`, `--rules FILE`):
+/// in calls of `func_name`, the positional argument `arg_idx` or the keyword argument
+/// `arg_keyword` becomes `arg_new`. Applied by rules/custom_args.cc.
+struct ArgRule {
+  /// "torch.zeros": calls whose callee resolves to that qualified name (imports, aliases);
+  /// "to" (no dot): calls whose called name is `to`, methods included (`x.to(...)`).
+  std::string func_name;
+  std::optional<std::uint32_t> arg_idx;  ///< the n-th positional argument (0-based), or else
+  std::string arg_keyword;               ///< the keyword argument's name
+  /// The argument's new source text (its value, for a keyword argument), inserted verbatim;
+  /// "" deletes the argument. Every `replace_device_int` becomes the old argument's text.
+  std::string arg_new;
+  /// Regexes (ECMAScript): an argument whose text contains a match is left alone.
+  std::vector<std::string> white_list;
+  std::string target;  ///< the target the rule file was loaded for
+  std::string source;  ///< "custom rules r.json (ArgsModifyRule[0])"
+};
+
 /// Support of a general torch API on a target for one torch version (Ascend's supported_op /
 /// op_list, Cambricon's torch_api.yaml). Used for unsupported_api.csv / unknown_api.csv.
 struct ApiSupport {
@@ -104,8 +126,9 @@ class Catalogue {
 
   /// A copy of this catalogue with a custom rule file on top (`--rules FILE`): either
   /// torchport's own format (an "entries" list, as in data/catalogue/*.json, "*" allowed) or
-  /// Ascend's legacy {"rules": {"FuncNameModifyRule": [...], "ModuleNameModifyRule": [...]}},
-  /// whose rules apply to `target`. Custom entries replace built-in ones with the same api.
+  /// Ascend's legacy {"rules": {"FuncNameModifyRule": [...], "ModuleNameModifyRule": [...],
+  /// "ArgsModifyRule": [...]}}, whose rules apply to `target`. Custom entries replace built-in
+  /// ones with the same api; ArgsModifyRule entries are appended to arg_rules().
   /// On error returns nullopt and sets `error` to "<name>: <field>: <what is wrong>".
   std::optional<Catalogue> with_rules(const std::string& name, const std::string& text,
                                       const std::string& target, std::string* error) const;
@@ -114,6 +137,9 @@ class Catalogue {
   const Entry* find(std::string_view api) const;
   /// The mapping of `api` for `target`, or nullptr when the catalogue has none.
   const Mapping* lookup(std::string_view api, std::string_view target) const;
+
+  /// The ArgsModifyRule entries of the custom rule files, in file order.
+  const std::vector<ArgRule>& arg_rules() const;
 
   const std::vector<Target>& targets() const;
   const Target* target(std::string_view name) const;

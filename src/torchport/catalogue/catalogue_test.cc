@@ -225,9 +225,6 @@ TEST(CustomRules, BadFilesNameTheField) {
   EXPECT_NE(error.find("rules.FuncNameModifyRule[0].old_name: \"f\" is not a qualified name"),
             std::string::npos)
       << error;
-  EXPECT_FALSE(b.with_rules("r.json", R"({"rules": {"ArgsModifyRule": []}})", "npu", &error));
-  EXPECT_NE(error.find("rules.ArgsModifyRule: argument rewriting is not supported"),
-            std::string::npos);
   EXPECT_FALSE(b.with_rules("r.json", R"({"something": 1})", "npu", &error));
   EXPECT_NE(error.find("expected a top-level \"rules\" object"), std::string::npos);
   EXPECT_FALSE(b.with_rules("r.json", "[1,", "npu", &error));
@@ -237,6 +234,84 @@ TEST(CustomRules, BadFilesNameTheField) {
       R"({"entries": [{"api": "x.y", "kind": "function", "family": "f", "targets": {"npu": {"status": "supported", "replacement": "z"}}}]})",
       "npu", &error));
   EXPECT_EQ(error, "r.json: entries[0] (x.y).targets.npu: missing field \"source\"");
+}
+
+TEST(CustomRules, ArgsModifyRuleBecomesAnArgRuleForTheTarget) {
+  std::string error;
+  auto c = Catalogue::builtin().with_rules("r.json",
+                                           R"({"rules": {"ArgsModifyRule": [
+          {"func_name": "to", "arg_idx": 0, "arg_new": "f'npu:{DEVICE_ID}'"},
+          {"func_name": "torch.zeros", "arg_keyword": "device", "arg_new": "",
+           "white_list": ["cpu", "^\"npu"]}]}})",
+                                           "npu", &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  ASSERT_EQ(c->arg_rules().size(), 2u);
+  const ArgRule& a = c->arg_rules()[0];
+  EXPECT_EQ(a.func_name, "to");
+  EXPECT_EQ(a.arg_idx, 0u);
+  EXPECT_EQ(a.arg_keyword, "");
+  EXPECT_EQ(a.arg_new, "f'npu:{DEVICE_ID}'");
+  EXPECT_EQ(a.target, "npu");
+  EXPECT_EQ(a.source, "custom rules r.json (ArgsModifyRule[0])");
+  const ArgRule& b = c->arg_rules()[1];
+  EXPECT_FALSE(b.arg_idx.has_value());
+  EXPECT_EQ(b.arg_keyword, "device");
+  EXPECT_EQ(b.arg_new, "");
+  EXPECT_EQ(b.white_list, (std::vector<std::string>{"cpu", "^\"npu"}));
+  EXPECT_TRUE(Catalogue::builtin().arg_rules().empty());
+}
+
+TEST(CustomRules, BadArgsModifyRulesNameTheField) {
+  const Catalogue& b = Catalogue::builtin();
+  auto error_of = [&](const std::string& rule) {
+    std::string error;
+    EXPECT_FALSE(
+        b.with_rules("r.json", R"({"rules": {"ArgsModifyRule": [)" + rule + "]}}", "npu", &error))
+        << rule;
+    return error;
+  };
+  EXPECT_EQ(error_of(R"({"arg_idx": 0, "arg_new": "x"})"),
+            "r.json: rules.ArgsModifyRule[0]: missing field \"func_name\"");
+  EXPECT_EQ(error_of(R"({"func_name": "f", "arg_idx": 0})"),
+            "r.json: rules.ArgsModifyRule[0]: missing field \"arg_new\"");
+  EXPECT_EQ(error_of(R"({"func_name": "f", "arg_new": "x"})"),
+            "r.json: rules.ArgsModifyRule[0]: missing field \"arg_idx\" or \"arg_keyword\"");
+  EXPECT_EQ(error_of(R"({"func_name": "f", "arg_idx": 0, "arg_keyword": "d", "arg_new": "x"})"),
+            "r.json: rules.ArgsModifyRule[0]: give \"arg_idx\" or \"arg_keyword\", not both");
+  for (const char* bad : {"-1", "1.5", "\"0\"", "true"}) {
+    EXPECT_EQ(
+        error_of(R"({"func_name": "f", "arg_new": "x", "arg_idx": )" + std::string(bad) + "}"),
+        "r.json: rules.ArgsModifyRule[0].arg_idx: expected a non-negative integer, got " +
+            std::string(bad));
+  }
+  EXPECT_EQ(error_of(R"({"func_name": "f", "arg_new": "x", "arg_keyword": 3})"),
+            "r.json: rules.ArgsModifyRule[0].arg_keyword: expected a string");
+  EXPECT_EQ(error_of(R"({"func_name": "f", "arg_new": "x", "arg_keyword": "a.b"})"),
+            "r.json: rules.ArgsModifyRule[0].arg_keyword: \"a.b\" is not a Python name");
+  EXPECT_EQ(error_of(R"({"func_name": "torch..zeros", "arg_idx": 0, "arg_new": "x"})"),
+            "r.json: rules.ArgsModifyRule[0].func_name: \"torch..zeros\" is not a name (\"to\") "
+            "or a dotted name (\"torch.zeros\")");
+  EXPECT_EQ(error_of(R"({"func_name": "f", "arg_idx": 0, "arg_new": "x", "white_list": "cpu"})"),
+            "r.json: rules.ArgsModifyRule[0].white_list: expected a list");
+  EXPECT_EQ(error_of(R"({"func_name": "f", "arg_idx": 0, "arg_new": "x", "white_list": ["a", 1]})"),
+            "r.json: rules.ArgsModifyRule[0].white_list: expected a list of strings");
+  const std::string regex = error_of(
+      R"({"func_name": "f", "arg_idx": 0, "arg_new": "x", "white_list": ["cpu", "(npu"]})");
+  EXPECT_EQ(regex.rfind("r.json: rules.ArgsModifyRule[0].white_list[1]: \"(npu\" is not a valid "
+                        "regular expression (",
+                        0),
+            0u)
+      << regex;
+  const std::string expr = error_of(R"({"func_name": "f", "arg_idx": 0, "arg_new": "a b"})");
+  EXPECT_EQ(expr.rfind("r.json: rules.ArgsModifyRule[0].arg_new: \"a b\" is not one Python "
+                       "expression",
+                       0),
+            0u)
+      << expr;
+  EXPECT_EQ(error_of(R"({"func_name": "f", "arg_idx": 0, "arg_new": "a, b"})"),
+            "r.json: rules.ArgsModifyRule[0].arg_new: \"a, b\" is not one Python expression");
+  EXPECT_EQ(error_of(R"({"func_name": "f", "arg_idx": 0, "arg_new": "x"}, 7)"),
+            "r.json: rules.ArgsModifyRule[1]: expected an object");
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ constexpr RuleInfo kRegistry[] = {
     {"TP402", "ddp-device-ids",
      "DistributedDataParallel device_ids=/output_device= on cpu and accelerator"},
     {"TP500", "cuda-env-var", "CUDA/NCCL environment variables used from Python"},
+    {"TP800", "custom-args", "arguments rewritten by ArgsModifyRule entries of a --rules file"},
     {"TP900", "target-import", "the target's import, `import torch` and the device variable"},
     {"TP901", "custom-cuda-op", "custom CUDA operators in .cpp/.cu sources (cuda_op_list.csv)"},
     {"TP902", "project-file", "CUDA-only requirements and CUDA settings in shell launchers"},
@@ -297,6 +298,7 @@ FileResult check(const syntax::Tree& tree, const catalogue::Catalogue& cat, cons
   run_device(ctx);
   run_distributed(ctx);
   run_env(ctx);
+  run_custom_args(ctx);
   // tools/new_rule.py: run
   run_insertions(ctx);
   std::stable_sort(ctx.result.findings.begin(), ctx.result.findings.end(),
