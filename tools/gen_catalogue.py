@@ -190,7 +190,26 @@ class Generator:
             return _m(repl, status, rng["source"], note)
         return _m("", "unsupported", f"{self.intro}: dir(torch.mps)", f"torch.mps has no {name}")
 
+    def without_device(self, name: str, mapping: Mapping) -> Mapping:
+        """Adds what a call becomes where there is no device (cpu; accelerator on a CPU-only host)."""
+        wd = self.overrides["without_device"]
+        if name in wd["names"] and mapping["status"] != "unsupported":
+            mapping["without_device"] = wd["names"][name]
+        return mapping
+
+    def host_event(self, target: str) -> Mapping:
+        ev = self.overrides["host_event"]
+        repl, status, note = ev[target]
+        return _m(repl, status, ev["source"], note, min_torch="2.6" if target == "accelerator" else "")
+
     def cpu(self, name: str) -> Mapping:
+        if name == "Event":
+            return self.host_event("cpu")
+        wd = self.overrides["without_device"]
+        if name in wd["names"]:
+            value = wd["names"][name]
+            note = wd["note_none"] if value == "None" else wd["note"].replace("{value}", value)
+            return self.without_device(name, _m("", "partial", wd["source"], note))
         rng = self.overrides["torch_level_rng"]
         if name in rng["names"]:
             repl, status, note = rng["names"][name]
@@ -206,16 +225,26 @@ class Generator:
         return _m("", "unsupported", f"{self.intro}: dir(torch.cpu)", note)
 
     def accelerator(self, name: str) -> Mapping:
+        if name == "Event":
+            return self.host_event("accelerator")
         acc = self.overrides["accelerator_api"]
         versions: dict[str, str] = acc["names"]
         target_name = acc["renames"].get(name, name)
         if target_name in versions and target_name in self.accel:
-            return _m(
-                f"torch.accelerator.{target_name}",
-                "supported",
-                acc["source"],
-                min_torch=versions[target_name],
+            mapping = self.without_device(
+                name,
+                _m(
+                    f"torch.accelerator.{target_name}",
+                    "supported",
+                    acc["source"],
+                    min_torch=versions[target_name],
+                ),
             )
+            if "without_device" not in mapping and target_name not in acc["cpu_safe"]:
+                # Without an accelerator these raise: the output would not run on CPU-only hosts.
+                mapping["status"] = "partial"
+                mapping["note"] = acc["cpu_unsafe_note"]
+            return mapping
         rng = self.overrides["torch_level_rng"]
         if name in rng["names"]:
             repl, status, note = rng["names"][name]

@@ -42,14 +42,7 @@ ORIGINAL_FAILURE = {
 
 # Migrated scripts that do not run yet: rule gaps, each stated precisely (strict: a fix must
 # remove the mark).
-KNOWN_GAPS = {
-    "streams_events": "cpu: torch.cuda.Event(enable_timing=True) becomes torch.cpu.Event(enable_timing=True) "
-    "(TypeError: Event() takes no arguments); accelerator: torch.Event.record on cpu raises "
-    "'cpu backend doesn't support events'",
-    "memory_stats": "cpu: torch.cuda.reset_peak_memory_stats/memory_allocated have no cpu rewrite and are "
-    "left (reported unsupported); accelerator: torch.accelerator.reset_peak_memory_stats raises "
-    "'Cannot access accelerator device when none is available' without an accelerator",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def torchport(*args: str) -> subprocess.CompletedProcess[str]:

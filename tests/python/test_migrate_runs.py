@@ -131,9 +131,24 @@ def test_what_cannot_be_converted_is_reported(migrated: dict[str, Path]) -> None
     with (report / "unsupported_api.csv").open(newline="") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["File", "Start Line", "End Line", "OP", "Tips"]
-    # torch.cuda.max_memory_allocated (train.py line 60) has no CPU equivalent: left, reported.
-    assert [r[:4] for r in rows[1:]] == [["train.py", "60", "60", "torch.cuda.max_memory_allocated"]]
-    assert "torch.cuda.max_memory_allocated" in (migrated["cpu"] / "train.py").read_text()
+    # cudnn.benchmark (train.py line 39) stays, but has no effect on the CPU: reported.
+    assert [r[:4] for r in rows[1:]] == [["train.py", "39", "39", "torch.backends.cudnn.benchmark"]]
+    assert "torch.backends.cudnn.benchmark = True" in (migrated["cpu"] / "train.py").read_text()
+    # torch.cuda.max_memory_allocated (line 60): the CPU has no allocator to ask; it becomes 0
+    # and the change says so.
+    with (report / "change_list.csv").open(newline="") as f:
+        changes = [r for r in csv.reader(f) if r[0] == "train.py" and r[1] == "60"]
+    assert changes == [
+        [
+            "train.py",
+            "60",
+            "60",
+            "MODIFY",
+            "change torch.cuda.max_memory_allocated(...) to 0 (the CPU has no device memory to measure: "
+            "a call becomes 0)",
+        ]
+    ]
+    assert "peak = 0 / 2**20" in (migrated["cpu"] / "train.py").read_text()
 
 
 def test_accelerator_report_states_the_minimum_torch(migrated: dict[str, Path]) -> None:

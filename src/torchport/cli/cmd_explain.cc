@@ -50,15 +50,15 @@ void print_mapping(const std::string& target, const Mapping& m) {
   std::cout << "  status:        " << catalogue::to_string(m.status) << "\n";
   std::cout << "  minimum torch: " << or_dash(m.min_torch) << "\n";
   if (!m.note.empty()) std::cout << "  note:          " << m.note << "\n";
+  if (!m.without_device.empty())
+    std::cout << "  no device:     a call becomes " << m.without_device << "\n";
   std::cout << "  source:        " << m.source << "\n";
 }
 
 nlohmann::ordered_json mapping_json(const Mapping& m) {
-  return {{"replacement", m.replacement},
-          {"status", catalogue::to_string(m.status)},
-          {"min_torch", m.min_torch},
-          {"note", m.note},
-          {"source", m.source}};
+  return {{"replacement", m.replacement},       {"status", catalogue::to_string(m.status)},
+          {"min_torch", m.min_torch},           {"note", m.note},
+          {"without_device", m.without_device}, {"source", m.source}};
 }
 
 }  // namespace

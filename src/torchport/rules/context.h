@@ -15,6 +15,9 @@ namespace torchport::rules {
 
 /// The name the accelerator target's module-level device variable gets.
 inline constexpr std::string_view kDeviceVar = "_tp_device";
+/// The class inserted where torch.cuda.Event has no device to run on (cpu; accelerator on a
+/// CPU-only machine). Its name appears in the catalogue's replacements.
+inline constexpr std::string_view kHostEvent = "_TpHostEvent";
 /// torch version that introduced torch.accelerator (the accelerator target's idiom).
 inline constexpr std::string_view kAcceleratorMinTorch = "2.6";
 
@@ -57,7 +60,8 @@ class Context {
 
   bool need_torch_import = false;
   bool used_device_var = false;
-  bool used_device_id = false;  ///< --specify-device: DEVICE_ID must be defined
+  bool used_device_id = false;   ///< --specify-device: DEVICE_ID must be defined
+  bool used_host_event = false;  ///< _TpHostEvent must be defined
   bool changed = false;
 };
 
@@ -83,6 +87,8 @@ void run_cuda_api(Context& ctx);     // TP100 cuda_api.cc
 void run_device(Context& ctx);       // TP300-TP302 device.cc
 void run_distributed(Context& ctx);  // TP400-TP402 distributed.cc
 void run_env(Context& ctx);          // TP500 env.cc
+void run_setup_requires(Context& ctx);
+void run_custom_args(Context& ctx);  // TP800 custom_args.cc
 // tools/new_rule.py: declarations
 void run_insertions(Context& ctx);  // TP900 insertions.cc
 

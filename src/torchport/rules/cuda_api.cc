@@ -25,7 +25,11 @@
 //   (accelerator: t.get_device_module(_tp_device).synchronize(), t.accelerator.device_count())
 // Safety:
 //   Replacements with status "partial" or "unknown" are applied and reported with the
-//   catalogue's note; "unsupported" ones are left in place and reported. A replacement that
+//   catalogue's note; "unsupported" ones are left in place and reported, and so are names kept
+//   as they are but without effect on the target (cuDNN flags off CUDA). Calls with nothing to
+//   act on without a device (memory statistics, empty_cache; the catalogue's without_device)
+//   become that value on cpu ("pass" for a whole statement) and are guarded by
+//   torch.accelerator.is_available() on accelerator. A replacement that
 //   needs a newer torch than --torch-version is not applied and is reported.
 #include <torchport/rules/context.h>
 
@@ -110,6 +114,85 @@ std::optional<catalogue::Mapping> fallback(const Context& ctx, std::string_view 
   return mp;
 }
 
+// True when the tokens [first, last] are a whole simple statement: at the start of the logical
+// line, after `;`, or after the `:` of a one-line compound statement (`if x: f()`), and
+// followed by the end of the line or `;`.
+bool simple_statement(const semantic::Model& m, const semantic::Line& line,
+                      semantic::TokenIndex first, semantic::TokenIndex last) {
+  using syntax::TokenKind;
+  const auto& t = line.tokens;
+  const auto at = std::find(t.begin(), t.end(), first);
+  const auto end = std::find(t.begin(), t.end(), last);
+  if (at == t.end() || end == t.end()) return false;
+  if (end + 1 != t.end() && m.kind(*(end + 1)) != TokenKind::Semi) return false;
+  if (at == t.begin()) return true;
+  const TokenKind before = m.kind(*(at - 1));
+  if (before == TokenKind::Semi) return !m.enclosing_open(*(at - 1));
+  if (before != TokenKind::Colon || m.enclosing_open(*(at - 1))) return false;
+  // The colon of a compound statement, not of a lambda.
+  static constexpr std::array kCompound = {
+      TokenKind::KwIf,    TokenKind::KwElif,   TokenKind::KwElse,
+      TokenKind::KwWhile, TokenKind::KwFor,    TokenKind::KwWith,
+      TokenKind::KwTry,   TokenKind::KwExcept, TokenKind::KwFinally};
+  if (std::find(kCompound.begin(), kCompound.end(), m.kind(t.front())) == kCompound.end())
+    return false;
+  return std::none_of(t.begin(), at, [&](auto i) { return m.kind(i) == TokenKind::KwLambda; });
+}
+
+// A call with nothing to act on where there is no device (memory statistics, empty_cache):
+// on cpu it becomes the catalogue's value (`pass` where it is a whole statement); on
+// accelerator it is guarded by torch.accelerator.is_available(), so the output also runs on
+// CPU-only machines. Returns false when the reference is not the callee of a call (the plain
+// mapping applies then).
+bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::size_t n,
+                            const std::string& prefix, const catalogue::Mapping& mp) {
+  const semantic::Model& m = ctx.m;
+  if (n != ref.names.size()) return false;
+  const auto lpar = m.next(ref.last);
+  if (!lpar || m.kind(*lpar) != syntax::TokenKind::LPar) return false;
+  const auto rpar = m.match(*lpar);
+  if (!rpar) return false;
+  const std::uint32_t begin = m.tokens()[ref.first].begin;
+  const std::uint32_t name_end = m.tokens()[ref.last].end;
+  const std::uint32_t call_end = m.tokens()[*rpar].end;
+  const semantic::Line& line = m.lines()[ref.line];
+  const bool whole_line = line.tokens.front() == ref.first && line.tokens.back() == *rpar;
+  if (mp.replacement.empty()) {  // cpu: the call becomes its value
+    const std::string value =
+        simple_statement(m, line, ref.first, *rpar) ? "pass" : mp.without_device;
+    ctx.modify("TP100", prefix, "change " + prefix + "(...) to " + value + " (" + mp.note + ")",
+               begin, call_end, value);
+    return true;
+  }
+  if (!ctx.version_ok(mp.min_torch)) return false;  // reported by the caller
+  ctx.require_torch(mp.min_torch);
+  ctx.require_torch(kAcceleratorMinTorch);
+  const std::string guard = ctx.render("torch.accelerator.is_available()");
+  const std::string name = ctx.render(mp.replacement);
+  const std::string message = "change " + prefix + " to " + mp.replacement +
+                              ", called only when an accelerator is available (without one: " +
+                              (whole_line ? std::string("skipped") : mp.without_device) + ")";
+  if (whole_line) {
+    ctx.modify("TP100", prefix, message, begin, name_end, "if " + guard + ": " + name);
+    return true;
+  }
+  Finding f;
+  f.code = "TP100";
+  f.op = Operation::Modify;
+  f.api = prefix;
+  f.message = message;
+  f.begin = begin;
+  f.end = call_end;
+  fix::Fix fx;
+  fx.edits.push_back(fix::Edit{begin, name_end, "(" + name});
+  fx.edits.push_back(
+      fix::Edit{call_end, call_end, " if " + guard + " else " + mp.without_device + ")"});
+  f.fix = std::move(fx);
+  ctx.result.findings.push_back(std::move(f));
+  ctx.changed = true;
+  return true;
+}
+
 }  // namespace
 
 void run_cuda_api(Context& ctx) {
@@ -168,10 +251,9 @@ void run_cuda_api(Context& ctx) {
     std::optional<catalogue::Mapping> accel;
     if (ctx.accelerator() && prefix.starts_with("torch.cuda.")) {
       std::string_view fn = std::string_view(prefix).substr(11);
-      if (common(fn) && fn != "device_count") {
+      if (common(fn) && fn != "device_count" && fn != "Event") {  // Event: see the catalogue
         accel = *found;
-        // torch.cpu.Event takes no arguments; the generic torch.Event works everywhere.
-        accel->replacement = fn == "Event" ? "torch.Event" : "{module}." + std::string(fn);
+        accel->replacement = "{module}." + std::string(fn);
         accel->status = catalogue::Status::Supported;
         accel->min_torch = std::string(kAcceleratorMinTorch);
         accel->note = "the device module of _tp_device, torch.cpu when there is no accelerator";
@@ -192,9 +274,13 @@ void run_cuda_api(Context& ctx) {
                  mp.note.empty() ? "support of " + prefix + " on " + ctx.target.name + " is unknown"
                                  : mp.note,
                  begin, end);
+      } else if (!mp.note.empty() && !ctx.accelerator()) {
+        // Kept, but without effect on the target (a cuDNN flag off CUDA): never silent.
+        ctx.flag("TP100", Operation::Unsupported, prefix, mp.note, begin, end);
       }
       continue;
     }
+    if (!mp.without_device.empty() && emulate_without_device(ctx, ref, n, prefix, mp)) continue;
     if (mp.status == catalogue::Status::Unsupported || mp.replacement.empty()) {
       ctx.flag("TP100", Operation::Unsupported, prefix,
                mp.note.empty() ? prefix + " has no equivalent on " + ctx.target.name : mp.note,
@@ -217,6 +303,7 @@ void run_cuda_api(Context& ctx) {
       continue;
     }
     std::string text = ctx.render(mp.replacement) + extra;
+    if (mp.replacement.find(kHostEvent) != std::string::npos) ctx.used_host_event = true;
     if (m.text().substr(begin, end - begin) == text) continue;
     ctx.require_torch(mp.min_torch);
     if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);

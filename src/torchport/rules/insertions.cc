@@ -8,7 +8,9 @@
 //   - for --target accelerator, the module-level device variable after the imports:
 //       _tp_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available()
 //       else torch.device("cpu")
-//   - for --specify-device, DEVICE_ID read from the environment (Ascend's -s).
+//   - for --specify-device, DEVICE_ID read from the environment (Ascend's -s);
+//   - where torch.cuda.Event has no device to run on (cpu; accelerator on a CPU-only machine),
+//     the small class _TpHostEvent, which times on the host.
 // Why:
 //   torch.npu / torch.mlu / torch.musa only exist after the vendor package is imported; the
 //   accelerator target keeps the output readable with one variable instead of a wrapper around
@@ -74,6 +76,10 @@ void run_insertions(Context& ctx) {
     inserts.push_back({var_at, "DEVICE_ID", "insert DEVICE_ID read from the environment",
                        "DEVICE_ID = int(" + os + ".environ.get(\"DEVICE_ID\", \"0\"))" + nl});
   }
+  const bool host_event = ctx.used_host_event && !m.lookup(kHostEvent, 0);
+  if (host_event && !m.module_alias("time")) {
+    inserts.push_back({block_end, "import time", "insert import time", "import time" + nl});
+  }
   if (ctx.used_device_var && !m.lookup(kDeviceVar, 0)) {
     const std::string& t = torch;
     inserts.push_back({var_at, std::string(kDeviceVar), "insert the device variable (torch >= 2.6)",
@@ -81,6 +87,38 @@ void run_insertions(Context& ctx) {
                            ".accelerator.current_accelerator() if " + t +
                            ".accelerator.is_available() else " + t + ".device(\"cpu\")" + nl});
     ctx.require_torch(kAcceleratorMinTorch);
+  }
+  if (host_event) {
+    const std::string time = m.module_alias("time").value_or("time");
+    const std::string k(kHostEvent);
+    const std::vector<std::string> body = {
+        "class " + k + ":",
+        "    \"\"\"torch.cuda.Event without a device (inserted by torchport): CPU work is "
+        "synchronous,",
+        "    so an event is complete once recorded; elapsed_time() is host time in ms.\"\"\"",
+        "",
+        "    def __init__(self, enable_timing=False, blocking=False, interprocess=False):",
+        "        self.recorded_at = None",
+        "",
+        "    def record(self, stream=None):",
+        "        self.recorded_at = " + time + ".perf_counter()",
+        "",
+        "    def query(self):",
+        "        return True",
+        "",
+        "    def synchronize(self):",
+        "        pass",
+        "",
+        "    def wait(self, stream=None):",
+        "        pass",
+        "",
+        "    def elapsed_time(self, end_event):",
+        "        return (end_event.recorded_at - self.recorded_at) * 1000.0",
+        "",
+    };
+    std::string cls = nl;
+    for (const std::string& l : body) cls += l + nl;
+    inserts.push_back({var_at, k, "insert " + k + ", torch.cuda.Event timed on the host", cls});
   }
   // One edit per offset, so that the driver keeps their order.
   std::stable_sort(inserts.begin(), inserts.end(),

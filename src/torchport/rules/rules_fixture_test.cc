@@ -166,12 +166,18 @@ TEST(ExampleProject, CpuOutputReportsWhatItLeftInPlace) {
   const fs::path src = fs::path(TORCHPORT_SOURCE_DIR) / "examples" / "cuda_project";
   const std::string input = slurp(src / "train.py");
   FileResult r = migrate("train.py", input, "cpu");
-  // torch.cuda.max_memory_allocated has no CPU equivalent: it stays and is reported.
+  // cudnn.benchmark stays but has no effect on the CPU: reported, never silent.
+  // torch.cuda.max_memory_allocated has no CPU allocator to ask: it becomes 0, reported.
   std::vector<std::string> unsupported;
+  std::string memory_message;
   for (const Finding& f : r.findings) {
     if (f.op == Operation::Unsupported) unsupported.push_back(f.api);
+    if (f.api == "torch.cuda.max_memory_allocated") memory_message = f.message;
   }
-  EXPECT_EQ(unsupported, std::vector<std::string>{"torch.cuda.max_memory_allocated"});
+  EXPECT_EQ(unsupported, std::vector<std::string>{"torch.backends.cudnn.benchmark"});
+  EXPECT_EQ(memory_message,
+            "change torch.cuda.max_memory_allocated(...) to 0 (the CPU has no device memory to "
+            "measure: a call becomes 0)");
 }
 
 }  // namespace
