@@ -1,10 +1,13 @@
 // Rule family TP400-TP402: distributed training.
 //
 // What it does:
-//   TP400 replaces the NCCL backend with the target's collective backend: "nccl" as the first
-//   argument or backend= keyword of init_process_group / new_group, and comparisons with
-//   get_backend(). torch.distributed.Backend.NCCL and is_nccl_available() are catalogued
-//   (TP100).
+//   TP400 replaces the NCCL backend with the target's collective backend: "nccl" in the
+//   backend argument of init_process_group / new_group (also inside an expression such as
+//   `"nccl" if ok else "gloo"`), in the simple assignments of a variable passed as the backend
+//   (`backend = "nccl"`), in the default= and choices= of an argparse option whose name
+//   mentions "backend", and in comparisons with get_backend(). A backend argument whose value
+//   cannot be resolved (a parameter, `cfg.backend`, a call) is reported UNKNOWN.
+//   torch.distributed.Backend.NCCL and is_nccl_available() are catalogued (TP100).
 //   TP401 reports torch.nn.DataParallel, which only drives CUDA devices.
 //   TP402 handles DistributedDataParallel's device_ids= and output_device= keywords: cpu drops
 //   them; accelerator passes them only when the device is not the CPU
@@ -19,7 +22,8 @@
 //   ddp = DDP(model, device_ids=[rank])  -> cpu: DDP(model)
 //   (accelerator: backend=dist.get_default_backend_for_device(_tp_device), torch >= 2.6)
 // Safety:
-//   "nccl" anywhere else (a log message) is left alone. DataParallel is reported, never
+//   "nccl" anywhere else (a log message) is left alone; so is a variable assigned anything but
+//   string literals (reported instead). DataParallel is reported, never
 //   rewritten: replacing it with DistributedDataParallel needs a launcher and process group.
 //   DistributedDataParallel refuses device_ids/output_device for a CPU module (ValueError),
 //   which is why TP402 drops them there.
@@ -27,6 +31,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 namespace torchport::rules {
 
@@ -34,6 +39,12 @@ using semantic::TokenIndex;
 using syntax::TokenKind;
 
 namespace {
+
+bool nccl_string(const semantic::Model& m, TokenIndex i) {
+  if (m.kind(i) != TokenKind::String) return false;
+  auto sv = semantic::string_value(m.text(), m.tokens()[i]);
+  return sv && (sv->value == "nccl" || sv->value == "NCCL");
+}
 
 bool backend_call(std::string_view q, std::string_view last) {
   return q == "torch.distributed.init_process_group" || q == "torch.distributed.new_group" ||
@@ -117,7 +128,8 @@ void run_distributed(Context& ctx) {
           : "";
   // The backend expression for the accelerator target, spelled with the callee's module.
   auto accel_backend = [&](const semantic::Reference* callee) {
-    std::string mod = ctx.render("torch.distributed");
+    auto alias = m.module_alias("torch.distributed");
+    std::string mod = alias ? *alias : ctx.render("torch.distributed");
     if (callee && callee->names.size() >= 2) {
       const std::uint32_t b = m.tokens()[callee->first].begin;
       const std::uint32_t e = m.tokens()[callee->names[callee->names.size() - 2]].end;
@@ -127,57 +139,150 @@ void run_distributed(Context& ctx) {
     ctx.require_torch(kAcceleratorMinTorch);
     return mod + ".get_default_backend_for_device(" + std::string(kDeviceVar) + ")";
   };
-  const auto n = static_cast<TokenIndex>(m.tokens().size());
-  for (TokenIndex i = 0; i < n; ++i) {
-    if (m.kind(i) != TokenKind::String) continue;
+  std::set<TokenIndex> done;  // "nccl" string tokens already rewritten
+  // Rewrites the "nccl" string token `i`; `how` says where the string was found.
+  auto rewrite = [&](TokenIndex i, const semantic::Reference* callee, const std::string& how) {
+    if (!done.insert(i).second) return;
     auto sv = semantic::string_value(m.text(), m.tokens()[i]);
-    if (!sv || (sv->value != "nccl" && sv->value != "NCCL")) continue;
     const syntax::Token& tok = m.tokens()[i];
-    bool is_backend = false;
-    const semantic::Reference* callee = nullptr;
-    if (auto en = m.enclosing_open(i); en && m.kind(*en) == TokenKind::LPar) {
-      callee = callee_of(m, *en);
-      std::string_view last = callee_last_name(m, *en);
-      if (backend_call(callee ? callee->qualified : std::string(), last)) {
-        auto args = call_args(m, *en);
-        for (std::size_t a = 0; a < args.size(); ++a) {
-          if (args[a].first == i && args[a].last == i &&
-              ((a == 0 && args[a].keyword.empty()) || args[a].keyword == "backend")) {
-            is_backend = true;
-          }
-          if (args[a].keyword == "backend" && args[a].last == i) is_backend = true;
-        }
-      }
-    }
-    // get_backend() == "nccl"
-    bool comparison = false;
-    if (auto p = m.prev(i);
-        p && (m.kind(*p) == TokenKind::EqEqual || m.kind(*p) == TokenKind::NotEqual)) {
-      auto pp = m.prev(*p);
-      if (pp && m.kind(*pp) == TokenKind::RPar) {
-        auto open = m.match(*pp);
-        if (open && callee_last_name(m, *open) == "get_backend") comparison = true;
-      }
-    }
-    if (!is_backend && !comparison) continue;
     if (ctx.accelerator()) {
-      if (comparison) {
-        ctx.flag("TP400", Operation::Unsupported, "nccl",
-                 "comparison with the nccl backend; the backend depends on the device at run time",
-                 tok.begin, tok.end);
-        continue;
-      }
-      ctx.modify("TP400", "nccl", "change backend nccl to the default backend of the device",
+      ctx.modify("TP400", "nccl", "change backend nccl to the default backend of the device" + how,
                  tok.begin, tok.end, accel_backend(callee));
-      continue;
+      return;
     }
     std::string repl = backend;
     if (sv->value == "NCCL") {
       for (char& c : repl) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     }
-    ctx.modify("TP400", "nccl",
-               "replace string \"" + std::string(sv->value) + "\" with \"" + repl + "\"" + note,
-               sv->value_begin, sv->value_begin + 4, repl);
+    ctx.modify(
+        "TP400", "nccl",
+        "replace string \"" + std::string(sv->value) + "\" with \"" + repl + "\"" + how + note,
+        sv->value_begin, sv->value_begin + 4, repl);
+  };
+  // Rewrites every "nccl" string in tokens [first, last]; returns how many it found.
+  auto rewrite_in = [&](TokenIndex first, TokenIndex last, const semantic::Reference* callee,
+                        const std::string& how) {
+    std::size_t found = 0;
+    for (TokenIndex t = first; t <= last; ++t) {
+      if (nccl_string(m, t)) {
+        rewrite(t, callee, how);
+        ++found;
+      }
+    }
+    return found;
+  };
+  const auto n = static_cast<TokenIndex>(m.tokens().size());
+  // argparse options whose name mentions "backend": their default and choices (TP400), and
+  // their dest names, so that `args.dist_backend` counts as resolved.
+  std::set<std::string, std::less<>> backend_options;
+  for (TokenIndex i = 0; i < n; ++i) {
+    if (m.kind(i) != TokenKind::LPar || callee_last_name(m, i) != "add_argument") continue;
+    auto args = call_args(m, i);
+    std::string option;
+    std::vector<std::string> dests;
+    for (const Arg& a : args) {
+      if (!a.keyword.empty() || a.first != a.last || m.kind(a.first) != TokenKind::String) continue;
+      auto sv = semantic::string_value(m.text(), m.tokens()[a.first]);
+      if (!sv) continue;
+      std::string name(sv->value);
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower.find("backend") == std::string::npos) continue;
+      if (option.empty() || name.starts_with("--")) option = name;
+      std::string dest = name.substr(name.find_first_not_of('-'));
+      std::replace(dest.begin(), dest.end(), '-', '_');
+      dests.push_back(dest);
+    }
+    if (option.empty()) continue;
+    for (const Arg& a : args) {
+      if (a.keyword == "dest") {
+        if (auto sv = semantic::string_value(m.text(), m.tokens()[a.last])) {
+          dests.emplace_back(sv->value);
+        }
+      }
+      if (a.keyword != "default" && a.keyword != "choices") continue;
+      rewrite_in(a.first, a.last, nullptr,
+                 " (" + std::string(a.keyword) + " of the " + option + " option)");
+    }
+    backend_options.insert(dests.begin(), dests.end());
+  }
+  for (TokenIndex i = 0; i < n; ++i) {
+    if (m.kind(i) != TokenKind::LPar) continue;
+    const semantic::Reference* callee = callee_of(m, i);
+    if (!backend_call(callee ? callee->qualified : std::string(), callee_last_name(m, i))) {
+      continue;
+    }
+    auto args = call_args(m, i);
+    const Arg* arg = nullptr;
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      if (args[a].keyword == "backend" || (a == 0 && args[a].keyword.empty())) arg = &args[a];
+      if (args[a].keyword == "backend") break;
+    }
+    if (!arg) continue;
+    // new_group's first positional argument is `ranks`, not the backend.
+    if (arg->keyword.empty() && callee_last_name(m, i) == "new_group") continue;
+    const TokenIndex first = arg->keyword.empty() ? arg->first : *m.next(*m.next(arg->first));
+    if (rewrite_in(first, arg->last, callee, "") > 0) continue;
+    if (first == arg->last && m.kind(first) == TokenKind::String) continue;  // "gloo", "hccl"
+    const std::string_view expr = m.text().substr(
+        m.tokens()[first].begin, m.tokens()[arg->last].end - m.tokens()[first].begin);
+    if (expr.find("get_default_backend_for_device") != std::string_view::npos) continue;
+    // dist.Backend.NCCL and other imported names: the catalogue's business (TP100).
+    if (const semantic::Reference* r = m.reference_at(first);
+        r && r->first == first && r->last == arg->last && !r->qualified.empty()) {
+      continue;
+    }
+    bool resolved = false;
+    if (first == arg->last && m.kind(first) == TokenKind::Name) {
+      // A variable: its simple assignments in this scope or at module level.
+      const std::string_view name = m.token_text(first);
+      const std::uint32_t scope = m.lines()[*m.line_of(first)].scope;
+      std::size_t assignments = 0, literal = 0;
+      for (const semantic::Line& line : m.lines()) {
+        if (line.tokens.size() < 3 || (line.scope != scope && line.scope != 0) ||
+            m.kind(line.tokens[0]) != TokenKind::Name || m.token_text(line.tokens[0]) != name ||
+            m.kind(line.tokens[1]) != TokenKind::Equal || line.tokens[0] > first) {
+          continue;
+        }
+        ++assignments;
+        const TokenIndex vb = line.tokens[2], ve = line.tokens.back();
+        if (rewrite_in(vb, ve, callee, " (assigned to " + std::string(name) + ")") > 0 ||
+            (vb == ve && m.kind(vb) == TokenKind::String)) {
+          ++literal;
+        }
+      }
+      resolved = assignments > 0 && literal == assignments;
+    } else if (arg->last == *m.next(*m.next(first)) && m.kind(arg->last) == TokenKind::Name &&
+               m.kind(*m.next(first)) == TokenKind::Dot) {
+      // args.dist_backend: an argparse option of this file.
+      resolved = backend_options.contains(m.token_text(arg->last));
+    }
+    if (resolved) continue;
+    ctx.flag("TP400", Operation::Unknown, "nccl",
+             "the backend is given as `" + std::string(expr) +
+                 "`, whose value torchport cannot resolve; if it can be nccl, use " +
+                 (ctx.accelerator() ? std::string("torch.distributed.get_default_backend_for_"
+                                                  "device(device)")
+                                    : "\"" + backend + "\"" + note),
+             m.tokens()[first].begin, m.tokens()[arg->last].end);
+  }
+  // get_backend() == "nccl"
+  for (TokenIndex i = 0; i < n; ++i) {
+    if (!nccl_string(m, i) || done.contains(i)) continue;
+    auto p = m.prev(i);
+    if (!p || (m.kind(*p) != TokenKind::EqEqual && m.kind(*p) != TokenKind::NotEqual)) continue;
+    auto pp = m.prev(*p);
+    if (!pp || m.kind(*pp) != TokenKind::RPar) continue;
+    auto open = m.match(*pp);
+    if (!open || callee_last_name(m, *open) != "get_backend") continue;
+    if (ctx.accelerator()) {
+      const syntax::Token& tok = m.tokens()[i];
+      ctx.flag("TP400", Operation::Unsupported, "nccl",
+               "comparison with the nccl backend; the backend depends on the device at run time",
+               tok.begin, tok.end);
+      continue;
+    }
+    rewrite(i, nullptr, "");
   }
   ddp_device_ids(ctx);
   for (const semantic::Reference& ref : m.references()) {
