@@ -3,7 +3,9 @@
 // What it does:
 //   String keys of os.environ[...], os.environ.get/setdefault/pop, os.getenv and os.putenv that
 //   name a CUDA or NCCL variable are replaced by the target's equivalent from the catalogue;
-//   CUDA_VISIBLE_DEVICES becomes the target's visible-devices variable. Variables without an
+//   CUDA_VISIBLE_DEVICES becomes the target's visible-devices variable. NCCL variables are
+//   renamed only where the catalogue names a twin (NCCL_SOCKET_IFNAME -> HCCL_SOCKET_IFNAME on
+//   npu), else by the catalogue's prefix entry (NCCL_* -> CNCL_* on mlu). Variables without an
 //   equivalent are reported.
 // Why:
 //   Each runtime reads its own variables: setting CUDA_VISIBLE_DEVICES does nothing on an Ascend
@@ -53,15 +55,19 @@ void run_env(Context& ctx) {
     if (!sv) continue;
     const std::string var(sv->value);
     const catalogue::Entry* entry = ctx.cat.find(var);
-    // Prefix entries: "NCCL_*" -> "HCCL_*".
+    // Prefix entries ("NCCL_*" -> "CNCL_*"), also for a variable whose own entry has no
+    // mapping for this target (NCCL_SOCKET_IFNAME is only mapped for npu).
     std::string key = var;
     std::string suffix;
-    if (!entry) {
+    if (!entry || !ctx.cat.lookup(var, ctx.target.name)) {
       for (std::string_view pre : {"TORCH_NCCL_", "NCCL_"}) {
         if (var.starts_with(pre)) {
-          key = std::string(pre) + "*";
-          suffix = var.substr(pre.size());
-          entry = ctx.cat.find(key);
+          const std::string prefix_key = std::string(pre) + "*";
+          if (const catalogue::Entry* pe = ctx.cat.find(prefix_key)) {
+            key = prefix_key;
+            suffix = var.substr(pre.size());
+            entry = pe;
+          }
           break;
         }
       }
@@ -97,6 +103,9 @@ void run_env(Context& ctx) {
                note.empty() ? repl + " is not confirmed by the vendor's lists" : note, b, e);
     }
   }
+  // setup.py's install_requires strings (TP902, other_files.cc): a Python file, so it comes
+  // through check(); this family runs last among the per-file rules.
+  run_setup_requires(ctx);
 }
 
 }  // namespace torchport::rules

@@ -1,12 +1,19 @@
-// Rule family TP901-TP902: the project's non-Python files.
+// Rule family TP901-TP902: the project's non-Python files, and setup.py's requirements.
 //
 // What it does:
 //   TP901 lists custom CUDA operators defined in C++/CUDA sources (`m.def("name", ...)` in a
 //   PYBIND11_MODULE, `m.def("name(Tensor x) -> Tensor")` / `m.impl("name", ...)` in
 //   TORCH_LIBRARY blocks) for cuda_op_list.csv and reports each as UNSUPPORTED.
-//   TP902 reports CUDA-only packages in requirements*.txt / pyproject.toml / setup.cfg, and in
-//   shell launchers replaces CUDA_VISIBLE_DEVICES by the target's variable and reports
-//   nvidia-smi.
+//   TP902 reports CUDA-only requirements in requirements*.txt, pyproject.toml, setup.cfg,
+//   environment.yml and in the install_requires / extras_require / setup_requires of a
+//   setup.py's setup() call: the catalogue's packages (flash-attn, xformers, apex, cupy and
+//   cupy-cuda12x, pynvml / nvidia-ml-py, ...) with the target's alternative from the
+//   catalogue, NVIDIA's CUDA wheels and conda packages (nvidia-*, cuda-*, cudatoolkit, cudnn,
+//   pytorch-cuda), CUDA builds pinned by a local version (torch==2.1.0+cu121) and the CUDA
+//   wheel indexes (--extra-index-url https://download.pytorch.org/whl/cu121). In shell
+//   launchers it replaces CUDA_VISIBLE_DEVICES by the target's variable from the catalogue
+//   (reported, and left in place, where the target has none: cpu, mps, accelerator) and
+//   reports nvidia-smi.
 // Why:
 //   Custom CUDA kernels must be ported by hand (the vendors' tools only list them too), and a
 //   CUDA-only requirement or launcher setting breaks the run before any Python executes.
@@ -15,12 +22,15 @@
 //   flash-attn==2.5.0
 // Becomes (npu):
 //   export ASCEND_RT_VISIBLE_DEVICES=0,1
-//   flash-attn==2.5.0            (reported UNSUPPORTED)
+//   flash-attn==2.5.0            (reported UNSUPPORTED: use torch_npu.npu_fusion_attention)
 // Safety:
 //   Only the variable name in a shell file is rewritten; everything else is reported.
+#include <torchport/catalogue/catalogue.h>
+#include <torchport/rules/context.h>
 #include <torchport/rules/engine.h>
 
-#include <array>
+#include <algorithm>
+#include <cctype>
 #include <regex>
 
 namespace torchport::rules {
@@ -36,19 +46,6 @@ std::string_view base_name(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-constexpr std::array<std::string_view, 9> kCudaPackages = {"flash-attn", "flash_attn",   "xformers",
-                                                           "apex",       "bitsandbytes", "cupy",
-                                                           "pynvml",     "nvidia-ml-py", "triton"};
-
-std::string_view visible_devices(std::string_view target) {
-  if (target == "npu") return "ASCEND_RT_VISIBLE_DEVICES";
-  if (target == "mlu") return "MLU_VISIBLE_DEVICES";
-  if (target == "musa") return "MUSA_VISIBLE_DEVICES";
-  if (target == "xpu") return "ZE_AFFINITY_MASK";
-  if (target == "hpu") return "HABANA_VISIBLE_MODULES";
-  return {};
-}
-
 Finding make(std::string_view code, Operation op, std::string api, std::string message,
              std::size_t b, std::size_t e) {
   Finding f;
@@ -59,6 +56,164 @@ Finding make(std::string_view code, Operation op, std::string api, std::string m
   f.begin = static_cast<std::uint32_t>(b);
   f.end = static_cast<std::uint32_t>(e);
   return f;
+}
+
+// A distribution name as pip compares them (PEP 503): lower case, runs of -_. as "-".
+std::string normalize(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '_' || c == '.' || c == '-') {
+      if (out.empty() || out.back() != '-') out += '-';
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+// The catalogue's package entry that the distribution `dist` installs.
+const catalogue::Entry* package_entry(const catalogue::Catalogue& cat, std::string_view dist) {
+  std::string n = normalize(dist);
+  // Distribution names that differ from the import name the catalogue uses.
+  if (n == "nvidia-ml-py" || n == "nvidia-ml-py3") n = "pynvml";
+  if (n.starts_with("cupy-cuda")) n = "cupy";  // cupy-cuda12x, cupy-cuda11x, cupy-cuda102
+  for (const catalogue::Entry& e : cat.entries()) {
+    if (e.kind == catalogue::Kind::Package && e.api.find('.') == std::string::npos &&
+        normalize(e.api) == n) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+// NVIDIA's CUDA toolkit and library distributions (pip wheels and conda packages).
+bool cuda_toolkit_package(std::string_view n) {
+  return n.starts_with("nvidia-") || n.starts_with("cuda-") || n == "cudatoolkit" || n == "cudnn" ||
+         n == "pytorch-cuda" || n == "nccl";
+}
+
+struct Scan {
+  const catalogue::Catalogue& cat;
+  const Options& opts;
+  std::vector<Finding>& out;
+
+  std::string install() const {
+    const catalogue::Target* t = cat.target(opts.target);
+    return t && !t->install.empty() ? t->install : "the " + opts.target + " build of torch";
+  }
+
+  void add(std::string api, Operation op, std::string message, std::size_t b, std::size_t e) {
+    for (const Finding& f : out) {
+      if (f.begin == b && f.code == "TP902") return;  // found by two scans
+    }
+    out.push_back(make("TP902", op, std::move(api), std::move(message), b, e));
+  }
+
+  // One requirement specifier ("flash-attn>=2.5", "cupy-cuda12x", "pytorch-cuda=12.1") whose
+  // first byte is at `offset` in the file. Anything that does not look like one is ignored.
+  void spec(std::string_view s, std::size_t offset) {
+    static const std::regex req(R"re(^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*([<>=!~;\[@(].*)?$)re");
+    std::match_results<std::string_view::const_iterator> mt;
+    if (!std::regex_match(s.begin(), s.end(), mt, req)) return;
+    const std::string dist = mt[1].str();
+    const std::size_t b = offset + static_cast<std::size_t>(mt.position(1));
+    const std::size_t e = b + dist.size();
+    const std::string n = normalize(dist);
+    if (const catalogue::Entry* entry = package_entry(cat, dist)) {
+      const catalogue::Mapping* mp = cat.lookup(entry->api, opts.target);
+      std::string message = "requirement " + dist + ": ";
+      if (mp && !mp->note.empty()) {
+        message += mp->note;
+      } else {
+        message += entry->api + " is CUDA-only";
+      }
+      if (mp && !mp->replacement.empty() && message.find(mp->replacement) == std::string::npos) {
+        message += "; use " + mp->replacement;
+      }
+      const bool works = mp && (mp->status == catalogue::Status::Supported ||
+                                mp->status == catalogue::Status::Partial);
+      add(dist, works ? Operation::Unknown : Operation::Unsupported, std::move(message), b, e);
+      return;
+    }
+    if (cuda_toolkit_package(n)) {
+      add(dist, Operation::Unsupported,
+          "requirement " + dist + ": an NVIDIA CUDA library, only for NVIDIA GPUs; remove it (" +
+              opts.target + " needs " + install() + ")",
+          b, e);
+    }
+  }
+
+  // CUDA builds pinned by a local version (+cu121) and CUDA wheel indexes (/whl/cu121).
+  void markers(std::string_view s, std::size_t offset) {
+    static const std::regex local(
+        R"re(([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:[=<>!~]=?=?)\s*v?[0-9][A-Za-z0-9.!*]*\+(cu[0-9]+)\b)re");
+    static const std::regex index(R"re(https?://[^\s"',\]]*/whl/(cu[0-9]+)\b[^\s"',\]]*)re");
+    using It = std::regex_iterator<std::string_view::const_iterator>;
+    for (It it(s.begin(), s.end(), local); it != It(); ++it) {
+      const auto b = offset + static_cast<std::size_t>((*it).position(0));
+      const std::string api = (*it)[1].str() + "+" + (*it)[2].str();
+      add(api, Operation::Unsupported,
+          (*it)[0].str() + " pins a CUDA build (local version +" + (*it)[2].str() + "); install " +
+              install() + " instead",
+          b, b + static_cast<std::size_t>((*it).length(0)));
+    }
+    for (It it(s.begin(), s.end(), index); it != It(); ++it) {
+      const auto b = offset + static_cast<std::size_t>((*it).position(0));
+      add((*it)[0].str(), Operation::Unsupported,
+          "a CUDA wheel index (" + (*it)[1].str() + ") serves CUDA builds only; install " +
+              install() + " instead",
+          b, b + static_cast<std::size_t>((*it).length(0)));
+    }
+  }
+};
+
+template <class F>
+void for_each_line(std::string_view s, F f) {
+  std::size_t at = 0;
+  while (at < s.size()) {
+    std::size_t nl = s.find('\n', at);
+    if (nl == std::string_view::npos) nl = s.size();
+    std::string_view line = s.substr(at, nl - at);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    f(line, at);
+    at = nl + 1;
+  }
+}
+
+// Strips a `#` comment (at the start or after whitespace, as pip and YAML read them).
+std::string_view strip_comment(std::string_view line) {
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
+      return line.substr(0, i);
+    }
+  }
+  return line;
+}
+
+void scan_requirement_file(std::string_view name, std::string_view s, Scan& scan) {
+  const bool yaml = ends_with(name, ".yml") || ends_with(name, ".yaml");
+  const bool txt = ends_with(name, ".txt");
+  for_each_line(s, [&](std::string_view raw, std::size_t at) {
+    const std::string_view line = strip_comment(raw);
+    std::size_t i = line.find_first_not_of(" \t");
+    if (i == std::string_view::npos) return;
+    if (yaml) {  // list items: "- flash-attn==2.5", "- pytorch-cuda=12.1"
+      if (line[i] != '-') return;
+      i = line.find_first_not_of(" \t", i + 1);
+      if (i == std::string_view::npos) return;
+    }
+    if (line[i] == '-' && txt) return;  // pip options: only their URLs matter (markers)
+    scan.spec(line.substr(i), at + i);
+    if (yaml || txt) return;
+    // pyproject.toml / setup.cfg: quoted requirement strings, and poetry's `name = "^1.0"`.
+    for (std::size_t q = line.find_first_of("\"'"); q != std::string_view::npos;) {
+      const std::size_t close = line.find(line[q], q + 1);
+      if (close == std::string_view::npos) break;
+      scan.spec(line.substr(q + 1, close - q - 1), at + q + 1);
+      q = line.find_first_of("\"'", close + 1);
+    }
+  });
+  scan.markers(s, 0);
 }
 
 }  // namespace
@@ -87,37 +242,37 @@ FileResult check_other(std::string_view path, std::string_view text, const Optio
     return out;
   }
   const bool requirements = (name.starts_with("requirements") && ends_with(name, ".txt")) ||
-                            name == "pyproject.toml" || name == "setup.cfg";
+                            name == "pyproject.toml" || name == "setup.cfg" ||
+                            name == "environment.yml" || name == "environment.yaml";
+  const catalogue::Catalogue& cat = catalogue::Catalogue::builtin();
   if (requirements) {
-    static const std::regex pkg(R"re((^|["'\s])([A-Za-z][\w.-]*)\s*([<>=!~;\[]|["']|$))re",
-                                std::regex::multiline);
-    for (auto it = std::sregex_iterator(s.begin(), s.end(), pkg); it != std::sregex_iterator();
-         ++it) {
-      const std::string p = (*it)[2].str();
-      for (auto c : kCudaPackages) {
-        if (p == c) {
-          const auto b = static_cast<std::size_t>((*it).position(2));
-          out.findings.push_back(make(
-              "TP902", Operation::Unsupported, p,
-              p + " is a CUDA-only package; install the target's alternative", b, b + p.size()));
-        }
-      }
-    }
+    Scan scan{cat, opts, out.findings};
+    scan_requirement_file(name, s, scan);
+    std::stable_sort(out.findings.begin(), out.findings.end(),
+                     [](const Finding& a, const Finding& b) { return a.begin < b.begin; });
     return out;
   }
   if (ends_with(name, ".sh") || ends_with(name, ".bash")) {
-    const std::string_view var = visible_devices(opts.target);
+    const catalogue::Mapping* mp = cat.lookup("CUDA_VISIBLE_DEVICES", opts.target);
+    const bool rename =
+        mp && !mp->replacement.empty() && mp->status != catalogue::Status::Unsupported;
     for (std::size_t at = s.find("CUDA_VISIBLE_DEVICES"); at != std::string::npos;
          at = s.find("CUDA_VISIBLE_DEVICES", at + 1)) {
-      if (opts.target == "accelerator") continue;
-      if (var.empty()) {
-        out.findings.push_back(make("TP902", Operation::Unsupported, "CUDA_VISIBLE_DEVICES",
-                                    opts.target + " has no visible-devices variable", at, at + 20));
+      if (!rename) {
+        // Meaningful only on CUDA machines: it stays, and the row says why.
+        out.findings.push_back(
+            make("TP902", Operation::Unsupported, "CUDA_VISIBLE_DEVICES",
+                 "CUDA_VISIBLE_DEVICES stays (it only selects NVIDIA GPUs): " +
+                     (mp && !mp->note.empty() ? mp->note
+                                              : opts.target + " has no visible-devices variable"),
+                 at, at + 20));
         continue;
       }
       Finding f = make("TP902", Operation::Modify, "CUDA_VISIBLE_DEVICES",
-                       "change CUDA_VISIBLE_DEVICES to " + std::string(var), at, at + 20);
-      f.fix = fix::Fix{{fix::Edit{f.begin, f.end, std::string(var)}}, fix::Applicability::Safe};
+                       "change CUDA_VISIBLE_DEVICES to " + mp->replacement +
+                           (mp->note.empty() ? "" : " (" + mp->note + ")"),
+                       at, at + 20);
+      f.fix = fix::Fix{{fix::Edit{f.begin, f.end, mp->replacement}}, fix::Applicability::Safe};
       out.findings.push_back(std::move(f));
     }
     for (std::size_t at = s.find("nvidia-smi"); at != std::string::npos;
@@ -129,6 +284,48 @@ FileResult check_other(std::string_view path, std::string_view text, const Optio
     }
   }
   return out;
+}
+
+void run_setup_requires(Context& ctx) {
+  const semantic::Model& m = ctx.m;
+  Scan scan{ctx.cat, ctx.opts, ctx.result.findings};
+  // The strings of tokens [first, last], dict keys (extras names) excepted.
+  auto strings = [&](semantic::TokenIndex first, semantic::TokenIndex last) {
+    for (semantic::TokenIndex t = first; t <= last; ++t) {
+      if (m.kind(t) != syntax::TokenKind::String) continue;
+      if (auto nx = m.next(t); nx && m.kind(*nx) == syntax::TokenKind::Colon) continue;
+      if (auto sv = semantic::string_value(m.text(), m.tokens()[t])) {
+        scan.spec(sv->value, sv->value_begin);
+        scan.markers(sv->value, sv->value_begin);
+      }
+    }
+  };
+  const auto n = static_cast<semantic::TokenIndex>(m.tokens().size());
+  for (semantic::TokenIndex i = 0; i < n; ++i) {
+    if (m.kind(i) != syntax::TokenKind::LPar || callee_last_name(m, i) != "setup") continue;
+    const semantic::Reference* callee = callee_of(m, i);
+    const std::string q = callee ? callee->qualified : std::string();
+    const bool bare = callee && callee->names.size() == 1;
+    if (q != "setuptools.setup" && q != "distutils.core.setup" && !(q.empty() && bare)) continue;
+    for (const Arg& a : call_args(m, i)) {
+      if (a.keyword != "install_requires" && a.keyword != "extras_require" &&
+          a.keyword != "setup_requires" && a.keyword != "tests_require") {
+        continue;
+      }
+      const semantic::TokenIndex v = *m.next(*m.next(a.first));
+      strings(v, a.last);
+      if (v != a.last || m.kind(v) != syntax::TokenKind::Name) continue;
+      // install_requires=REQUIREMENTS: the module-level assignments of that name.
+      for (const semantic::Line& line : m.lines()) {
+        if (line.scope == 0 && line.tokens.size() >= 3 &&
+            m.kind(line.tokens[0]) == syntax::TokenKind::Name &&
+            m.token_text(line.tokens[0]) == m.token_text(v) &&
+            m.kind(line.tokens[1]) == syntax::TokenKind::Equal) {
+          strings(line.tokens[2], line.tokens.back());
+        }
+      }
+    }
+  }
 }
 
 }  // namespace torchport::rules

@@ -33,6 +33,92 @@ TEST(CheckOther, RequirementsFlagCudaOnlyPackages) {
   EXPECT_EQ(apis, (std::vector<std::string>{"flash-attn", "xformers"}));
 }
 
+std::vector<std::string> apis(const FileResult& r) {
+  std::vector<std::string> out;
+  for (const Finding& f : r.findings) out.push_back(f.api);
+  return out;
+}
+
+TEST(CheckOther, RequirementMessagesNameTheTargetsAlternative) {
+  const std::string req = "flash-attn==2.5.8\n";
+  FileResult npu = check_other("requirements.txt", req, Options{"npu", "", false});
+  ASSERT_EQ(npu.findings.size(), 1u);
+  EXPECT_NE(npu.findings[0].message.find("torch_npu.npu_fusion_attention"), std::string::npos)
+      << npu.findings[0].message;
+  FileResult xpu = check_other("requirements.txt", req, Options{"xpu", "", false});
+  ASSERT_EQ(xpu.findings.size(), 1u);
+  EXPECT_NE(xpu.findings[0].message.find("scaled_dot_product_attention"), std::string::npos);
+}
+
+TEST(CheckOther, RequirementsFlagCudaWheelsBuildsAndIndexes) {
+  const std::string req =
+      "--extra-index-url https://download.pytorch.org/whl/cu121\n"
+      "torch==2.3.1+cu121\n"
+      "cupy-cuda12x>=13\n"
+      "nvidia-cudnn-cu12==8.9.2.26\n"
+      "nvidia-ml-py\n"
+      "Flash_Attn\n"
+      "numpy>=1.26  # cupy in a comment\n"
+      "tritonclient\n";
+  FileResult r = check_other("requirements-gpu.txt", req, Options{"npu", "", false});
+  EXPECT_EQ(apis(r), (std::vector<std::string>{"https://download.pytorch.org/whl/cu121",
+                                               "torch+cu121", "cupy-cuda12x", "nvidia-cudnn-cu12",
+                                               "nvidia-ml-py", "Flash_Attn"}));
+  for (const Finding& f : r.findings) EXPECT_EQ(f.op, Operation::Unsupported) << f.api;
+  EXPECT_NE(r.findings[1].message.find("torch_npu"), std::string::npos) << r.findings[1].message;
+  EXPECT_EQ(req.substr(r.findings[2].begin, r.findings[2].end - r.findings[2].begin),
+            "cupy-cuda12x");
+}
+
+TEST(CheckOther, PyprojectDependenciesAreScanned) {
+  const std::string toml =
+      "[project]\n"
+      "name = \"demo\"\n"
+      "description = \"triton kernels for demo\"\n"
+      "dependencies = [\"torch>=2.6\", \"xformers>=0.0.28\", 'apex']\n"
+      "[tool.poetry.dependencies]\n"
+      "bitsandbytes = \"^0.43\"\n";
+  FileResult r = check_other("pyproject.toml", toml, Options{"mlu", "", false});
+  EXPECT_EQ(apis(r), (std::vector<std::string>{"xformers", "apex", "bitsandbytes"}));
+}
+
+TEST(CheckOther, EnvironmentYmlPackageListsAreScanned) {
+  const std::string yml =
+      "name: cuda-env\n"
+      "channels:\n"
+      "  - pytorch\n"
+      "  - nvidia\n"
+      "dependencies:\n"
+      "  - python=3.11\n"
+      "  - pytorch-cuda=12.1\n"
+      "  - cudatoolkit=11.8\n"
+      "  - pip:\n"
+      "    - flash-attn==2.5.8\n"
+      "    - einops\n";
+  FileResult r = check_other("environment.yml", yml, Options{"npu", "", false});
+  EXPECT_EQ(apis(r), (std::vector<std::string>{"pytorch-cuda", "cudatoolkit", "flash-attn"}));
+}
+
+TEST(CheckOther, TritonOnXpuIsReportedAsUnknownNotUnsupported) {
+  FileResult r = check_other("requirements.txt", "triton==3.0.0\n", Options{"xpu", "", false});
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].op, Operation::Unknown);  // partial: Intel's Triton build
+  EXPECT_NE(r.findings[0].message.find("Intel"), std::string::npos);
+}
+
+TEST(CheckOther, ShellVisibleDevicesOnAcceleratorIsReported) {
+  const std::string sh = "CUDA_VISIBLE_DEVICES=0 python train.py\n";
+  FileResult r = check_other("run.sh", sh, Options{"accelerator", "", false});
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].op, Operation::Unsupported);
+  EXPECT_FALSE(r.findings[0].fix.has_value());
+  EXPECT_NE(r.findings[0].message.find("stays"), std::string::npos) << r.findings[0].message;
+  FileResult hpu = check_other("run.sh", sh, Options{"hpu", "", false});
+  ASSERT_TRUE(hpu.findings[0].fix.has_value());
+  EXPECT_EQ(hpu.findings[0].fix->edits[0].replacement, "HABANA_VISIBLE_MODULES");
+  EXPECT_NE(hpu.findings[0].message.find("module ids"), std::string::npos);
+}
+
 TEST(CheckOther, ShellLaunchersGetTheTargetsVariable) {
   const std::string sh = "export CUDA_VISIBLE_DEVICES=0,1\nnvidia-smi\npython train.py\n";
   FileResult r = check_other("scripts/run.sh", sh, Options{"npu", "", false});
