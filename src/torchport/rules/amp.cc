@@ -5,7 +5,8 @@
 //   become torch.amp.autocast / torch.amp.GradScaler with the target's device type as the first
 //   argument. torch.get_autocast_gpu_dtype() / set_autocast_gpu_dtype(d) and
 //   torch.is_autocast_enabled() become get_autocast_dtype / set_autocast_dtype /
-//   is_autocast_enabled with the device type.
+//   is_autocast_enabled with the device type. The custom_fwd / custom_bwd decorators become
+//   torch.amp.custom_fwd(device_type=...) / custom_bwd(device_type=...).
 // Why:
 //   torch.cuda.amp is deprecated and only drives CUDA; torch.amp takes a device type, so the same
 //   code enables mixed precision on the target (the vendors document torch.amp for npu/mlu/musa).
@@ -27,6 +28,38 @@ namespace torchport::rules {
 
 using semantic::TokenIndex;
 using syntax::TokenKind;
+
+namespace {
+
+// torch.amp.custom_fwd/custom_bwd take a keyword-only device_type (torch 2.13:
+// custom_fwd(fwd=None, *, device_type, cast_inputs=None)): a bare `@custom_fwd` becomes
+// `@custom_fwd(device_type=...)`, a call gets `device_type=...` as its first argument.
+void custom_fwd_bwd(Context& ctx, const semantic::Reference& ref, std::string_view which) {
+  const semantic::Model& m = ctx.m;
+  const std::string api = "torch.cuda.amp." + std::string(which);
+  ctx.handled.insert(ref.first);
+  const std::uint32_t rb = m.tokens()[ref.first].begin;
+  const std::uint32_t re = m.tokens()[ref.last].end;
+  const auto head = m.lookup(m.token_text(ref.first), m.lines()[ref.line].scope);
+  const bool import_rewritten = head && head->target.starts_with("torch.cuda.amp");
+  const std::string keyword = "device_type=" + ctx.device_type_expr();
+  std::string msg = "change " + api + " to torch.amp." + std::string(which) + " with " + keyword;
+  if (!import_rewritten) {
+    ctx.modify("TP200", api, msg, rb, re, ctx.render("torch.amp." + std::string(which)));
+    msg = "pass " + keyword + " to torch.amp." + std::string(which);
+  }
+  auto lpar = m.next(ref.last);
+  if (lpar && m.kind(*lpar) == TokenKind::LPar && m.match(*lpar)) {
+    const bool empty = call_args(m, *lpar).empty();
+    const std::uint32_t at = m.tokens()[*lpar].end;
+    ctx.modify("TP200", api, msg, at, at, keyword + (empty ? "" : ", "));
+  } else {
+    ctx.modify("TP200", api, msg, re, re, "(" + keyword + ")");
+  }
+  if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+}
+
+}  // namespace
 
 void run_amp(Context& ctx) {
   const semantic::Model& m = ctx.m;
@@ -51,6 +84,12 @@ void run_amp(Context& ctx) {
           "change " + std::string(q) + "() to " + fn + "(" + ctx.device_type_expr() + ", ...)", b,
           e, text);
       if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+      continue;
+    }
+    if (q == "torch.cuda.amp.custom_fwd" || q == "torch.cuda.amp.custom_bwd" ||
+        q == "torch.cuda.amp.autocast_mode.custom_fwd" ||
+        q == "torch.cuda.amp.autocast_mode.custom_bwd") {
+      custom_fwd_bwd(ctx, ref, q.ends_with("custom_fwd") ? "custom_fwd" : "custom_bwd");
       continue;
     }
     if (q == "torch.cuda.amp.autocast" || q == "torch.cuda.amp.autocast_mode.autocast") {

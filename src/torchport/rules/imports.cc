@@ -15,8 +15,9 @@
 //   from torch.amp import GradScaler, autocast      # calls get a device type (TP200)
 //   import flash_attn                               # left in place, reported UNSUPPORTED
 // Safety:
-//   Only imported names that torch.amp provides (autocast, GradScaler) are rewritten; any other
-//   name imported from torch.cuda.amp is reported and the import is left alone.
+//   Only imported names that torch.amp provides (autocast, GradScaler, custom_fwd, custom_bwd)
+//   are rewritten; any other name imported from torch.cuda.amp is reported and the import is
+//   left alone.
 #include <torchport/rules/context.h>
 
 #include <array>
@@ -47,7 +48,9 @@ constexpr std::array<Package, 10> kCudaOnlyPackages = {{
     {"nvidia", "NVIDIA Python packages are CUDA-only"},
 }};
 
-bool amp_name(std::string_view n) { return n == "autocast" || n == "GradScaler"; }
+bool amp_name(std::string_view n) {
+  return n == "autocast" || n == "GradScaler" || n == "custom_fwd" || n == "custom_bwd";
+}
 
 }  // namespace
 
@@ -107,7 +110,8 @@ void run_imports(Context& ctx) {
                    "torch.amp");
       } else {
         ctx.flag("TP001", Operation::Unsupported, "torch.cuda.amp",
-                 "names other than autocast/GradScaler imported from torch.cuda.amp; "
+                 "names other than autocast/GradScaler/custom_fwd/custom_bwd imported from "
+                 "torch.cuda.amp; "
                  "import them from torch.amp by hand",
                  mb, me);
       }
