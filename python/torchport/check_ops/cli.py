@@ -128,7 +128,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     handles: list[Any] = []
     try:
-        rt.enable("cpu")
+        # The script is CUDA code and must take its CUDA paths: its own code sees CUDA as available
+        # (is_available(), Tensor.is_cuda), installed libraries see the truth (runtime --cuda-available=user).
+        rt.enable("cpu", cuda_available="user")
     except Exception as e:  # TargetUnavailable and friends carry a readable message
         print(f"{PROG}: error: cannot redirect CUDA to the CPU: {e}", file=sys.stderr)
         return 2
