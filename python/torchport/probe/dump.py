@@ -215,6 +215,7 @@ _FIELDS: dict[str, tuple[Any, str, bool]] = {
     "type": (lambda v: isinstance(v, str), "a string", False),
     "module": (lambda v: isinstance(v, str), "a string", False),
     "node": (lambda v: isinstance(v, str), "a string", False),
+    "kwarg": (lambda v: isinstance(v, str), "a string", False),
     "dtype": (lambda v: isinstance(v, str), "a string", False),
     "device": (lambda v: isinstance(v, str), "a string", False),
     "leaf": (lambda v: isinstance(v, bool), "true or false", False),

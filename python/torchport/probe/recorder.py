@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import inspect
 import os
 import platform
 import re
@@ -153,7 +154,10 @@ class Probe:
         self._roots: list[tuple[str, torch.nn.Module]] = []
         self._names: dict[int, tuple[str, str, bool, bool]] = {}  # id -> name, type, leaf, wrapper
         self._wrappers: set[str] = set()  # paths of wrappers whose child is `module` (DDP, DP)
-        self._stack: list[tuple[int, str, int]] = []
+        # one entry per module call in progress: [id, name, call, positional tensors, kwargs seen]
+        self._stack: list[list[Any]] = []
+        self._kw_hooked: set[int] = set()
+        self._nocompile: Callable[[Any], Any] = lambda f: f
         self._calls: dict[tuple[str, str], int] = {}
         self._seq = 0
         self._step = 0
@@ -193,11 +197,15 @@ class Probe:
         self._writer = DumpWriter(self.out)
         # torch.compile must not trace the hooks (they read tensor data): it runs them eagerly.
         nocompile = getattr(torch.compiler, "disable", lambda f: f)
+        self._nocompile = nocompile
         self._handles.append(_m.register_module_forward_pre_hook(nocompile(self._pre_hook)))
-        self._handles.append(_m.register_module_forward_hook(nocompile(self._post_hook), always_call=True))
+        self._handles.append(
+            _m.register_module_forward_hook(nocompile(self._post_hook), with_kwargs=True, always_call=True)
+        )
         self._handles.append(_opt.register_optimizer_step_post_hook(self._opt_hook))
         for prefix, root in self._roots:
             self._hook_params(prefix, root)
+            self._hook_kwargs(root)
         if self.level == "op":
             self._mode = _make_dispatch_mode(self)
             self._mode.__enter__()
@@ -268,6 +276,19 @@ class Probe:
                 self._wrappers.add(full)
             self._names[id(mod)] = (full, type(mod).__name__, not children, wrapper)
 
+    def _hook_kwargs(self, root: torch.nn.Module) -> None:
+        """The global forward pre-hook sees positional arguments only: a pre-hook on each module
+        with `with_kwargs=True` records keyword-argument tensors (`model(input_ids=x)`), right
+        after the global hook and before the call runs."""
+        if self.level == "op":
+            return
+        hook = self._nocompile(self._kw_hook)
+        for mod in root.modules():
+            if id(mod) in self._kw_hooked:
+                continue
+            self._kw_hooked.add(id(mod))
+            self._handles.append(mod.register_forward_pre_hook(hook, with_kwargs=True))
+
     def _hook_params(self, prefix: str, root: torch.nn.Module) -> None:
         """With param_grads: record each parameter's .grad once autograd has accumulated it."""
         if not self.param_grads or self.level == "op":
@@ -301,6 +322,7 @@ class Probe:
                 return
             self._add_root(module)
             self._hook_params(*self._roots[-1])
+            self._hook_kwargs(module)  # from its next call on; this call's kwargs: _post_hook
             info = self._names[id(module)]
         if not self._stack:
             # Steps end at optimizer.step(); until one has happened (inference, or the first
@@ -315,35 +337,92 @@ class Probe:
         if torch._C._current_autograd_node() is not None:
             # A forward call made by the backward pass: activation checkpointing recomputing a
             # region. It repeats calls already recorded, so it is neither counted nor recorded.
-            self._stack.append((id(module), name, -1))
+            self._stack.append([id(module), name, -1, 0, False])
             return
         key = (name, "forward")
         call = self._calls.get(key, 0)
         self._calls[key] = call + 1
-        self._stack.append((id(module), name, call))
-        if not self._active or wrapper or self.level == "op" or self._busy:
+        entry: list[Any] = [id(module), name, call, 0, False]
+        self._stack.append(entry)
+        if not self._records_call(info, call):
             return
-        if self._filter is not None and not self._filter.search(name):
-            return
+        tensors = [x for x in tree_leaves(args) if isinstance(x, torch.Tensor)]
+        entry[3] = len(tensors)
+        self._record_inputs(info, call, tensors, 0)
+
+    def _records_call(self, info: tuple[str, str, bool, bool], call: int) -> bool:
+        """Whether this module call's tensors are recorded."""
+        if call < 0 or not self._active or info[3] or self.level == "op" or self._busy:
+            return False
+        return self._filter is None or bool(self._filter.search(info[0]))
+
+    def _record_inputs(
+        self,
+        info: tuple[str, str, bool, bool],
+        call: int,
+        tensors: list[torch.Tensor],
+        first_slot: int,
+        kwargs: Optional[list[str]] = None,
+    ) -> None:
+        name, typ, leaf, _ = info
         self._busy = True
         try:
             grad = torch.is_grad_enabled()
-            for slot, t in enumerate(x for x in tree_leaves(args) if isinstance(x, torch.Tensor)):
-                self._record(name, typ, leaf, "forward", call, "in", slot, t)
+            for i, t in enumerate(tensors):
+                slot = first_slot + i
+                self._record(
+                    name, typ, leaf, "forward", call, "in", slot, t, kwarg=kwargs[i] if kwargs else None
+                )
                 if grad and t.requires_grad:
                     self._on_grad(t, name, typ, leaf, call, "out", slot)
         finally:
             self._busy = False
 
-    def _post_hook(self, module: torch.nn.Module, args: tuple[Any, ...], output: Any) -> None:
+    def _kwarg_tensors(
+        self, module: torch.nn.Module, kwargs: dict[str, Any]
+    ) -> tuple[list[torch.Tensor], list[str]]:
+        """Keyword-argument tensors in the order of forward()'s parameters (as if they had been
+        passed by position, so `m(x, mask)` and `m(mask=mask, x=x)` align), others (**kwargs) by
+        name; with the argument each came from."""
+        order = _param_order(module)
+        tensors: list[torch.Tensor] = []
+        names: list[str] = []
+        for k in sorted(kwargs, key=lambda k: (order.get(k, len(order)), k)):
+            for x in tree_leaves(kwargs[k]):
+                if isinstance(x, torch.Tensor):
+                    tensors.append(x)
+                    names.append(k)
+        return tensors, names
+
+    def _kw_hook(self, module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if not kwargs or not self._stack or self._stack[-1][0] != id(module):
+            return
+        entry = self._stack[-1]
+        entry[4] = True
+        info = self._names[id(module)]
+        if not self._records_call(info, entry[2]):
+            return
+        tensors, names = self._kwarg_tensors(module, kwargs)
+        if tensors:
+            self._record_inputs(info, entry[2], tensors, entry[3], names)
+
+    def _post_hook(self, module: torch.nn.Module, args: tuple[Any, ...], *rest: Any) -> None:
+        # (kwargs, output); but when forward raised, torch 2.13 calls an always_call global hook
+        # without the kwargs even if it asked for them: (output,), the output being None.
+        kwargs: dict[str, Any] = rest[0] if len(rest) == 2 else {}
+        output = rest[-1]
         if not self._stack or self._stack[-1][0] != id(module):
             return
-        _, name, call = self._stack.pop()
+        _, name, call, npos, kw_seen = self._stack.pop()
         info = self._names[id(module)]
-        if call < 0 or not self._active or info[3] or self.level == "op" or self._busy:
+        if not self._records_call(info, call):
             return
-        if self._filter is not None and not self._filter.search(name):
-            return
+        if kwargs and not kw_seen:
+            # The first call of a top-level module found in script mode: its keyword-argument
+            # hook did not exist yet when the call started.
+            tensors, names = self._kwarg_tensors(module, kwargs)
+            if tensors:
+                self._record_inputs(info, call, tensors, npos, names)
         self._busy = True
         try:
             grad = torch.is_grad_enabled()
@@ -408,6 +487,7 @@ class Probe:
         t: torch.Tensor,
         module: Optional[str] = None,
         node: Optional[str] = None,
+        kwarg: Optional[str] = None,
     ) -> None:
         seq = self._seq
         self._seq += 1
@@ -432,6 +512,8 @@ class Probe:
             rec["module"] = module
         if node is not None:
             rec["node"] = node
+        if kwarg:
+            rec["kwarg"] = kwarg
         if (
             t.numel() == 0
             or t.is_complex()
@@ -577,6 +659,25 @@ class Probe:
 
 def _dead() -> None:
     return None
+
+
+_PARAM_ORDER: dict[Any, dict[str, int]] = {}
+
+
+def _param_order(module: torch.nn.Module) -> dict[str, int]:
+    """Position of each named parameter of `module.forward` (cached per forward function)."""
+    fwd = module.forward
+    key = getattr(fwd, "__func__", fwd)
+    order = _PARAM_ORDER.get(key)
+    if order is None:
+        try:
+            params = inspect.signature(fwd).parameters
+            order = {n: i for i, n in enumerate(params)}
+        except (TypeError, ValueError):
+            order = {}
+        if len(_PARAM_ORDER) < 4096:
+            _PARAM_ORDER[key] = order
+    return order
 
 
 def _sequence_nr() -> int:
