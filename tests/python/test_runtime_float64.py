@@ -7,11 +7,13 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from pathlib import Path
+from typing import Any, Callable
 
+import numpy as np
 import pytest
 import torch
 
-from runtime_testlib import enabled, run_torchport
+from runtime_testlib import enabled, run_python, run_torchport
 from torchport.runtime._session import Float64Unsupported, TorchportWarning
 from torchport.targets import TARGETS
 
@@ -66,3 +68,103 @@ def test_cli_strict_on_cpu_runs(tmp_path: Path) -> None:
     )
     done = run_torchport(["run", "--target", "cpu", "--strict", "--quiet", str(script)])
     assert done.returncode == 0 and "torch.float64" in done.stdout
+
+
+def _warned_lines(fn: Callable[[], Any]) -> tuple[Any, list[int]]:
+    with enabled(NO_FP64):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = fn()
+    ours = [w for w in caught if issubclass(w.category, TorchportWarning)]
+    assert all(Path(w.filename).name == "test_runtime_float64.py" for w in ours)
+    return out, [w.lineno for w in ours]
+
+
+def test_float64_tensor_moved_to_the_target_warns() -> None:
+    x64 = torch.zeros(2, dtype=torch.float64)  # made on the host, before the redirect
+    x32 = torch.zeros(2)
+
+    def moves() -> list[torch.Tensor]:
+        return [
+            x64.to("cuda"),  # warns
+            x32.double().cuda(),  # warns (double() on the host is fine; the move is not)
+            x64.to(device="cuda:0"),  # warns
+            x32.to("cuda"),  # float32: silent
+            x64.to("cuda", torch.float32),  # converted on the way: silent
+        ]
+
+    out, lines = _warned_lines(moves)
+    assert [t.dtype for t in out[:3]] == [torch.float64] * 3  # never downgraded
+    assert len(lines) == 3 and len(set(lines)) == 3
+
+
+def test_module_with_float64_parameters_or_buffers_warns() -> None:
+    # made before the redirect (on this stand-in target the host is the target device)
+    f64 = torch.nn.Linear(2, 2).double()  # float64 parameters
+    buf = torch.nn.Linear(2, 2)
+    buf.register_buffer("scale", torch.ones(1, dtype=torch.float64))  # a float64 buffer
+    f32 = torch.nn.Linear(2, 2)
+
+    def moves() -> None:
+        f64.to("cuda")
+        buf.cuda()
+        f32.cuda()  # float32: silent
+        f32.to("cuda:0")
+
+    _, lines = _warned_lines(moves)
+    assert len(lines) == 2 and len(set(lines)) == 2
+
+
+def test_factories_producing_float64_without_dtype_warn() -> None:
+    data = np.arange(3, dtype=np.float64)
+
+    def make() -> list[torch.Tensor]:
+        before = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            a = torch.zeros(2, device="cuda")  # float64 from the default dtype
+        finally:
+            torch.set_default_dtype(before)
+        b = torch.tensor(data, device="cuda")  # float64 from numpy data
+        c = torch.as_tensor(data, device="cuda")
+        d = torch.from_numpy(data).cuda()
+        e = torch.tensor(data, dtype=torch.float32, device="cuda")  # float32: silent
+        return [a, b, c, d, e]
+
+    out, lines = _warned_lines(make)
+    assert [t.dtype for t in out] == [torch.float64] * 4 + [torch.float32]
+    assert len(lines) == 4 and len(set(lines)) == 4
+
+
+def test_the_float64_check_costs_nothing_on_targets_with_float64() -> None:
+    # the wrappers test the result only where the target lacks float64 (npu, mps): on cpu, xpu, ... the hot
+    # path is the one without the check
+    with enabled("cpu") as s:
+        assert not [x for x in s.log.sites.values() if "float64" in x.api]
+        torch.zeros(2, dtype=torch.float64).to("cuda")
+        assert not [x for x in s.log.sites.values() if "float64" in x.api]
+
+
+def test_cli_strict_fails_with_one_line(tmp_path: Path) -> None:
+    # `torchport run --strict` on a target without float64; that target is the cpu target's data with
+    # float64=False (npu and mps cannot run here), set up in the child before the command line runs
+    script = tmp_path / "f64.py"
+    script.write_text(
+        "import numpy as np\nimport torch\nx = torch.ones(2, device='cuda')  # float32: fine\n"
+        "y = torch.tensor(np.zeros(2), device='cuda')  # float64 from numpy data\nprint('not reached')\n"
+    )
+    code = (
+        "import dataclasses, sys\n"
+        "import torchport.targets as T\n"
+        "T.TARGETS['cpu'] = dataclasses.replace(T.TARGETS['cpu'], float64=False)\n"
+        "from torchport.runtime.cli import main\n"
+        f"sys.exit(main(['--target', 'cpu', '--strict', {str(script)!r}]))\n"
+    )
+    done = run_python(["-c", code])
+    assert done.returncode == 1
+    assert "not reached" not in done.stdout and "Traceback" not in done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("torchport: error:")]
+    assert errors == [
+        f"torchport: error: {script}:4: torch.tensor with float64 on cpu: cpu has no float64 "
+        "(targets table); torchport does not downgrade it (--strict)"
+    ], done.stderr

@@ -232,13 +232,14 @@ def install(s: Session) -> None:
     for name in TENSOR_NEW:
         p.set(torch.Tensor, name, _kw_device(s, getattr(torch.Tensor, name), f"Tensor.{name}"))
 
+    # the originals, taken before patching (Tensor.to lives on TensorBase: Patcher.original would not see it)
+    orig_tensor_to = torch.Tensor.to
+    orig_module_to = torch.nn.Module.to
     p.set(torch.Tensor, "to", _to_wrapper(s, torch.Tensor.to, "Tensor.to", True))
     p.set(torch.nn.Module, "to", _to_wrapper(s, torch.nn.Module.to, "Module.to", False))
     p.set(torch.nn.Module, "to_empty", _kw_device(s, torch.nn.Module.to_empty, "Module.to_empty"))
 
     # Tensor.cuda / Module.cuda / Tensor.is_cuda
-    orig_tensor_to = p.original(torch.Tensor, "to")
-    orig_module_to = p.original(torch.nn.Module, "to")
 
     def _cuda_dev(device: Any) -> Any:
         return mapper.device if device is None else mapper.map(device)

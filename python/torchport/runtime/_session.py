@@ -23,6 +23,7 @@ from torchport.targets import (
 )
 
 CUDA_AVAILABLE_MODES = ("truth", "target", "user")
+_INTERNAL = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 class TorchportWarning(UserWarning):
@@ -175,6 +176,9 @@ class Session:
     # float64 policy: never downgrade; warn once per call site, or fail with --strict.
     def float64(self, api: str, depth: int = 2) -> None:
         frame = sys._getframe(depth)
+        while frame.f_back is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+            frame = frame.f_back  # torch's own code (Module.double -> Tensor.double): blame the user's line
+            depth += 1
         filename, lineno = frame.f_code.co_filename, frame.f_lineno
         why = (
             f"{self.target.name} has no float64 ({self.target.sources.get('float64', 'targets table')}); "
