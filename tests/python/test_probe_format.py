@@ -76,12 +76,66 @@ def test_full_tensors_round_trip_and_budget(tmp_path):
     assert np.array_equal(np.load(tmp_path / "d" / recs[1]["tensor"]), (x * 2).numpy())
     assert recs[3]["stored_as"] == "bfloat16-bits" and recs[3]["dtype"] == "bfloat16"
     # a 48-byte budget holds exactly one 3x4 float32 tensor
-    with torchport.probe(m, out=tmp_path / "e", full_tensors=True, max_tensor_bytes=48):
-        m(x)
+    with pytest.warns(UserWarning, match=r"1 of 2 tensors \(0\.0 MiB\) were not saved: the tensor budget"):
+        with torchport.probe(m, out=tmp_path / "e", full_tensors=True, max_tensor_bytes=48):
+            m(x)
     recs = _records(tmp_path / "e")
     assert recs[0]["tensor"] and recs[1].get("tensor") is None and recs[1]["max"] == 22
     man = json.loads((tmp_path / "e" / "manifest.json").read_text())
-    assert man["tensors"] == {"saved": 1, "bytes": 48, "dropped": 1}
+    assert man["tensors"] == {"saved": 1, "bytes": 48, "dropped": 1, "dropped_bytes": 48}
+
+
+def test_dropped_tensors_are_reported_by_probe_and_compare(tmp_path, capsys):
+    """Past --max-tensor-bytes, tensors are not saved: both summaries say how many, and compare
+    says how many differing rows fell back to statistics."""
+    script = tmp_path / "s.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys, torch
+            torch.manual_seed(0)
+            m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+            with torch.no_grad():
+                m[1].bias += float(sys.argv[1])
+            m(torch.ones(8, 4))
+            """
+        )
+    )
+    # 8x4 float32 = 128 bytes per tensor; 6 records (root in/out, two layers in/out), 4 fit.
+    common = ["--full-tensors", "--max-tensor-bytes", "512"]
+    assert probe_main(["--out", str(tmp_path / "a"), *common, "--", str(script), "0"]) == 0
+    err = capsys.readouterr().err
+    assert "torchport probe: warning: 2 of 6 tensors (0.0 MiB) were not saved" in err
+    assert "budget of 0.0 MiB (max_tensor_bytes / --max-tensor-bytes) was spent" in err
+    assert probe_main(["--out", str(tmp_path / "b"), "--", str(script), "0.5"]) == 0
+    assert "not saved" not in capsys.readouterr().err
+    assert probe_main(["--out", str(tmp_path / "c"), "--full-tensors", "--", str(script), "0.5"]) == 0
+    capsys.readouterr()
+    # The last two records (layer 1's output, the root's output) differ and were not saved in A.
+    compare_main([str(tmp_path / "c"), str(tmp_path / "a")])
+    out = capsys.readouterr().out
+    assert (
+        "size budget: 0 tensors of A and 2 of B were not saved (--max-tensor-bytes); "
+        "2 differing rows are compared by statistics only"
+    ) in out
+    res = compare_dumps(tmp_path / "c", tmp_path / "a")
+    assert res.full and res.rows_without_tensors == 2
+    assert [r.metrics == {} for r in res.rows if not r.identical] == [True, True]
+
+
+def test_full_tensor_fail_thresholds_from_the_command_line(tmp_path, capsys):
+    a = train(tmp_path / "a", mlp(), steps=1, full_tensors=True)
+    bad = mlp()
+    with torch.no_grad():
+        bad[2].weight[3] += 0.5
+    b = train(tmp_path / "b", bad, steps=1, full_tensors=True)
+    compare_main([str(b), str(a), "--cosine-fail", "0.999999", "--atol-fail", "1e-9"])
+    out = capsys.readouterr().out
+    assert "cosine < 0.999999, max abs err > 1e-09" in out
+    fwd = next(line for line in out.splitlines() if line.startswith("first divergence (forward)"))
+    assert "< 0.999999" in fwd and "> 1e-09" in fwd
+    compare_main([str(b), str(a)])
+    assert "cosine < 0.9, max abs err > 1.0" in capsys.readouterr().out
 
 
 def test_tensor_metrics_against_hand_values():

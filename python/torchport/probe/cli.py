@@ -120,6 +120,7 @@ def probe_main(argv: Sequence[str]) -> int:
             param_grads=ns.param_grads,
             command=[str(script), *args],
         )
+        probe.warn_dropped = False  # summarised below
         probe.start()
     except (DumpError, OSError) as e:
         print(f"torchport probe: error: {e}", file=sys.stderr)
@@ -147,6 +148,8 @@ def probe_main(argv: Sequence[str]) -> int:
             runtime.disable()
     n = probe._seq
     print(f"torchport probe: {n} records ({ns.level} level) written to {out}", file=sys.stderr)
+    if probe.tensors_dropped:
+        print(f"torchport probe: warning: {probe.dropped_summary()}", file=sys.stderr)
     if probe.first_nonfinite:
         f = probe.first_nonfinite
         print(
@@ -183,6 +186,18 @@ def _compare_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--atol", type=float, default=d.atol, help=f"full tensors: max abs error (default {d.atol})"
     )
+    p.add_argument(
+        "--cosine-fail",
+        type=float,
+        default=d.cosine_fail,
+        help=f"full tensors: fail below this cosine whatever the error (default {d.cosine_fail})",
+    )
+    p.add_argument(
+        "--atol-fail",
+        type=float,
+        default=d.atol_fail,
+        help=f"full tensors: fail above this max abs error whatever the cosine (default {d.atol_fail})",
+    )
     p.add_argument("--stats-only", action="store_true", help="ignore saved tensors, compare statistics")
     p.add_argument(
         "--force", action="store_true", help="compare even if the dumps look like different models"
@@ -200,7 +215,13 @@ def compare_main(argv: Sequence[str]) -> int:
     # --rtol scales msprobe's statistics rules together: fail above 0.5, "introduced here" when
     # the output is above 0.1 while the inputs are below 0.01 (the same 1 : 1/5 : 1/50 ratios).
     th = Thresholds(
-        rtol=ns.rtol, rtol_warn_out=ns.rtol / 5, rtol_warn_in=ns.rtol / 50, cosine=ns.cosine, atol=ns.atol
+        rtol=ns.rtol,
+        rtol_warn_out=ns.rtol / 5,
+        rtol_warn_in=ns.rtol / 50,
+        cosine=ns.cosine,
+        atol=ns.atol,
+        cosine_fail=ns.cosine_fail,
+        atol_fail=ns.atol_fail,
     )
     try:
         res = compare_dumps(

@@ -82,6 +82,9 @@ class Result:
     full: bool
     first_nonfinite_a: Optional[dict[str, Any]]
     first_nonfinite_b: Optional[dict[str, Any]]
+    # full-tensor mode: differing rows compared by statistics because a side has no saved tensor
+    # (over the dump's size budget)
+    rows_without_tensors: int = 0
 
     def counts(self) -> dict[str, int]:
         c = {"pass": 0, "warn": 0, "fail": 0}
@@ -421,7 +424,7 @@ def compare_dumps(
             f"programs; pass --force to compare anyway"
         )
     use_full = (full is not False) and any(r.a.get("tensor") and r.b.get("tensor") for r in rows)
-    _compute(rows, a, b, use_full, workers)
+    without = _compute(rows, a, b, use_full, workers)
     groups: dict[tuple[str, str, int], list[Row]] = {}
     for row in rows:
         _flag_single(row, th, use_full)
@@ -430,10 +433,13 @@ def compare_dumps(
             groups.setdefault(g, []).append(row)
         else:
             _flag_introduced(row, groups.get(g, []), th, use_full)
-    return Result(a, b, th, rows, only_a, only_b, use_full, first_nf_a, first_nf_b)
+    return Result(a, b, th, rows, only_a, only_b, use_full, first_nf_a, first_nf_b, without)
 
 
-def _compute(rows: list[Row], a: Dump, b: Dump, use_full: bool, workers: int) -> None:
+def _compute(rows: list[Row], a: Dump, b: Dump, use_full: bool, workers: int) -> int:
+    """Statistics differences for every row, tensor metrics where both tensors were saved;
+    returns how many rows needed tensors that were not saved."""
+    without = 0
     jobs: list[tuple[Row, tuple[Path, Path, dict[str, Any], dict[str, Any]]]] = []
     for row in rows:
         ra, rb = row.a, row.b
@@ -454,8 +460,10 @@ def _compute(rows: list[Row], a: Dump, b: Dump, use_full: bool, workers: int) ->
         pa, pb = a.tensor_path(ra), b.tensor_path(rb)
         if pa is not None and pb is not None:
             jobs.append((row, (pa, pb, ra, rb)))
+        else:
+            without += 1
     if not jobs:
-        return
+        return without
     if workers > 1 and len(jobs) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for (row, _), m in zip(jobs, pool.map(_pair_metrics, [j for _, j in jobs])):
@@ -463,6 +471,7 @@ def _compute(rows: list[Row], a: Dump, b: Dump, use_full: bool, workers: int) ->
     else:
         for row, job in jobs:
             row.metrics = _pair_metrics(job)
+    return without
 
 
 def iter_csv_fields(rows: Iterable[Row]) -> Iterator[dict[str, Any]]:

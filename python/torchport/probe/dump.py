@@ -121,6 +121,7 @@ class DumpWriter:
         self.tensor_bytes = 0
         self.tensors_saved = 0
         self.tensors_dropped = 0
+        self.tensor_bytes_dropped = 0
         self._tensor_dir: Optional[Path] = None
 
     def write_records(self, records: list[dict[str, Any]]) -> None:
@@ -136,6 +137,7 @@ class DumpWriter:
         nbytes = int(array.nbytes)
         if budget is not None and self.tensor_bytes + nbytes > budget:
             self.tensors_dropped += 1
+            self.tensor_bytes_dropped += nbytes
             return None
         if self._tensor_dir is None:
             self._tensor_dir = self.tmp / TENSORS
@@ -160,6 +162,7 @@ class DumpWriter:
                     "saved": self.tensors_saved,
                     "bytes": self.tensor_bytes,
                     "dropped": self.tensors_dropped,
+                    "dropped_bytes": self.tensor_bytes_dropped,
                 },
             }
         )
@@ -343,6 +346,12 @@ class Dump:
                 f"{self.records_path}: holds {n} records but {self.path / MANIFEST} says "
                 f"{self.count}; the dump is truncated"
             )
+
+    @property
+    def tensors_dropped(self) -> int:
+        """Tensors not saved because the --max-tensor-bytes budget was spent."""
+        t = self.manifest.get("tensors") or {}
+        return int(t.get("dropped", 0))
 
     def tensor_path(self, rec: dict[str, Any]) -> Optional[Path]:
         rel = rec.get("tensor")

@@ -22,6 +22,7 @@ import inspect
 import os
 import platform
 import re
+import warnings
 import weakref
 import zlib
 from typing import Any, Callable, Optional
@@ -175,6 +176,9 @@ class Probe:
         self._mode: Any = None
         self._writer: Optional[DumpWriter] = None
         self.first_nonfinite: Optional[dict[str, Any]] = None
+        self.tensors_dropped = 0  # full tensors not saved: over the size budget
+        self.tensor_bytes_dropped = 0
+        self.warn_dropped = True  # warn at close() about them (the CLI prints its own summary)
         # CPU tensors get numpy statistics and a hash; False sends them down the accelerator path
         # (on-device statistics, one batched host copy per flush), which is how tests cover it.
         self._host_stats = True
@@ -248,7 +252,21 @@ class Probe:
         }
         path = self._writer.close(manifest)
         self._cache.clear()
+        self.tensors_dropped = self._writer.tensors_dropped
+        self.tensor_bytes_dropped = self._writer.tensor_bytes_dropped
+        if self.tensors_dropped and self.warn_dropped:
+            warnings.warn(f"torchport.probe: {self.dropped_summary()}", stacklevel=2)
         return path
+
+    def dropped_summary(self) -> str:
+        """One line on the full tensors not saved because of the size budget."""
+        total = self.tensors_dropped + (self._writer.tensors_saved if self._writer else 0)
+        return (
+            f"{self.tensors_dropped} of {total} "
+            f"tensors ({_mib(self.tensor_bytes_dropped)}) were not saved: the tensor budget of "
+            f"{_mib(self.max_tensor_bytes or 0)} (max_tensor_bytes / --max-tensor-bytes) was spent; "
+            "their records keep statistics only"
+        )
 
     # ---- naming ----------------------------------------------------------------------------
 
@@ -655,6 +673,10 @@ class Probe:
             # so the cached statistics of its input must not be reused for its output.
             self._cache.pop(id(t), None)
             self._record(name, "op", True, direction, call, "out", slot, t, module=module, node=node_name)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
 def _dead() -> None:

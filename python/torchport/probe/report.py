@@ -57,6 +57,14 @@ def summary_lines(res: Result) -> list[str]:
             else f"fail if the relative diff of max or L2 norm > {th.rtol}, or NaN/Inf "
             "(msprobe default unless overridden)"
         ),
+    ]
+    if res.rows_without_tensors or res.a.tensors_dropped or res.b.tensors_dropped:
+        lines.append(
+            f"size budget: {res.a.tensors_dropped} tensors of A and {res.b.tensors_dropped} of B were not "
+            f"saved (--max-tensor-bytes); {res.rows_without_tensors} differing rows are compared by "
+            "statistics only"
+        )
+    lines += [
         f"rows: {len(res.rows)} aligned: {c['pass']} pass, {c['warn']} warn, {c['fail']} fail; "
         f"{len(res.only_a)} only in A, {len(res.only_b)} only in B",
     ]
