@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import torchport.runtime as rt
-from runtime_testlib import FIXTURES, run_torchport
+from runtime_testlib import run_torchport
 
 SCRIPT = """\
 import sys
@@ -120,7 +120,3 @@ def test_run_script_api_restores_argv(script: Path, capsys: pytest.CaptureFixtur
         rt.disable()
     assert sys.argv == argv
     assert "argv ['5'] cpu cpu 0" in capsys.readouterr().out
-
-
-def test_fixture_scripts_exist() -> None:
-    assert (FIXTURES / "train_amp.py").is_file()

@@ -7,7 +7,6 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from runtime_testlib import enabled, sites
-from torchport.targets import TARGETS
 
 
 def test_cuda_activity_on_cpu_profiles_cpu() -> None:
@@ -25,9 +24,3 @@ def test_legacy_use_cuda() -> None:
         with torch.autograd.profiler.profile(use_cuda=True) as prof:
             torch.ones(4, device="cuda").sum()
     assert any(e.name == "aten::sum" for e in prof.function_events)
-
-
-def test_profiler_activity_per_target_exists_in_torch() -> None:
-    for t in TARGETS.values():
-        if t.profiler_activity is not None:
-            assert getattr(ProfilerActivity, t.profiler_activity) != ProfilerActivity.CUDA

@@ -144,3 +144,52 @@ def test_import_auto_with_missing_package_exits_2_without_traceback() -> None:
     done = run_python(["-c", "import torchport.auto\nprint('not reached')"], {"TORCHPORT_TARGET": "npu"})
     assert done.returncode == 2
     assert "torch_npu" in done.stderr and "Traceback" not in done.stderr and "not reached" not in done.stdout
+
+
+def _pretend_accelerator(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(
+        torch.accelerator, "current_accelerator", lambda check_available=False: torch.device(kind)
+    )
+
+
+def test_auto_on_a_cuda_machine_redirects_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torchport.runtime as rt
+
+    _pretend_accelerator(monkeypatch, "cuda")
+    zeros, is_available = torch.zeros, torch.cuda.is_available
+    rt.enable("auto", track_sites=True)
+    try:
+        assert rt.current_target() is not None and rt.current_target().device_type == "cuda"
+        assert rt._active.patcher.records == []  # nothing patched: CUDA code runs on CUDA
+        assert torch.zeros is zeros and torch.cuda.is_available is is_available
+        assert "CUDA is present" in rt.summary() and "nothing is redirected" in rt.summary()
+    finally:
+        rt.disable()
+
+
+def test_auto_picks_the_present_in_tree_accelerator(monkeypatch: pytest.MonkeyPatch) -> None:
+    _pretend_accelerator(monkeypatch, "xpu")
+    assert _session.resolve_target("auto").name == "xpu"
+    _pretend_accelerator(monkeypatch, "mps")
+    assert _session.resolve_target("auto").name == "mps"
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)  # built for it, none present
+    assert _session.resolve_target("auto").name == "cpu"
+
+
+def test_run_auto_on_a_cuda_machine_says_so(tmp_path: Path) -> None:
+    # a child python where torch reports CUDA: `torchport run` (target auto) leaves CUDA alone and says so
+    script = tmp_path / "s.py"
+    script.write_text("import torch\nprint(torch.zeros.__module__, torch.cuda.is_available.__module__)\n")
+    code = (
+        "import sys, torch\n"
+        "torch.accelerator.is_available = lambda: True\n"
+        "torch.accelerator.current_accelerator = lambda check_available=False: torch.device('cuda')\n"
+        "from torchport.runtime.cli import main\n"
+        f"sys.exit(main(['--target', 'auto', '--log', {str(tmp_path / 'a.log')!r}, {str(script)!r}]))\n"
+    )
+    done = run_python(["-c", code])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["torch", "torch.cuda"]  # torch's own functions, not ours
+    assert "target auto: CUDA is present" in done.stderr
+    assert "nothing is redirected" in (tmp_path / "a.log").read_text()

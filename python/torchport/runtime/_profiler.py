@@ -9,6 +9,27 @@ import torch
 
 from torchport.runtime._log import MATCH, MODIFIED
 from torchport.runtime._session import Session
+from torchport.targets import Target
+
+
+def map_activities(acts: Any, target: Target) -> Any:
+    """The profiler activities for `target`: ProfilerActivity.CUDA becomes the target's activity (npu, mlu,
+    musa: PrivateUse1; xpu: XPU; hpu: HPU), or is dropped where there is none (cpu, mps); CPU is kept."""
+    if acts is None:
+        return None
+    PA = torch.profiler.ProfilerActivity
+    repl = getattr(PA, target.profiler_activity) if target.profiler_activity else None
+    out: list[Any] = []
+    for a in acts:
+        if a == PA.CUDA:
+            if repl is not None and repl not in out:
+                out.append(repl)
+        elif a not in out:
+            out.append(a)
+    return out or [PA.CPU]
+
+
+_map_activities = map_activities
 
 
 def install(s: Session) -> None:
@@ -19,16 +40,7 @@ def install(s: Session) -> None:
     repl = getattr(PA, target.profiler_activity) if target.profiler_activity else None
 
     def map_activities(acts: Any) -> Any:
-        if acts is None:
-            return None
-        out: list[Any] = []
-        for a in acts:
-            if a == PA.CUDA:
-                if repl is not None and repl not in out:
-                    out.append(repl)
-            elif a not in out:
-                out.append(a)
-        return out or [PA.CPU]
+        return _map_activities(acts, target)
 
     import torch.profiler.profiler as prof
 
