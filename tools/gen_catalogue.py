@@ -360,6 +360,15 @@ class Generator:
                 "partial",
                 f"{self.intro}: torch.profiler",
                 "record_function marks a range in any torch.profiler trace (a context manager, not push/pop)",
+            )
+            if name == "range"
+            else _m(
+                "",
+                "unsupported",
+                f"{self.intro}: torch.profiler.record_function(name) is a context manager; "
+                "torch.cuda.nvtx.range_push raises 'NVTX functions not installed' without CUDA",
+                "push/pop/mark have no device-agnostic form: wrap the range in "
+                "`with torch.profiler.record_function(name):` by hand",
             ),
         }
         obj = getattr(self.torch.cuda.nvtx, name)

@@ -89,6 +89,7 @@ void run_distributed(Context& ctx);  // TP400-TP402 distributed.cc
 void run_env(Context& ctx);          // TP500 env.cc
 void run_setup_requires(Context& ctx);
 void run_custom_args(Context& ctx);  // TP800 custom_args.cc
+void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
 // tools/new_rule.py: declarations
 void run_insertions(Context& ctx);  // TP900 insertions.cc
 

@@ -46,6 +46,7 @@ constexpr RuleInfo kRegistry[] = {
     {"TP402", "ddp-device-ids",
      "DistributedDataParallel device_ids=/output_device= on cpu and accelerator"},
     {"TP500", "cuda-env-var", "CUDA/NCCL environment variables used from Python"},
+    {"TP600", "profiler-activity", "ProfilerActivity.CUDA on cpu and accelerator"},
     {"TP800", "custom-args", "arguments rewritten by ArgsModifyRule entries of a --rules file"},
     {"TP900", "target-import", "the target's import, `import torch` and the device variable"},
     {"TP901", "custom-cuda-op", "custom CUDA operators in .cpp/.cu sources (cuda_op_list.csv)"},
@@ -294,6 +295,7 @@ FileResult check(const syntax::Tree& tree, const catalogue::Catalogue& cat, cons
   }
   run_imports(ctx);
   run_amp(ctx);
+  run_profiler_activity(ctx);  // before TP100, which maps the other targets
   run_cuda_api(ctx);
   run_device(ctx);
   run_distributed(ctx);
