@@ -176,6 +176,17 @@ void map_location(Context& ctx, const std::string& api, std::uint32_t b, std::ui
              b, e, repl);
 }
 
+// True when string token `i` is the type of `torch.device("cuda", index)`: the index is given
+// separately, so --specify-device must not put one into the string too.
+bool indexed_device_call(const semantic::Model& m, TokenIndex i) {
+  auto open = m.enclosing_open(i);
+  if (!open || m.kind(*open) != TokenKind::LPar) return false;
+  const semantic::Reference* callee = callee_of(m, *open);
+  if (!callee || callee->qualified != "torch.device") return false;
+  auto args = call_args(m, *open);
+  return args.size() >= 2 && args[0].first == i && args[0].last == i;
+}
+
 void device_strings(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
@@ -205,7 +216,7 @@ void device_strings(Context& ctx) {
         ctx.require_torch(kAcceleratorMinTorch);
         ctx.modify("TP300", api, "replace device string " + api + " with the current accelerator",
                    tok.begin, tok.end, text);
-      } else if (ctx.opts.specify_device && c == Ctx::Device) {
+      } else if (ctx.opts.specify_device && c == Ctx::Device && !indexed_device_call(m, i)) {
         ctx.used_device_id = true;
         ctx.modify(
             "TP300", api,
