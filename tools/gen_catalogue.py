@@ -77,6 +77,10 @@ def _m(replacement: str, status: str, source: str, note: str = "", min_torch: st
     return out
 
 
+def _ver(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
 def _lines(path: Path) -> set[str]:
     return {ln.strip() for ln in path.read_text().splitlines() if ln.strip()}
 
@@ -129,15 +133,32 @@ class Generator:
             note = "listed as unsupported by Ascend" + ("" if tip == "-" else f": {tip}")
             return _m("", "unsupported", "upstream ascend-msfmktransplt/op_list_2_8.json", note)
         if renamed in self.npu_all:
-            return _m(f"torch_npu.npu.{renamed}", "supported", src)
+            return self.npu_versions(qual, _m(f"torch_npu.npu.{renamed}", "supported", src))
         if qual in self.ascend["2.8"][0]:
-            return _m(
-                f"torch_npu.npu.{renamed}",
-                "partial",
-                "upstream ascend-msfmktransplt/supported_op_2_8.json",
-                "supported by Ascend's migration list but not exported in torch_npu.npu.__all__",
+            return self.npu_versions(
+                qual,
+                _m(
+                    f"torch_npu.npu.{renamed}",
+                    "partial",
+                    "upstream ascend-msfmktransplt/supported_op_2_8.json",
+                    "supported by Ascend's migration list but not exported in torch_npu.npu.__all__",
+                ),
             )
         return _m("", "unsupported", src, f"torch_npu.npu has no {renamed}")
+
+    def npu_versions(self, qual: str, mapping: Mapping) -> Mapping:
+        """Ascend's older per-version lists (-v 2.1 ...) that mark `qual` unsupported set min_torch."""
+        newest_unsupported = ""
+        for ver in sorted(ASCEND_VERSIONS, key=_ver):
+            if qual in self.ascend[ver][1]:
+                newest_unsupported = ver
+        if not newest_unsupported:
+            return mapping
+        newer = [v for v in ASCEND_VERSIONS if _ver(v) > _ver(newest_unsupported)]
+        mapping["min_torch"] = min(newer, key=_ver)
+        suffix = ASCEND_VERSIONS[newest_unsupported]
+        mapping["source"] += f"; upstream ascend-msfmktransplt/op_list_{suffix}.json lists it as unsupported"
+        return {k: mapping[k] for k in ("replacement", "status", "min_torch", "note", "source") if k in mapping}
 
     def mlu(self, name: str, qual: str) -> Mapping:
         src = "upstream cambricon-torch_mlu/torch_api.yaml"
