@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import torchport.runtime as rt
-from runtime_testlib import run_torchport
+from runtime_testlib import FIXTURES, free_port, run_torchport
 
 SCRIPT = """\
 import sys
@@ -49,7 +49,12 @@ def test_log_lines_and_summary(script: Path, tmp_path: Path) -> None:
     assert by_line[4]["what"] == "torch.zeros(device='cuda') -> torch.zeros(device='cpu')"
     assert by_line[4]["src"] == 'x = torch.zeros(2, device="cuda")  # three calls, one site'
     assert by_line[4]["cls"] == "match"
-    assert by_line[6]["cls"] == "mismatch" and "(cpu has no device caching allocator" in by_line[6]["what"]
+    assert by_line[6]["cls"] == "mismatch"
+    # the call as written and the value the emulation returned (the issue's `original(args) -> replacement`)
+    assert (
+        by_line[6]["what"]
+        == "torch.cuda.memory_allocated() -> 0 (cpu has no device caching allocator: returns 0)"
+    )
     summary = log.read_text().split("# summary\n")[1]
     assert "3 redirected call site(s): 2 match, 0 modified, 1 mismatch" in summary
     assert re.search(r"3x .*train\.py:4 torch\.zeros \[match\]", summary)  # top call site first
@@ -120,3 +125,85 @@ def test_run_script_api_restores_argv(script: Path, capsys: pytest.CaptureFixtur
         rt.disable()
     assert sys.argv == argv
     assert "argv ['5'] cpu cpu 0" in capsys.readouterr().out
+
+
+def _log_lines(path: Path) -> list[str]:
+    return [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
+
+
+@pytest.mark.parametrize("all_ranks", [False, True])
+def test_two_spawned_gloo_ranks_log_and_summary_from_rank_zero(tmp_path: Path, all_ranks: bool) -> None:
+    # mp.spawn workers have no $RANK: their rank comes from torch.distributed once init_process_group ran.
+    # The launcher creates the log, rank 0 appends to it (never truncates it), rank 1 writes nothing unless
+    # --log-all-ranks (then LOG.rank1); the stderr summary comes from the launcher and rank 0 only.
+    script = FIXTURES / "spawn_ranks.py"
+    log = tmp_path / "calls.log"
+    opts = ["--log-all-ranks"] if all_ranks else []
+    done = run_torchport(["run", "--target", "cpu", "--log", str(log), *opts, str(script), str(free_port())])
+    assert done.returncode == 0, done.stderr
+    assert sorted(ln for ln in done.stdout.splitlines() if ln.startswith("rank")) == [
+        "rank 0: 3.0 cpu",
+        "rank 1: 3.0 cpu",
+    ]
+    text = log.read_text()
+    lines = _log_lines(log)
+    src = script.read_text().splitlines()
+    launcher = next(i for i, ln in enumerate(src, 1) if "the launcher's own call" in ln)
+    worker = next(i for i, ln in enumerate(src, 1) if "the rank is not known yet" in ln)
+    init = next(i for i, ln in enumerate(src, 1) if "dist.init_process_group(" in ln)
+    assert any(ln.startswith(f"{script}:{launcher}: [match] torch.zeros(") for ln in lines)  # the launcher's
+    # rank 0's lines, including the one from before its rank was known, appended once
+    assert [ln for ln in lines if ln.startswith(f"{script}:{worker}: ")] == [
+        f"{script}:{worker}: [match] torch.ones(device='cuda') -> torch.ones(device='cpu') | "
+        + src[worker - 1].strip()
+    ]
+    assert any(ln.startswith(f"{script}:{init}: [match] init_process_group(backend='nccl')") for ln in lines)
+    assert "# torchport: rank 0: " in text  # rank 0's own summary, in the same file
+    assert "rank 1" not in text
+    rank1 = Path(f"{log}.rank1")
+    assert rank1.exists() is all_ranks
+    if all_ranks:
+        assert any(ln.startswith(f"{script}:{worker}: ") for ln in _log_lines(rank1))
+        assert "# torchport: rank 1: " in rank1.read_text()
+    summaries = [ln for ln in done.stderr.splitlines() if "redirected call site(s)" in ln]
+    assert len(summaries) == 2 and sum("rank 0: " in ln for ln in summaries) == 1, done.stderr
+    assert "rank 1: " not in done.stderr
+
+
+def test_run_passes_every_option_to_child_processes(tmp_path: Path) -> None:
+    # a child python started by the script gets the same target, log policy, shims and strictness
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "keys = sorted(k for k in os.environ if k.startswith('TORCHPORT_') and k != 'TORCHPORT_LOG_OWNER')\n"
+        "print({k: os.environ[k] for k in keys})\n"
+        'code = \'import torch, sys; print("pynvml" in sys.modules, torch.ones(1, device="cuda").device)\'\n'
+        "subprocess.run([sys.executable, '-c', 'import pynvml' if False else code], check=True)\n"
+    )
+    log = tmp_path / "c.log"
+    done = run_torchport(
+        ["run", "--target", "cpu", "--log", str(log), "--log-all-ranks", "--no-shims", "--strict", "--quiet",
+         str(script)]
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    env_line, child_line = done.stdout.splitlines()
+    assert env_line == str(
+        {
+            "TORCHPORT_CUDA_AVAILABLE": "truth",
+            "TORCHPORT_LOG": str(log),
+            "TORCHPORT_LOG_ALL_RANKS": "1",
+            "TORCHPORT_QUIET": "1",
+            "TORCHPORT_SHIMS": "",
+            "TORCHPORT_STRICT": "1",
+            "TORCHPORT_TARGET": "cpu",
+        }
+    )
+    assert child_line == "False cpu"  # the child is redirected too (the .pth hook)
+    # the child has no rank: with --log-all-ranks it writes LOG.pidPID, and the parent's log is left alone
+    assert "torch.ones(device='cuda')" not in log.read_text()
+    (pid_log,) = tmp_path.glob("c.log.pid*")
+    assert (
+        "[match] torch.ones(device='cuda') -> torch.ones(device='cpu') | <string>" not in pid_log.read_text()
+    )
+    assert "<string>:1: [match] torch.ones(device='cuda') -> torch.ones(device='cpu')" in pid_log.read_text()
+    assert done.stderr == ""  # --quiet reached the child too
