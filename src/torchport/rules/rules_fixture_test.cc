@@ -4,6 +4,7 @@
 // also re-parsed and migrated again, which must change nothing (idempotence).
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
+#include <torchport/fix/apply.h>
 #include <torchport/rules/engine.h>
 #include <torchport/syntax/parser.h>
 
@@ -27,25 +28,21 @@ std::string slurp(const fs::path& p) {
 }
 
 // Applies the fixes: sorted by offset, overlapping edits after the first are skipped.
+// The driver's way (fix::apply_fixes); a fix that overlaps another or is invalid fails the test,
+// since the driver would turn it into an UNSUPPORTED row the fixture does not show.
 std::string apply_fixes(const std::string& text, const FileResult& r) {
-  std::vector<fix::Edit> edits;
+  std::vector<fix::Fix> fixes;
   for (const Finding& f : r.findings) {
-    if (f.fix && f.fix->applicability == fix::Applicability::Safe) {
-      edits.insert(edits.end(), f.fix->edits.begin(), f.fix->edits.end());
-    }
+    if (f.fix) fixes.push_back(*f.fix);
   }
-  std::stable_sort(edits.begin(), edits.end(),
-                   [](const fix::Edit& a, const fix::Edit& b) { return a.begin < b.begin; });
-  std::string out;
-  std::uint32_t pos = 0;
-  for (const fix::Edit& e : edits) {
-    if (e.begin < pos) continue;
-    out.append(text, pos, e.begin - pos);
-    out += e.replacement;
-    pos = e.end;
+  fix::ApplyResult applied = fix::apply_fixes(text, fixes);
+  for (std::size_t i = 0; i < fixes.size(); ++i) {
+    EXPECT_TRUE(applied.outcomes[i] == fix::FixOutcome::Applied ||
+                applied.outcomes[i] == fix::FixOutcome::Duplicate ||
+                applied.outcomes[i] == fix::FixOutcome::NotApplicable)
+        << "fix " << i << " at byte " << fixes[i].edits.front().begin << " was not applied";
   }
-  out.append(text, pos, std::string::npos);
-  return out;
+  return applied.text;
 }
 
 std::string findings_text(const std::string& text, const FileResult& r) {
