@@ -158,7 +158,9 @@ class Generator:
         mapping["min_torch"] = min(newer, key=_ver)
         suffix = ASCEND_VERSIONS[newest_unsupported]
         mapping["source"] += f"; upstream ascend-msfmktransplt/op_list_{suffix}.json lists it as unsupported"
-        return {k: mapping[k] for k in ("replacement", "status", "min_torch", "note", "source") if k in mapping}
+        return {
+            k: mapping[k] for k in ("replacement", "status", "min_torch", "note", "source") if k in mapping
+        }
 
     def mlu(self, name: str, qual: str) -> Mapping:
         src = "upstream cambricon-torch_mlu/torch_api.yaml"

@@ -341,3 +341,29 @@ def test_migrating_the_output_again_changes_nothing(project: Path, tmp_path: Pat
     # The first run's reports are not treated as part of the project.
     report = json.loads((out2 / "torchport-report" / "report.json").read_text())
     assert not any(f["file"].startswith("torchport-report/") for f in report["files"])
+
+
+def test_an_output_that_does_not_parse_keeps_the_original(tmp_path: Path) -> None:
+    # A custom rule whose replacement is not valid Python: the self-check re-parses the rewritten
+    # file before writing it, reports an internal error and copies the original unchanged.
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    original = "import torch\ntorch.cuda.synchronize()\n"
+    (proj / "a.py").write_text(original)
+    rules = tmp_path / "r.json"
+    entry = {
+        "api": "torch.cuda.synchronize",
+        "kind": "function",
+        "family": "device",
+        "targets": {"npu": {"replacement": "torch_npu.npu.(", "status": "supported", "source": "test"}},
+    }
+    rules.write_text(json.dumps({"entries": [entry]}))
+    p = torchport("migrate", str(proj), "-o", str(tmp_path / "o"), "-t", "npu", "--rules", str(rules))
+    assert p.returncode == 1, p.stderr
+    assert "a.py: internal error: the rewritten file does not parse (a.py:3:15:" in p.stderr
+    assert (tmp_path / "o" / "proj_npu" / "a.py").read_text() == original
+    report = json.loads((tmp_path / "o" / "proj_npu" / "torchport-report" / "report.json").read_text())
+    (entry_row,) = [f for f in report["files"] if f["file"] == "a.py"]
+    assert entry_row["outcome"] == "Failure"
+    assert entry_row["changed"] is False
+    assert "the original is kept" in entry_row["reason"]
