@@ -97,3 +97,17 @@ def test_unchanged_resume_script_matches_cpu(cuda_ckpt: Path, tmp_path: Path) ->
 
     got, want = (json.loads((tmp_path / n).read_text()) for n in ("r.json", "c.json"))
     assert got["step"] == 7 and got["losses"] == want["losses"] and got["losses"][-1] < got["losses"][0]
+
+
+def test_plain_load_is_logged_only_when_the_checkpoint_has_cuda_storages(
+    cuda_ckpt: Path, tmp_path: Path
+) -> None:
+    host = tmp_path / "host.pt"
+    torch.save({"w": torch.ones(2)}, host)
+    with enabled("cpu") as s:
+        torch.load(host)  # saved on the host: nothing was redirected, so no line
+        assert not [x for x in sites(s) if x.api == "torch.load"]
+        torch.load(cuda_ckpt)
+        (line,) = [x for x in sites(s) if x.api == "torch.load"]
+    assert line.before == f"torch.load({str(cuda_ckpt)!r}) [storages saved on cuda:0]"
+    assert line.after == f"torch.load({str(cuda_ckpt)!r}, map_location=<cuda:0 -> cpu>)"

@@ -147,6 +147,16 @@ def test_nvtx_ranges_become_profiler_ranges() -> None:
                 torch.ones(3) + 1
     names = {e.name for e in prof.events()}
     assert {"my_step", "my_block"} <= names
+    with enabled("cpu") as s:
+        torch.cuda.nvtx.range_push("step 3")
+        torch.cuda.nvtx.range_pop()
+        lines = {x.api: x for x in sites(s)}
+    push, pop = lines["torch.cuda.nvtx.range_push"], lines["torch.cuda.nvtx.range_pop"]
+    assert (push.before, push.after) == (
+        "torch.cuda.nvtx.range_push('step 3')",
+        "torch.autograd.profiler.record_function('step 3')",
+    )
+    assert (pop.before, pop.after) == ("torch.cuda.nvtx.range_pop()", "0")  # the depth it returned
 
 
 def test_typed_tensors() -> None:

@@ -17,7 +17,6 @@ from torch.profiler import ProfilerActivity as PA
 
 from runtime_testlib import enabled, sites
 from torchport.runtime import _cuda_ns
-from torchport.runtime._dist import translate_backend
 from torchport.runtime._profiler import map_activities
 from torchport.targets import TARGETS
 
@@ -155,11 +154,6 @@ def test_init_process_group_backend_and_device_id(
     assert init.calls[1] == ((f"{name}:{backend},cpu:gloo",), {})
 
 
-def test_npu_backend_data() -> None:
-    assert translate_backend("nccl", TARGETS["npu"]) == "hccl"
-    assert translate_backend("cuda:nccl,cpu:gloo", TARGETS["npu"]) == "npu:hccl,cpu:gloo"
-
-
 @pytest.mark.parametrize(("name", "expected"), [("xpu", torch.device("xpu", 1)), ("mps", None)])
 def test_fsdp_device_id(monkeypatch: pytest.MonkeyPatch, name: str, expected: Any) -> None:
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
@@ -170,3 +164,17 @@ def test_fsdp_device_id(monkeypatch: pytest.MonkeyPatch, name: str, expected: An
         FSDP(torch.nn.Linear(1, 1), device_id=1)
         FSDP(torch.nn.Linear(1, 1), device_id=torch.device("cuda", 1))
     assert [k["device_id"] for _, k in init.calls] == [expected, expected]
+
+
+def test_is_available_on_an_accelerator_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the truthful default on xpu: False, logged `mismatch` because `"cuda" if is_available() else "cpu"`
+    # quietly runs on cpu; device_count() agrees (0). The target mode answers for torch.xpu.
+    with enabled("xpu", check=False) as s:
+        assert torch.cuda.is_available() is False and torch.cuda.device_count() == 0
+        line = _line(s, "torch.cuda.is_available")
+        assert line.cls == "mismatch" and "runs on cpu, not on xpu" in line.why
+    monkeypatch.setattr(torch.xpu, "is_available", lambda: True)
+    monkeypatch.setattr(torch.xpu, "device_count", lambda: 4)
+    with enabled("xpu", check=False, cuda_available="target") as s:
+        assert torch.cuda.is_available() is True and torch.cuda.device_count() == 4
+        assert _line(s, "torch.cuda.device_count").after == "torch.xpu.device_count() = 4"

@@ -48,7 +48,7 @@ def test_apex_o2_is_called_a_mismatch() -> None:
 
 
 def test_pynvml_answers_for_the_target() -> None:
-    with enabled("cpu"):
+    with enabled("cpu") as s:
         import pynvml
 
         pynvml.nvmlInit()
@@ -58,6 +58,9 @@ def test_pynvml_answers_for_the_target() -> None:
         with pytest.raises(pynvml.NVMLError, match="not supported on target cpu"):
             pynvml.nvmlDeviceGetPowerUsage(None)
         pynvml.nvmlShutdown()
+        count = next(x for x in s.log.sites.values() if x.api == "pynvml.nvmlDeviceGetCount")
+    # the log line gives the call and the answer, not a placeholder
+    assert (count.before, count.after, count.cls) == ("pynvml.nvmlDeviceGetCount()", "0", "modified")
 
 
 def test_no_shims_option() -> None:

@@ -42,6 +42,8 @@ def render_arg(value: object, depth: int = 0) -> str:
     """A short, cheap rendering of one argument: never the repr of a whole tensor or module."""
     if isinstance(value, _PLAIN):
         return _short(value, 40)
+    if isinstance(value, os.PathLike):
+        return _short(os.fspath(value), 80)
     kind = type(value)
     mod = getattr(kind, "__module__", "") or ""
     if mod.startswith("torch") and kind.__name__ in ("device", "dtype", "ProfilerActivity"):
