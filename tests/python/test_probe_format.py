@@ -151,6 +151,62 @@ def test_tensor_metrics_against_hand_values():
     assert tensor_metrics(np.array([1.0, 1.0]), np.array([1.0, 0.0]))["share_rel_gt_0.5pct"] == 0.5
 
 
+def _reference_metrics(a, b):
+    """The definitions, computed directly in float64 on whole arrays."""
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    d = np.abs(x - y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = d / np.abs(y)
+    r[(d == 0) & (y == 0)] = 0.0
+    cos = float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
+    return {
+        "cosine": cos,
+        "max_abs_err": float(d.max()),
+        "max_rel_err": float(r.max()),
+        "euclidean": float(np.linalg.norm(d)),
+        "share_rel_gt_0.1pct": float(np.mean(r > 1e-3)),
+        "share_rel_gt_0.5pct": float(np.mean(r > 5e-3)),
+    }
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_streamed_metrics_match_the_definitions(tmp_path, dtype):
+    """Saved tensors streamed in chunks (memory-mapped, and the readinto fallback) give the same
+    numbers as the definitions computed on whole arrays: chunks that straddle the end, identical
+    chunks (skipped after max |a - b| = 0), zeros in both (0/0 is no error), a zero only in B
+    (infinite relative error)."""
+    from torchport.probe.dump import NpyStream
+
+    rng = np.random.default_rng(0)
+    n = 10_007
+    a = rng.standard_normal(n).astype(dtype)
+    b = (a * (1 + rng.standard_normal(n) * 3e-3)).astype(dtype)
+    b[:3000] = a[:3000]  # the first chunks are identical
+    a[5000:5100] = 0
+    b[5000:5100] = 0
+    a[6000] = 0.5
+    b[6000] = 0
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    want = _reference_metrics(a, b)
+    assert want["max_rel_err"] == float("inf") and 0.1 < want["share_rel_gt_0.1pct"] < 0.9
+
+    def check(got):
+        for k, v in want.items():
+            assert got[k] == pytest.approx(v, rel=1e-5, abs=1e-9), k
+
+    norms = (float(np.linalg.norm(a.astype(np.float64))), float(np.linalg.norm(b.astype(np.float64))))
+    for chunk in (1000, 4096, 1 << 17):
+        mapped = tensor_metrics(
+            NpyStream(tmp_path / "a.npy", {}), NpyStream(tmp_path / "b.npy", {}), chunk=chunk
+        )
+        check(mapped)
+        check(tensor_metrics(a, b, chunk=chunk, norms=norms))
+        sa, sb = NpyStream(tmp_path / "a.npy", {}), NpyStream(tmp_path / "b.npy", {})
+        sa.chunks, sb.chunks = sa._read_chunks, sb._read_chunks  # where mmap is unavailable
+        assert tensor_metrics(sa, sb, chunk=chunk) == mapped
+
+
 def test_rewriting_a_dump_replaces_it_atomically(tmp_path):
     out = tmp_path / "d"
     train(out, mlp(), steps=2)

@@ -22,7 +22,7 @@ import numpy as np
 from torchport.probe.dump import Dump, DumpError, NpyStream, decode_float, normalize_name, open_dump
 
 STATS = ("min", "max", "mean", "norm")
-_CHUNK = 1 << 14  # 64 KiB of float32 per buffer: the working set stays in L2
+_CHUNK = 1 << 17  # elements: 512 KiB of float32 per buffer (measured best of 16K-512K on a 2-core EPYC)
 _EPS = 1e-10
 
 
@@ -226,9 +226,10 @@ def tensor_metrics(
     """Cosine, max abs/rel error, Euclidean distance and the share of elements whose relative error
     (|a - b| / |b|) exceeds 0.1% and 0.5%, streaming over flat arrays in chunks that stay in cache.
 
-    Every temporary is a preallocated chunk buffer (no allocation per chunk), and the cosine comes
-    from |a|^2, |b|^2 and |a - b|^2 (a.b = (|a|^2 + |b|^2 - |a - b|^2) / 2), saving a pass; the
-    dump's records already hold |a| and |b| (`norms`), which saves two more.
+    Per chunk: d = a - b, ‖d‖² (BLAS dot), |d| in place, max |d|, r = |d| / b and |r| in place, max
+    r, and two compare-and-count passes; every temporary is a preallocated chunk buffer. A chunk
+    with max |d| = 0 is identical and stops there. The cosine comes from |a|², |b|² and |d|²
+    (a·b = (|a|² + |b|² - |a - b|²) / 2); the dump's records already hold |a| and |b| (`norms`).
     """
     n = a.size
     aa = bb = dd = 0.0
@@ -238,31 +239,43 @@ def tensor_metrics(
     mask = np.empty(min(chunk, max(n, 1)), dtype=np.bool_)
     if b.size != n:
         raise ValueError(f"sizes differ: {n} vs {b.size}")
-    for xa, yb in zip(_chunks(a, chunk), _chunks(b, chunk)):
-        x = _as_float(xa, a_bf16)
-        y = _as_float(yb, b_bf16)
-        if x.dtype != y.dtype:
-            x, y = x.astype(np.float64), y.astype(np.float64)
-        if x.dtype not in bufs:
-            bufs[x.dtype] = (np.empty(mask.size, x.dtype), np.empty(mask.size, x.dtype))
-        k = x.size
-        d, r = (buf[:k] for buf in bufs[x.dtype])
-        m = mask[:k]
-        np.subtract(x, y, out=d)
-        np.abs(d, out=d)
-        max_abs = max(max_abs, float(d.max()))
-        dd += float(np.dot(d, d))
-        if norms is None:
-            aa += float(np.dot(x, x))
-            bb += float(np.dot(y, y))
-        np.abs(y, out=r)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            np.divide(d, r, out=r)  # 0/0 -> nan (equal zeros, ignored by fmax), x/0 -> inf
-        max_rel = max(max_rel, float(np.fmax.reduce(r)))
-        np.greater(r, 1e-3, out=m)
-        c1 += int(np.count_nonzero(m))
-        np.greater(r, 5e-3, out=m)
-        c5 += int(np.count_nonzero(m))
+    dot, absolute, divide, greater = np.dot, np.abs, np.divide, np.greater
+    count, fmax = np.count_nonzero, np.fmax.reduce
+    # 0/0 -> nan (equal zeros, ignored by fmax), x/0 -> inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for xa, yb in zip(_chunks(a, chunk), _chunks(b, chunk)):
+            x = _as_float(xa, a_bf16)
+            y = _as_float(yb, b_bf16)
+            if x.dtype != y.dtype:
+                x, y = x.astype(np.float64), y.astype(np.float64)
+            bb_ = bufs.get(x.dtype)
+            if bb_ is None:
+                bb_ = bufs[x.dtype] = (np.empty(mask.size, x.dtype), np.empty(mask.size, x.dtype))
+            k = x.size
+            d, r = bb_[0][:k], bb_[1][:k]
+            np.subtract(x, y, out=d)
+            dd += float(dot(d, d))
+            if norms is None:
+                aa += float(dot(x, x))
+                bb += float(dot(y, y))
+            absolute(d, out=d)
+            m_abs = float(d.max())
+            if m_abs > max_abs:
+                max_abs = m_abs
+            if m_abs == 0.0:  # identical chunk: every relative error is 0 (or 0/0, ignored)
+                continue
+            divide(d, y, out=r)
+            absolute(r, out=r)
+            m_rel = float(fmax(r))
+            if m_rel > max_rel:
+                max_rel = m_rel
+            m = mask[:k]
+            greater(r, 1e-3, out=m)
+            k1 = int(count(m))
+            if k1:
+                c1 += k1
+                greater(r, 5e-3, out=m)
+                c5 += int(count(m))
     if norms is not None:
         aa, bb = norms[0] ** 2, norms[1] ** 2
     if aa == 0.0 and bb == 0.0:
