@@ -1,4 +1,4 @@
-"""End-to-end proof on 8 realistic CUDA training scripts (tests/fixtures/e2e_scripts/, issue 3).
+"""End-to-end proof on 9 realistic CUDA training scripts (tests/fixtures/e2e_scripts/, issue 3).
 
 For each script: the original fails on this CPU-only machine (with the reason asserted); after
 `torchport migrate --target cpu` and `--target accelerator` it trains 3 steps, and both outputs
@@ -38,6 +38,7 @@ ORIGINAL_FAILURE = {
     "streams_events": "Torch not compiled with CUDA enabled",
     "memory_stats": "_cuda_resetPeakMemoryStats",
     "custom_autograd": "Torch not compiled with CUDA enabled",
+    "jit_script": "Torch not compiled with CUDA enabled",
 }
 
 # Migrated scripts that do not run yet: rule gaps, each stated precisely (strict: a fix must

@@ -22,7 +22,7 @@
 //   if x.device.type == "npu" and x.is_npu: ...
 //   ckpt = torch.load(path, map_location=f"npu:{rank}")
 //   (cpu: .to("cpu", non_blocking=True) and .is_cpu; accelerator: _tp_device, _tp_device.type,
-//   f"{_tp_device.type}:{rank}" and `.device.type == _tp_device.type`)
+//   f"{_tp_device.type}:{rank}" and `.device.type != "cpu"`, which TorchScript also compiles)
 // Safety:
 //   Only strings in the contexts above change. `.cuda(i)` keeps its index except on the
 //   single-device targets cpu and mps, where it is dropped (reported). `.is_cuda` inside a
@@ -334,21 +334,45 @@ void cuda_methods(Context& ctx) {
         repl = ctx.render(mp->replacement);
         if (repl.starts_with(".")) repl.erase(0, 1);
       } else if (ctx.accelerator()) {
-        repl = "device.type == " + std::string(kDeviceVar) + ".type";
-        ctx.used_device_var = true;
+        // Not `== _tp_device.type`: TorchScript cannot read attributes of a global device, and
+        // @torch.jit.script code keeps working (the guide's doctrine).
+        repl = "device.type != \"cpu\"";
       } else {
         repl = "is_" + ctx.target.device;
       }
       if (ctx.accelerator() && nx &&
           (m.kind(*nx) == TokenKind::EqEqual || m.kind(*nx) == TokenKind::NotEqual ||
            m.kind(*nx) == TokenKind::KwIs)) {
-        ctx.flag(
-            "TP302", Operation::Unsupported, ".is_cuda",
-            ".is_cuda inside a comparison; rewrite as x.device.type == _tp_device.type by hand",
-            tok.begin, tok.end);
+        ctx.flag("TP302", Operation::Unsupported, ".is_cuda",
+                 ".is_cuda inside a comparison; rewrite as (x.device.type != \"cpu\") by hand",
+                 tok.begin, tok.end);
         continue;
       }
       if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+      // `not x.is_cuda` reads better as `x.device.type == "cpu"` than as a double negation.
+      const semantic::Reference* chain = m.reference_at(i);
+      const auto before = chain && chain->last == i ? m.prev(chain->first) : std::nullopt;
+      const bool operand_ends =
+          !nx || (m.kind(*nx) != TokenKind::Dot && m.kind(*nx) != TokenKind::LPar &&
+                  m.kind(*nx) != TokenKind::LSqb);
+      if (repl == "device.type != \"cpu\"" && before && m.kind(*before) == TokenKind::KwNot &&
+          operand_ends) {
+        Finding f;
+        f.code = "TP302";
+        f.op = Operation::Modify;
+        f.api = ".is_cuda";
+        f.message = "change not x.is_cuda to x.device.type == \"cpu\"";
+        f.begin = tok.begin;
+        f.end = tok.end;
+        fix::Fix fx;
+        fx.edits.push_back(
+            fix::Edit{m.tokens()[*before].begin, m.tokens()[chain->first].begin, ""});
+        fx.edits.push_back(fix::Edit{tok.begin, tok.end, "device.type == \"cpu\""});
+        f.fix = std::move(fx);
+        ctx.result.findings.push_back(std::move(f));
+        ctx.changed = true;
+        continue;
+      }
       ctx.modify("TP302", ".is_cuda", "change attribute is_cuda to " + repl, tok.begin, tok.end,
                  repl);
       continue;
