@@ -22,7 +22,8 @@
 //   if x.device.type == "npu" and x.is_npu: ...
 //   ckpt = torch.load(path, map_location=f"npu:{rank}")
 //   (cpu: .to("cpu", non_blocking=True) and .is_cpu; accelerator: _tp_device, _tp_device.type,
-//   f"{_tp_device.type}:{rank}" and `.device.type != "cpu"`, which TorchScript also compiles)
+//   f"{_tp_device.type}:{rank}" and `.device.type == _tp_device.type`; inside a
+//   @torch.jit.script function, which cannot read _tp_device, `.device.type != "cpu"`)
 // Safety:
 //   Only strings in the contexts above change. `.cuda(i)` keeps its index except on the
 //   single-device targets cpu and mps, where it is dropped (reported). `.is_cuda` inside a
@@ -187,6 +188,80 @@ bool indexed_device_call(const semantic::Model& m, TokenIndex i) {
   return args.size() >= 2 && args[0].first == i && args[0].last == i;
 }
 
+// True when token `i` is in the body of a function decorated with @torch.jit.script (or
+// script_method): TorchScript compiles it and cannot read module-level Python objects.
+bool in_scripted_function(const semantic::Model& m, TokenIndex i) {
+  auto li = m.line_of(i);
+  if (!li) return false;
+  const auto& lines = m.lines();
+  std::uint32_t depth = lines[*li].depth;
+  for (std::uint32_t l = *li; l-- > 0;) {
+    const semantic::Line& line = lines[l];
+    if (line.tokens.empty() || line.depth >= depth) continue;
+    depth = line.depth;
+    TokenIndex head = line.tokens.front();
+    if (m.kind(head) == TokenKind::KwAsync && line.tokens.size() > 1) head = line.tokens[1];
+    if (m.kind(head) != TokenKind::KwDef) continue;
+    // The decorators: the lines just above the def, at its depth, starting with `@`.
+    for (std::uint32_t d = l; d-- > 0 && lines[d].depth == line.depth;) {
+      const semantic::Line& dec = lines[d];
+      if (dec.tokens.size() < 2 || m.kind(dec.tokens.front()) != TokenKind::At) break;
+      const semantic::Reference* r = m.reference_at(dec.tokens[1]);
+      if (r && (r->qualified == "torch.jit.script" || r->qualified == "torch.jit.script_method"))
+        return true;
+    }
+    return false;  // the innermost enclosing function is not scripted
+  }
+  return false;
+}
+
+// On the one-device targets (cpu, mps) a CUDA choice of an argparse `choices=[...]` that
+// already lists the target's device would become a duplicate: the element is deleted instead.
+bool drop_duplicate_choice(Context& ctx, TokenIndex i, const std::string& api) {
+  const std::string& t = ctx.target.name;
+  if (t != "cpu" && t != "mps") return false;
+  const semantic::Model& m = ctx.m;
+  auto open = m.enclosing_open(i);
+  if (!open || (m.kind(*open) != TokenKind::LSqb && m.kind(*open) != TokenKind::LPar)) return false;
+  auto close = m.match(*open);
+  if (!close) return false;
+  std::vector<TokenIndex> items;  // single-token elements only
+  bool simple = true;
+  for (auto j = m.next(*open); j && *j < *close; j = m.next(*j)) {
+    if (m.kind(*j) == TokenKind::Comma) continue;
+    auto nx = m.next(*j);
+    if (!nx || (*nx != *close && m.kind(*nx) != TokenKind::Comma)) simple = false;
+    items.push_back(*j);
+  }
+  if (!simple) return false;
+  const auto at = std::find(items.begin(), items.end(), i);
+  if (at == items.end()) return false;
+  const bool listed = std::any_of(items.begin(), items.end(), [&](TokenIndex j) {
+    auto v = semantic::string_value(m.text(), m.tokens()[j]);
+    return j != i && v && v->value == ctx.target.device;
+  });
+  if (!listed) return false;
+  std::uint32_t b = m.tokens()[i].begin, e = m.tokens()[i].end;
+  if (at + 1 != items.end()) {
+    e = m.tokens()[*(at + 1)].begin;
+  } else {
+    b = m.tokens()[*(at - 1)].end;
+  }
+  Finding f;
+  f.code = "TP300";
+  f.op = Operation::Delete;
+  f.api = api;
+  f.message = "delete the choice " + api + " (\"" + ctx.target.device + "\" is listed already)";
+  f.begin = m.tokens()[i].begin;
+  f.end = m.tokens()[i].end;
+  fix::Fix fx;
+  fx.edits.push_back(fix::Edit{b, e, ""});
+  f.fix = std::move(fx);
+  ctx.result.findings.push_back(std::move(f));
+  ctx.changed = true;
+  return true;
+}
+
 void device_strings(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
@@ -204,6 +279,7 @@ void device_strings(Context& ctx) {
         map_location(ctx, api, tok.begin, tok.end);
         continue;
       }
+      if (c == Ctx::Choice && drop_duplicate_choice(ctx, i, api)) continue;
       if (ctx.accelerator()) {
         std::string text;
         if (sv->value == "cuda") {
@@ -330,13 +406,16 @@ void cuda_methods(Context& ctx) {
         continue;
       }
       std::string repl;
-      if (mp && !mp->replacement.empty()) {
+      const bool scripted = ctx.accelerator() && in_scripted_function(m, i);
+      if (scripted) {
+        // TorchScript cannot read the module-level _tp_device: "on an accelerator" instead.
+        repl = "device.type != \"cpu\"";
+      } else if (mp && !mp->replacement.empty()) {
         repl = ctx.render(mp->replacement);
         if (repl.starts_with(".")) repl.erase(0, 1);
       } else if (ctx.accelerator()) {
-        // Not `== _tp_device.type`: TorchScript cannot read attributes of a global device, and
-        // @torch.jit.script code keeps working (the guide's doctrine).
-        repl = "device.type != \"cpu\"";
+        repl = "device.type == " + std::string(kDeviceVar) + ".type";
+        ctx.used_device_var = true;
       } else {
         repl = "is_" + ctx.target.device;
       }
@@ -355,8 +434,7 @@ void cuda_methods(Context& ctx) {
       const bool operand_ends =
           !nx || (m.kind(*nx) != TokenKind::Dot && m.kind(*nx) != TokenKind::LPar &&
                   m.kind(*nx) != TokenKind::LSqb);
-      if (repl == "device.type != \"cpu\"" && before && m.kind(*before) == TokenKind::KwNot &&
-          operand_ends) {
+      if (scripted && before && m.kind(*before) == TokenKind::KwNot && operand_ends) {
         Finding f;
         f.code = "TP302";
         f.op = Operation::Modify;
