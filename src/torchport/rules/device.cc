@@ -143,6 +143,19 @@ Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
     auto b = m.lookup(m.token_text(line.tokens[0]), line.scope);
     if (b && b->kind == semantic::Binding::Kind::Device) return Ctx::Device;
   }
+  // An attribute named like a device: `self.device = "cuda"`, `cfg.train_device = "cuda:0"`.
+  std::size_t k = 1;
+  while (k + 1 < line.tokens.size() && m.kind(line.tokens[k]) == TokenKind::Dot &&
+         m.kind(line.tokens[k + 1]) == TokenKind::Name) {
+    k += 2;
+  }
+  if (k > 1 && k < line.tokens.size() && m.kind(line.tokens[0]) == TokenKind::Name &&
+      m.kind(line.tokens[k]) == TokenKind::Equal && line.tokens[k] < s) {
+    const std::string_view attr = m.token_text(line.tokens[k - 1]);
+    if (attr == "device" || attr.ends_with("_device") || attr.starts_with("device_")) {
+      return Ctx::Device;
+    }
+  }
   return Ctx::None;
 }
 
