@@ -506,17 +506,19 @@ def install(s: Session) -> None:
 def _logged(s: Session, api: str, fn: Callable[..., Any], cls: str, why: str) -> Callable[..., Any]:
     hit = s.log.hit
     sites_get = s.log.sites.get
+    track = s.log.track
     getframe = sys._getframe
     shown = "torch.autograd.profiler.record_function" if api.endswith(("range_push", "range")) else ""
 
     def wrapper(*a: Any, **k: Any) -> Any:
         out = fn(*a, **k)
-        f = getframe(1)
-        if sites_get((f.f_code, f.f_lineno, api)) is None:
-            after = (CALL, shown, a[:1]) if shown else (VALUE, out)
-            hit(api, (CALL, api, a, k), after, cls, why)
-        else:
-            hit(api, "", "", cls, why)
+        if track:
+            f = getframe(1)
+            site = sites_get((f.f_code, f.f_lineno, api))
+            if site is None:
+                hit(api, (CALL, api, a, k), (CALL, shown, a[:1]) if shown else (VALUE, out), cls, why)
+            else:
+                site.count += 1
         return out
 
     wrapper.__name__ = api.rsplit(".", 1)[-1]
@@ -538,6 +540,7 @@ def _redirect(
     api = f"torch.cuda.{name}"
     hit = s.log.hit
     sites_get = s.log.sites.get
+    track = s.log.track
     getframe = sys._getframe
     mapf = s.mapper.map
     target = s.target
@@ -555,24 +558,26 @@ def _redirect(
             d = kwargs.get("device")
             if d is not None and type(d) is not int:
                 kwargs = {**kwargs, "device": mapf(d)}
-        f = getframe(1)
-        quiet = quiet_from_torch and f.f_code.co_filename == _TORCH_RANDOM
-        new = not quiet and sites_get((f.f_code, f.f_lineno, api)) is None
+        new = False
+        if track:  # a seen call site only counts; a new one is rendered once, with its arguments
+            f = getframe(1)
+            if not (quiet_from_torch and f.f_code.co_filename == _TORCH_RANDOM):
+                site = sites_get((f.f_code, f.f_lineno, api))
+                if site is None:
+                    new = True
+                else:
+                    site.count += 1
         if impl is None:
-            if not quiet:
+            if new:
                 hit(api, (CALL, api, a0, k0), "error", cls, why)
             raise NotImplementedError(f"{api} has no equivalent on target {target.name} ({why}) [torchport]")
         if shown:  # the device module's function: the line says what it was called with
             if new:
                 hit(api, (CALL, api, a0, k0), (CALL, shown, args, kwargs), cls, why)
-            elif not quiet:
-                hit(api, "", "", cls, why)
             return impl(*args, **kwargs)
         out = impl(*args, **kwargs)
-        if new:
+        if new:  # an emulation: the line gives the value it returned
             hit(api, (CALL, api, a0, k0), (VALUE, out), cls, why)
-        elif not quiet:
-            hit(api, "", "", cls, why)
         return out
 
     wrapper.__name__ = name
@@ -614,6 +619,7 @@ def _class_redirect(s: Session, name: str) -> Any:
     dev = s.devmod
     hit = s.log.hit
     sites_get = s.log.sites.get
+    track = s.log.track
     getframe = sys._getframe
     mapf = s.mapper.map
     api = f"torch.cuda.{name}"
@@ -656,11 +662,13 @@ def _class_redirect(s: Session, name: str) -> Any:
 
     def make(*a: Any, **k: Any) -> Any:
         na, nk = map_args(a, k)
-        f = getframe(2)  # the user's frame: make <- _Meta.__call__ <- user
-        if sites_get((f.f_code, f.f_lineno, api)) is None:
-            hit(api, (CALL, api, a, k), (CALL, shown, na, nk) if shown else "error", cls_, why, 3)
-        else:
-            hit(api, "", "", cls_, why, 3)
+        if track:
+            f = getframe(2)  # the user's frame: make <- _Meta.__call__ <- user
+            site = sites_get((f.f_code, f.f_lineno, api))
+            if site is None:
+                hit(api, (CALL, api, a, k), (CALL, shown, na, nk) if shown else "error", cls_, why, 3)
+            else:
+                site.count += 1
         if impl is None:
             raise NotImplementedError(
                 f"{api} has no equivalent on target {s.target.name} ({why}) [torchport]"
