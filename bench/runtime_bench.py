@@ -69,6 +69,8 @@ def import_ms() -> list[tuple[float, float]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHPORT_")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["TORCHPORT_TARGET"] = "cpu"
+    # The installed start-up hook (.pth) would import torchport.auto before the timed import.
+    env["TORCHPORT_AUTOHOOK"] = "0"
     env["PYTHONPATH"] = str(HERE.parent / "python")
     with tempfile.TemporaryDirectory() as cache:
         env["PYTHONPYCACHEPREFIX"] = cache
