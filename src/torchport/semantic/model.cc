@@ -71,6 +71,8 @@ void Model::build_lines() {
   std::vector<TokenIndex> open;
   std::uint32_t depth = 0;
   Line cur;
+  std::vector<TokenIndex> cur_tokens;  // the current line's tokens (reused buffer)
+  lines_.reserve(n / 8 + 1);
   // Scope stack: (depth of the def/class line, scope id, is_class).
   struct Frame {
     std::int64_t depth;
@@ -78,10 +80,12 @@ void Model::build_lines() {
     bool is_class;
   };
   std::vector<Frame> stack{{-1, 0, false}};
-  scopes_.push_back(Scope{0, {}});
+  scopes_.push_back(Scope{0, {}, {}});
 
   auto finish = [&](std::uint32_t end_offset) {
-    if (cur.tokens.empty()) return;
+    if (cur_tokens.empty()) return;
+    cur.tokens.assign(cur_tokens.begin(), cur_tokens.end());
+    cur_tokens.clear();
     cur.depth = depth;
     cur.end = end_offset;
     cur.begin = tokens_[cur.tokens.front()].begin;
@@ -106,7 +110,7 @@ void Model::build_lines() {
           }
         }
         const auto id = static_cast<std::uint32_t>(scopes_.size());
-        scopes_.push_back(Scope{parent, {}});
+        scopes_.push_back(Scope{parent, {}, {}});
         stack.push_back(Frame{static_cast<std::int64_t>(depth), id, kk == TokenKind::KwClass});
       }
     }
@@ -139,41 +143,75 @@ void Model::build_lines() {
       open.pop_back();
       enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
     }
-    cur.tokens.push_back(i);
+    cur_tokens.push_back(i);
   }
   finish(static_cast<std::uint32_t>(text_.size()));
 }
 
 void Model::bind(std::uint32_t scope, std::string name, Binding b) {
-  scopes_[scope].names.emplace_back(std::move(name), std::move(b));
+  // Small scopes are searched linearly; from kIndexFrom names on, through an index.
+  constexpr std::size_t kIndexFrom = 16;
+  Scope& sc = scopes_[scope];
+  sc.names.emplace_back(std::move(name), std::move(b));
+  if (sc.index.empty() && sc.names.size() < kIndexFrom) return;
+  const auto first =
+      sc.index.empty() ? std::uint32_t{0} : static_cast<std::uint32_t>(sc.names.size() - 1);
+  for (auto idx = first; idx < sc.names.size(); ++idx) {
+    const std::string& n = sc.names[idx].first;
+    auto it = sc.index.find(std::string_view(n));
+    if (it == sc.index.end()) it = sc.index.emplace(n, std::vector<std::uint32_t>{}).first;
+    it->second.push_back(idx);
+  }
+}
+
+namespace {
+
+const Binding kMergedDevice{Binding::Kind::Device, {}};
+const Binding kConflict{Binding::Kind::Other, {}};
+
+/// Merges the bindings of one name in one scope, in binding order, as lookup() documents.
+struct Merge {
+  const Binding* found = nullptr;
+  bool conflict = false;
+  void add(const Binding& b) {
+    if (!found) {
+      found = &b;
+    } else if (b.kind == Binding::Kind::Device || found->kind == Binding::Kind::Device) {
+      found = &kMergedDevice;
+    } else if (b.kind != found->kind || b.target != found->target) {
+      conflict = true;
+    }
+  }
+  const Binding* result() const { return conflict ? &kConflict : found; }
+};
+
+}  // namespace
+
+const Binding* Model::find_binding(std::string_view name, std::uint32_t scope) const {
+  for (std::uint32_t s = scope;; s = scopes_[s].parent) {
+    const Scope& sc = scopes_[s];
+    Merge m;
+    if (sc.index.empty()) {
+      for (const auto& [n, b] : sc.names)
+        if (n == name) m.add(b);
+    } else if (auto it = sc.index.find(name); it != sc.index.end()) {
+      for (std::uint32_t idx : it->second) m.add(sc.names[idx].second);
+    }
+    if (m.found) return m.result();
+    if (s == 0) return nullptr;
+  }
 }
 
 std::optional<Binding> Model::lookup(std::string_view name, std::uint32_t scope) const {
-  for (std::uint32_t s = scope;; s = scopes_[s].parent) {
-    std::optional<Binding> found;
-    bool conflict = false;
-    for (const auto& [n, b] : scopes_[s].names) {
-      if (n != name) continue;
-      if (!found) {
-        found = b;
-      } else if (b.kind == Binding::Kind::Device || found->kind == Binding::Kind::Device) {
-        found = Binding{Binding::Kind::Device, {}};
-      } else if (b.kind != found->kind || b.target != found->target) {
-        conflict = true;
-      }
-    }
-    if (found) {
-      if (conflict) return Binding{Binding::Kind::Other, {}};
-      return found;
-    }
-    if (s == 0) return std::nullopt;
-  }
+  const Binding* b = find_binding(name, scope);
+  if (!b) return std::nullopt;
+  return *b;
 }
 
 std::optional<std::string> Model::module_alias(std::string_view qualified) const {
   for (const auto& [n, b] : scopes_[0].names) {
     if (b.kind == Binding::Kind::Qualified && b.target == qualified) {
-      auto again = lookup(n, 0);
+      const Binding* again = find_binding(n, 0);
       if (again && again->kind == Binding::Kind::Qualified && again->target == qualified) return n;
     }
   }
@@ -337,7 +375,7 @@ void Model::build_imports_and_bindings() {
       if (kind(t[q]) == TokenKind::Name) {
         std::string chain = dotted(*this, t, q);
         auto head = chain.substr(0, chain.find('.'));
-        auto b = lookup(head, scope);
+        const Binding* b = find_binding(head, scope);
         if (q == t.size() && b && b->kind == Binding::Kind::Qualified) {
           value = Binding{Binding::Kind::Qualified, b->target + chain.substr(head.size())};
         } else if (q == t.size() && b && b->kind == Binding::Kind::Device) {
@@ -404,6 +442,7 @@ void Model::build_imports_and_bindings() {
 
 void Model::build_references() {
   reference_of_token_.assign(tokens_.size(), -1);
+  references_.reserve(tokens_.size() / 8 + 1);
   for (std::uint32_t li = 0; li < lines_.size(); ++li) {
     const auto& t = lines_[li].tokens;
     TokenKind k0 = kind(t[0]);
@@ -439,19 +478,22 @@ void Model::build_references() {
           (kind(t[1]) == TokenKind::Equal || kind(t[1]) == TokenKind::Colon)) {
         continue;
       }
-      Reference ref;
-      ref.first = t[p];
-      ref.line = li;
-      ref.names.push_back(t[p]);
       std::size_t q = p;
       while (q + 2 < t.size() && kind(t[q + 1]) == TokenKind::Dot &&
              kind(t[q + 2]) == TokenKind::Name) {
         q += 2;
-        ref.names.push_back(t[q]);
       }
+      Reference ref;
+      ref.first = t[p];
+      ref.line = li;
+      ref.names.reserve((q - p) / 2 + 1);
+      for (std::size_t r = p; r <= q; r += 2) ref.names.push_back(t[r]);
       ref.last = t[q];
-      auto b = lookup(token_text(t[p]), lines_[li].scope);
+      const Binding* b = find_binding(token_text(t[p]), lines_[li].scope);
       if (b && b->kind == Binding::Kind::Qualified) {
+        std::size_t size = b->target.size();
+        for (std::size_t r = 1; r < ref.names.size(); ++r) size += 1 + tokens_[ref.names[r]].size();
+        ref.qualified.reserve(size);
         ref.qualified = b->target;
         for (std::size_t r = 1; r < ref.names.size(); ++r) {
           ref.qualified += '.';
@@ -466,16 +508,6 @@ void Model::build_references() {
   }
 }
 
-std::optional<std::uint32_t> Model::line_of(TokenIndex i) const {
-  if (i >= line_of_token_.size() || line_of_token_[i] < 0) return std::nullopt;
-  return static_cast<std::uint32_t>(line_of_token_[i]);
-}
-
-const Reference* Model::reference_at(TokenIndex i) const {
-  if (i >= reference_of_token_.size() || reference_of_token_[i] < 0) return nullptr;
-  return &references_[static_cast<std::size_t>(reference_of_token_[i])];
-}
-
 std::optional<TokenIndex> Model::next(TokenIndex i) const {
   for (TokenIndex j = i + 1; j < tokens_.size(); ++j) {
     if (significant(tokens_[j].kind)) return j;
@@ -488,16 +520,6 @@ std::optional<TokenIndex> Model::prev(TokenIndex i) const {
     if (significant(tokens_[j].kind)) return j;
   }
   return std::nullopt;
-}
-
-std::optional<TokenIndex> Model::match(TokenIndex bracket) const {
-  if (bracket >= match_.size() || match_[bracket] < 0) return std::nullopt;
-  return static_cast<TokenIndex>(match_[bracket]);
-}
-
-std::optional<TokenIndex> Model::enclosing_open(TokenIndex i) const {
-  if (i >= enclosing_.size() || enclosing_[i] < 0) return std::nullopt;
-  return static_cast<TokenIndex>(enclosing_[i]);
 }
 
 std::uint32_t Model::line_end_offset(std::uint32_t line) const { return lines_[line].end; }

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace torchport::semantic {
@@ -83,7 +84,10 @@ class Model {
   const std::vector<Reference>& references() const { return references_; }
 
   /// The line a significant token belongs to, or nullopt for trivia.
-  std::optional<std::uint32_t> line_of(TokenIndex i) const;
+  std::optional<std::uint32_t> line_of(TokenIndex i) const {
+    if (i >= line_of_token_.size() || line_of_token_[i] < 0) return std::nullopt;
+    return static_cast<std::uint32_t>(line_of_token_[i]);
+  }
 
   /// Resolves `name` as seen from code in `scope` (innermost function scope, then module).
   std::optional<Binding> lookup(std::string_view name, std::uint32_t scope) const;
@@ -93,16 +97,25 @@ class Model {
   std::optional<std::string> module_alias(std::string_view qualified) const;
 
   /// The Reference whose chain contains token `i`, if any.
-  const Reference* reference_at(TokenIndex i) const;
+  const Reference* reference_at(TokenIndex i) const {
+    if (i >= reference_of_token_.size() || reference_of_token_[i] < 0) return nullptr;
+    return &references_[static_cast<std::size_t>(reference_of_token_[i])];
+  }
 
   /// Significant-token navigation within the whole file (skip trivia and INDENT/DEDENT/NL).
   std::optional<TokenIndex> next(TokenIndex i) const;
   std::optional<TokenIndex> prev(TokenIndex i) const;
 
   /// For an opening bracket, its matching closing bracket (and vice versa); nullopt if unmatched.
-  std::optional<TokenIndex> match(TokenIndex bracket) const;
+  std::optional<TokenIndex> match(TokenIndex bracket) const {
+    if (bracket >= match_.size() || match_[bracket] < 0) return std::nullopt;
+    return static_cast<TokenIndex>(match_[bracket]);
+  }
   /// The innermost unclosed `(`, `[` or `{` that encloses token `i`, if any.
-  std::optional<TokenIndex> enclosing_open(TokenIndex i) const;
+  std::optional<TokenIndex> enclosing_open(TokenIndex i) const {
+    if (i >= enclosing_.size() || enclosing_[i] < 0) return std::nullopt;
+    return static_cast<TokenIndex>(enclosing_[i]);
+  }
 
   /// Byte offset after which new top-level statements can be inserted: the end of the line of
   /// the last import in the leading import block (after the docstring and __future__ imports).
@@ -119,6 +132,9 @@ class Model {
   void build_imports_and_bindings();
   void build_references();
   void bind(std::uint32_t scope, std::string name, Binding b);
+  /// lookup() without copying: the binding, or a shared Device/Other binding for merged or
+  /// conflicting ones; nullptr if unbound.
+  const Binding* find_binding(std::string_view name, std::uint32_t scope) const;
   std::uint32_t line_end_offset(std::uint32_t line) const;
 
   std::string_view text_;
@@ -130,9 +146,15 @@ class Model {
   std::vector<Import> imports_;
   std::vector<Reference> references_;
   std::vector<std::int32_t> reference_of_token_;
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   struct Scope {
     std::uint32_t parent = 0;
     std::vector<std::pair<std::string, Binding>> names;  ///< in binding order; last wins
+    /// name -> its indexes in `names`, in binding order.
+    std::unordered_map<std::string, std::vector<std::uint32_t>, NameHash, std::equal_to<>> index;
   };
   std::vector<Scope> scopes_;
   std::string_view newline_ = "\n";
