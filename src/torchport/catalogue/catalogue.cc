@@ -66,25 +66,51 @@ std::vector<std::string> str_list(const Json& obj, std::string_view key, const s
 }
 
 /// "2.10" sorts after "2.9".
+/// strtol over a substring (no allocation for the short ones versions have).
+long to_long(std::string_view s) {
+  char buf[32];
+  if (s.size() >= sizeof buf) return std::strtol(std::string(s).c_str(), nullptr, 10);
+  s.copy(buf, s.size());
+  buf[s.size()] = '\0';
+  return std::strtol(buf, nullptr, 10);
+}
+
 bool version_less(std::string_view a, std::string_view b) {
-  auto parts = [](std::string_view v) {
-    std::vector<long> out;
+  // Compares the '.'-separated numeric parts lexicographically, one part at a time.
+  struct Parts {
+    std::string_view v;
     std::size_t i = 0;
-    while (i <= v.size()) {
+    bool done() const { return i > v.size(); }
+    long next() {
       std::size_t j = v.find('.', i);
       if (j == std::string_view::npos) j = v.size();
-      out.push_back(std::strtol(std::string(v.substr(i, j - i)).c_str(), nullptr, 10));
+      long x = to_long(v.substr(i, j - i));
       i = j + 1;
+      return x;
     }
-    return out;
   };
-  return parts(a) < parts(b);
+  Parts pa{a}, pb{b};
+  while (true) {
+    if (pb.done()) return false;
+    if (pa.done()) return true;
+    long x = pa.next(), y = pb.next();
+    if (x != y) return x < y;
+  }
 }
+
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
+template <class V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 
 struct VersionList {
   std::set<std::string, std::less<>> supported;
-  std::unordered_map<std::string, std::string> partial;      // api -> tip
-  std::unordered_map<std::string, std::string> unsupported;  // api -> tip
+  StringMap<std::string> partial;      // api -> tip
+  StringMap<std::string> unsupported;  // api -> tip
 };
 
 struct SupportLists {
@@ -121,7 +147,7 @@ std::optional<Kind> parse_kind(std::string_view s) {
 
 struct Catalogue::Impl {
   std::vector<Entry> entries;
-  std::unordered_map<std::string, std::size_t> by_api;
+  StringMap<std::size_t> by_api;
   std::vector<Target> targets;
   std::map<std::string, SupportLists, std::less<>> support;  // by target
   std::vector<ArgRule> arg_rules;
@@ -495,7 +521,7 @@ std::optional<Catalogue> Catalogue::with_rules(const std::string& name, const st
 const std::vector<Entry>& Catalogue::entries() const { return impl_->entries; }
 
 const Entry* Catalogue::find(std::string_view api) const {
-  auto it = impl_->by_api.find(std::string(api));
+  auto it = impl_->by_api.find(api);
   return it == impl_->by_api.end() ? nullptr : &impl_->entries[it->second];
 }
 
@@ -531,16 +557,21 @@ std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::stri
   auto it = impl_->support.find(target);
   if (it == impl_->support.end() || it->second.versions.empty()) return std::nullopt;
   const SupportLists& lists = it->second;
-  // The exact version, else the newest list not newer than it, else the oldest list.
-  std::vector<std::string> versions = support_versions(target);
-  std::string chosen = versions.back();
-  if (!torch_version.empty()) {
-    chosen = versions.front();
-    for (const std::string& v : versions)
-      if (!version_less(torch_version, v)) chosen = v;
+  // The exact version, else the newest list not newer than it, else the oldest list: as
+  // support_versions() sorted oldest first would give (later of equal versions), unsorted.
+  const std::string* newest = nullptr;   // the last of the greatest
+  const std::string* oldest = nullptr;   // the first of the least
+  const std::string* fitting = nullptr;  // the last of the greatest not newer than torch_version
+  for (const auto& [v, _] : lists.versions) {
+    if (!newest || !version_less(v, *newest)) newest = &v;
+    if (!oldest || version_less(v, *oldest)) oldest = &v;
+    if (!torch_version.empty() && !version_less(torch_version, v) &&
+        (!fitting || !version_less(v, *fitting)))
+      fitting = &v;
   }
+  const std::string& chosen = torch_version.empty() ? *newest : fitting ? *fitting : *oldest;
   const VersionList& vl = lists.versions.find(chosen)->second;
-  std::string key(api);
+  std::string_view key = api;
   ApiSupport out;
   out.source = lists.source + " (torch " + chosen + ")";
   if (auto u = vl.unsupported.find(key); u != vl.unsupported.end()) {
