@@ -144,30 +144,50 @@ void add_custom_op_calls(const syntax::Tree& tree, const OpMap& ops,
 /// supported_op / op_list, Cambricon's torch_api.yaml): unsupported ones go to
 /// unsupported_api.csv, ones no list confirms (and ones with vendor limits) to unknown_api.csv.
 /// CUDA-specific names are the rules' business and are skipped, as are calls a rule reported.
-void add_vendor_list_findings(const syntax::Tree& tree, const catalogue::Catalogue& cat,
-                              const rules::Options& ropts, std::vector<rules::Finding>& findings) {
+void add_vendor_list_findings(const syntax::Tree& tree, const semantic::Model& model,
+                              const catalogue::Catalogue& cat, const rules::Options& ropts,
+                              std::vector<rules::Finding>& findings) {
   if (cat.support_versions(ropts.target).empty()) return;
-  semantic::Model model(tree.text(), tree.tokens());
-  std::map<std::pair<std::uint32_t, std::uint32_t>, const std::string*> qualified;
+  // The qualified references by byte range (references come in source order).
+  struct Qualified {
+    std::uint32_t begin, end;
+    const std::string* name;
+  };
+  std::vector<Qualified> qualified;
   for (const semantic::Reference& r : model.references())
     if (!r.qualified.empty())
-      qualified[{tree.tokens()[r.first].begin, tree.tokens()[r.last].end}] = &r.qualified;
+      qualified.push_back({tree.tokens()[r.first].begin, tree.tokens()[r.last].end, &r.qualified});
+  auto range_less = [](const Qualified& a, const Qualified& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  };
+  std::stable_sort(qualified.begin(), qualified.end(), range_less);
+  // The ranges the rules reported, by start, with the running maximum of their ends: a range
+  // [b, e) overlaps one of them iff the largest end among those starting before e exceeds b.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> taken;
   for (const rules::Finding& f : findings) taken.emplace_back(f.begin, f.end);
+  std::sort(taken.begin(), taken.end());
+  std::vector<std::uint32_t> max_end(taken.size());
+  for (std::size_t i = 0; i < taken.size(); ++i)
+    max_end[i] = std::max(taken[i].second, i ? max_end[i - 1] : 0);
   bool added = false;
   for (const syntax::Node* call : tree.find_all(syntax::NodeKind::Call)) {
     const syntax::Node* fn = call->func();
     if (!fn) continue;
     syntax::ByteRange r = tree.byte_range(*fn);
-    auto it = qualified.find({r.begin, r.end});
-    if (it == qualified.end()) continue;
-    const std::string& q = *it->second;
+    // The last of equal ranges, as a map assigned in reference order would keep.
+    auto it = std::upper_bound(qualified.begin(), qualified.end(),
+                               Qualified{r.begin, r.end, nullptr}, range_less);
+    if (it == qualified.begin()) continue;
+    --it;
+    if (it->begin != r.begin || it->end != r.end) continue;
+    const std::string& q = *it->name;
     if (!q.starts_with("torch.") || q.starts_with("torch.cuda") ||
         q.starts_with("torch.backends.cud") || cat.find(q))
       continue;
-    bool reported = std::any_of(taken.begin(), taken.end(), [&](const auto& t) {
-      return t.first < r.end && r.begin < t.second;
-    });
+    auto before = std::lower_bound(taken.begin(), taken.end(), r.end,
+                                   [](const auto& t, std::uint32_t e) { return t.first < e; });
+    std::size_t n_before = static_cast<std::size_t>(before - taken.begin());
+    bool reported = n_before > 0 && max_end[n_before - 1] > r.begin;
     if (reported) continue;
     auto s = cat.api_support(q, ropts.target, ropts.torch_version);
     if (!s || s->status == catalogue::Status::Supported) continue;
@@ -226,9 +246,11 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
                      " (copied unchanged)";
     return w;
   }
-  rules::FileResult fr = rules::check(tree, cat, opts.rules);
+  // One semantic model serves the rules and the vendor-list judging.
+  const semantic::Model model(tree.text(), tree.tokens());
+  rules::FileResult fr = rules::check(tree, model, cat, opts.rules);
   add_custom_op_calls(tree, ops, fr.findings);
-  add_vendor_list_findings(tree, cat, opts.rules, fr.findings);
+  add_vendor_list_findings(tree, model, cat, opts.rules, fr.findings);
   w.entry.min_torch = fr.min_torch_version;
   w.cuda_ops = fr.cuda_apis;
   std::vector<fix::AppliedEdit> applied;
@@ -314,8 +336,7 @@ bool valid_version(const std::string& v) {
   return std::regex_match(v, re);
 }
 
-std::string now_utc() {
-  std::time_t t = std::time(nullptr);
+std::string now_utc(std::time_t t) {
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
@@ -541,26 +562,51 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   rep.torch_version = opts.rules.torch_version;
   rep.input = input.string();
   rep.output = opts.inplace ? input.string() : res.result_dir.string();
-  std::ostringstream log;
-  log << now_utc() << " [INFO] torchport " << TORCHPORT_VERSION << " " << rep.command
-      << " --target " << rep.target;
-  if (!rep.torch_version.empty()) log << " --torch-version " << rep.torch_version;
-  log << "\n" << now_utc() << " [INFO] input: " << rep.input << "\n";
-  if (!opts.command_line.empty())
-    log << now_utc() << " [INFO] command: " << opts.command_line << "\n";
+  std::string log;
+  log.reserve(256 + works.size() * 96);
+  // The timestamp, formatted again only when the second changes.
+  std::time_t stamp_time = -1;
+  std::string stamp;
+  auto now = [&]() -> const std::string& {
+    if (std::time_t t = std::time(nullptr); t != stamp_time) {
+      stamp_time = t;
+      stamp = now_utc(t);
+    }
+    return stamp;
+  };
+  log += now();
+  log += " [INFO] torchport " TORCHPORT_VERSION " ";
+  log += rep.command;
+  log += " --target ";
+  log += rep.target;
+  if (!rep.torch_version.empty()) log += " --torch-version " + rep.torch_version;
+  log += "\n" + now() + " [INFO] input: " + rep.input + "\n";
+  if (!opts.command_line.empty()) log += now() + " [INFO] command: " + opts.command_line + "\n";
   for (std::size_t i = 0; i < works.size(); ++i) {
     FileWork& w = works[i];
     char pct[32];
     std::snprintf(pct, sizeof pct, "[Progress: %.2f%%] ",
                   100.0 * static_cast<double>(i + 1) / static_cast<double>(works.size()));
     const char* level = w.entry.outcome == Outcome::Failure ? "WARNING" : "INFO";
-    log << now_utc() << " [" << level << "] " << pct << w.entry.file << ": "
-        << report::to_string(w.entry.outcome) << (w.entry.reason.empty() ? "" : ": ")
-        << w.entry.reason << "\n";
+    log += now();
+    log += " [";
+    log += level;
+    log += "] ";
+    log += pct;
+    log += w.entry.file;
+    log += ": ";
+    log += report::to_string(w.entry.outcome);
+    if (!w.entry.reason.empty()) log += ": ";
+    log += w.entry.reason;
+    log += '\n';
     if (progress && w.entry.outcome == Outcome::Failure) *progress << w.entry.reason << "\n";
     for (const Row& r : w.rows) {
       bool warn = r.op == rules::Operation::Unsupported || r.op == rules::Operation::Unknown;
-      log << now_utc() << (warn ? " [WARNING] " : " [INFO] ") << pct << report::log_line(r) << "\n";
+      log += now();
+      log += warn ? " [WARNING] " : " [INFO] ";
+      log += pct;
+      log += report::log_line(r);
+      log += '\n';
     }
     for (const std::string& op : w.cuda_ops) rep.cuda_ops.push_back({w.entry.file, op});
     rep.min_torch = report::max_version(rep.min_torch, w.entry.min_torch);
@@ -569,13 +615,13 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     res.diff += w.diff;
     rep.files.push_back(std::move(w.entry));
   }
-  log << now_utc() << " [INFO] done: " << rep.files.size() << " files, "
-      << rep.count(Outcome::Failure) << " failure(s)\n";
+  log += now() + " [INFO] done: " + std::to_string(rep.files.size()) + " files, " +
+         std::to_string(rep.count(Outcome::Failure)) + " failure(s)\n";
 
   // Reports, then the output tree moves into place in one rename.
   if (!res.report_dir.empty()) {
     fs::path dir = tmp_dir.empty() ? res.report_dir : tmp_dir / kReportDirName;
-    if (std::string err = write_reports(dir, rep, log.str(), res.diff); !err.empty()) {
+    if (std::string err = write_reports(dir, rep, log, res.diff); !err.empty()) {
       if (!tmp_dir.empty()) fs::remove_all(tmp_dir, ec);
       return refuse(err);
     }

@@ -274,6 +274,11 @@ std::vector<Arg> call_args(const semantic::Model& m, TokenIndex lpar) {
 
 FileResult check(const syntax::Tree& tree, const catalogue::Catalogue& cat, const Options& opts) {
   semantic::Model model(tree.text(), tree.tokens());
+  return check(tree, model, cat, opts);
+}
+
+FileResult check(const syntax::Tree& tree, const semantic::Model& model,
+                 const catalogue::Catalogue& cat, const Options& opts) {
   const catalogue::Target* target = cat.target(opts.target);
   catalogue::Target fallback;
   if (!target) {

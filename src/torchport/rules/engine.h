@@ -22,6 +22,9 @@ class Tree;
 namespace torchport::catalogue {
 class Catalogue;
 }
+namespace torchport::semantic {
+class Model;
+}
 
 namespace torchport::rules {
 
@@ -56,6 +59,10 @@ struct FileResult {
 
 /// Runs every rule family over one parsed Python file.
 FileResult check(const syntax::Tree& tree, const catalogue::Catalogue& cat, const Options& opts);
+/// The same with the file's semantic model already built (from `tree`'s text and tokens), for
+/// a caller that needs the model too.
+FileResult check(const syntax::Tree& tree, const semantic::Model& model,
+                 const catalogue::Catalogue& cat, const Options& opts);
 
 /// Scans a non-Python file of the project (requirements*.txt, pyproject.toml, setup.cfg,
 /// *.sh, *.cpp/*.cc/*.cu/*.cuh). Findings carry byte ranges into `text`; fixes are only
