@@ -1,6 +1,7 @@
 #include <torchport/report/report.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -26,15 +27,49 @@ std::string_view op_name(rules::Operation op) {
   return "UNKNOWN";
 }
 
-std::string row_prefix(const Row& r) {
-  return csv_cell(r.file) + "," + std::to_string(r.start_line) + "," + std::to_string(r.end_line);
+/// Appends csv_cell(cell) to `out`.
+void append_cell(std::string& out, std::string_view cell) {
+  const bool quote_first =
+      cell.size() > 1 && std::string_view("=+-@%").find(cell[0]) != std::string_view::npos;
+  if (cell.find_first_of(",\"\r\n") == std::string_view::npos) {
+    if (quote_first) out += '\'';
+    out += cell;
+    return;
+  }
+  out += '"';
+  if (quote_first) out += '\'';
+  for (char c : cell) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+}
+
+void append_number(std::string& out, std::uint64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+/// `file,start,end` of a row.
+void append_row_prefix(std::string& out, const Row& r) {
+  append_cell(out, r.file);
+  out += ',';
+  append_number(out, r.start_line);
+  out += ',';
+  append_number(out, r.end_line);
 }
 
 std::string api_rows(const Report& r, rules::Operation op) {
   std::string out = "File,Start Line,End Line,OP,Tips\n";
   for (const Row& row : r.rows) {
     if (row.op != op) continue;
-    out += row_prefix(row) + "," + csv_cell(row.api) + "," + csv_cell(row.message) + "\n";
+    append_row_prefix(out, row);
+    out += ',';
+    append_cell(out, row.api);
+    out += ',';
+    append_cell(out, row.message);
+    out += '\n';
   }
   return out;
 }
@@ -76,16 +111,8 @@ std::size_t Report::count(Outcome o) const {
 }
 
 std::string csv_cell(std::string_view cell) {
-  std::string s(cell);
-  if (s.size() > 1 && std::string_view("=+-@%").find(s[0]) != std::string_view::npos)
-    s.insert(s.begin(), '\'');
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
+  std::string out;
+  append_cell(out, cell);
   return out;
 }
 
@@ -93,8 +120,12 @@ std::string change_list_csv(const Report& r) {
   std::string out = "File,Start Line,End Line,Operation Type,Message\n";
   for (const Row& row : r.rows) {
     if (row.op == rules::Operation::Unknown) continue;
-    out +=
-        row_prefix(row) + "," + std::string(op_name(row.op)) + "," + csv_cell(row.message) + "\n";
+    append_row_prefix(out, row);
+    out += ',';
+    out += op_name(row.op);
+    out += ',';
+    append_cell(out, row.message);
+    out += '\n';
   }
   return out;
 }
@@ -111,7 +142,7 @@ std::string cuda_op_list_csv(const Report& r) {
   return out;
 }
 
-std::string report_json(const Report& r) {
+std::string report_json_reference(const Report& r) {
   using nlohmann::ordered_json;
   ordered_json j;
   j["tool"] = "torchport";
@@ -172,10 +203,237 @@ std::string report_json(const Report& r) {
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+/// True if `s` is well-formed UTF-8 (what nlohmann::json's strict serializer accepts).
+bool valid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    std::size_t n;
+    unsigned char lo = 0x80, hi = 0xBF;  // bounds of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (static_cast<std::size_t>(end - p) <= n) return false;
+    if (p[1] < lo || p[1] > hi) return false;
+    for (std::size_t k = 2; k <= n; ++k)
+      if (p[k] < 0x80 || p[k] > 0xBF) return false;
+    p += n + 1;
+  }
+  return true;
+}
+
+/// Writes JSON text exactly as nlohmann::ordered_json::dump(2) does, for the shapes of
+/// report.json. `ok` turns false on a string that is not valid UTF-8.
+class JsonWriter {
+ public:
+  std::string out;
+  bool ok = true;
+
+  void open(char bracket) {
+    out += bracket;
+    ++depth_;
+    first_ = true;
+  }
+  /// Closes an object or array; `empty` when nothing was written into it.
+  void close(char bracket) {
+    --depth_;
+    if (!first_) {
+      out += '\n';
+      indent();
+    }
+    out += bracket;
+    first_ = false;
+  }
+  void key(std::string_view k) {
+    item();
+    string(k);
+    out += ": ";
+  }
+  /// Starts an array element.
+  void item() {
+    out += first_ ? "\n" : ",\n";
+    first_ = false;
+    indent();
+  }
+  void string(std::string_view s) {
+    if (!valid_utf8(s)) ok = false;
+    out += '"';
+    std::size_t plain = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x20 && c != '"' && c != '\\') continue;
+      out.append(s.data() + plain, i - plain);
+      plain = i + 1;
+      switch (c) {
+        case '\b':
+          out += "\\b";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        default: {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+          out += buf;
+        }
+      }
+    }
+    out.append(s.data() + plain, s.size() - plain);
+    out += '"';
+  }
+  void number(std::uint64_t v) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, end);
+  }
+  void boolean(bool b) { out += b ? "true" : "false"; }
+
+  template <class F>
+  void field(std::string_view k, F&& value) {
+    key(k);
+    value();
+  }
+
+ private:
+  void indent() { out.append(static_cast<std::size_t>(depth_) * 2, ' '); }
+  int depth_ = 0;
+  bool first_ = true;
+};
+
+}  // namespace
+
+std::string report_json(const Report& r) {
+  JsonWriter w;
+  w.out.reserve(256 + r.files.size() * 160 + r.rows.size() * 320);
+  auto str = [&](std::string_view k, std::string_view v) {
+    w.key(k);
+    w.string(v);
+  };
+  auto num = [&](std::string_view k, std::uint64_t v) {
+    w.key(k);
+    w.number(v);
+  };
+  w.open('{');
+  str("tool", "torchport");
+  str("version", TORCHPORT_VERSION);
+  str("command", r.command);
+  str("target", r.target);
+  str("torch_version", r.torch_version);
+  str("input", r.input);
+  str("output", r.output);
+  str("min_torch_version", r.min_torch);
+  w.key("summary");
+  w.open('{');
+  num("files", r.files.size());
+  num("success", r.count(Outcome::Success));
+  num("failure", r.count(Outcome::Failure));
+  num("skip", r.count(Outcome::Skip));
+  num("changed",
+      static_cast<std::uint64_t>(std::count_if(r.files.begin(), r.files.end(),
+                                               [](const FileEntry& f) { return f.changed; })));
+  num("insert", r.count(rules::Operation::Insert));
+  num("modify", r.count(rules::Operation::Modify));
+  num("delete", r.count(rules::Operation::Delete));
+  num("unsupported", r.count(rules::Operation::Unsupported));
+  num("unknown", r.count(rules::Operation::Unknown));
+  num("cuda_ops", r.cuda_ops.size());
+  w.close('}');
+  w.key("files");
+  w.open('[');
+  for (const FileEntry& f : r.files) {
+    w.item();
+    w.open('{');
+    str("file", f.file);
+    str("outcome", to_string(f.outcome));
+    if (!f.reason.empty()) str("reason", f.reason);
+    w.key("python");
+    w.boolean(f.python);
+    w.key("changed");
+    w.boolean(f.changed);
+    num("findings", f.findings);
+    if (!f.min_torch.empty()) str("min_torch_version", f.min_torch);
+    w.close('}');
+  }
+  w.close(']');
+  w.key("findings");
+  w.open('[');
+  for (const Row& row : r.rows) {
+    w.item();
+    w.open('{');
+    str("file", row.file);
+    num("start_line", row.start_line);
+    num("end_line", row.end_line);
+    num("column", row.column);
+    str("operation", op_name(row.op));
+    str("code", row.code);
+    str("api", row.api);
+    str("message", row.message);
+    w.key("applied");
+    w.boolean(row.applied);
+    w.close('}');
+  }
+  w.close(']');
+  w.key("cuda_ops");
+  w.open('[');
+  for (const CudaOp& op : r.cuda_ops) {
+    w.item();
+    w.open('{');
+    str("file", op.file);
+    str("api", op.api);
+    w.close('}');
+  }
+  w.close(']');
+  w.close('}');
+  if (!w.ok) return report_json_reference(r);
+  w.out += '\n';
+  return std::move(w.out);
+}
+
 std::string log_line(const Row& row) {
-  return row.file + ": line: " + std::to_string(row.start_line) + " ~ " +
-         std::to_string(row.end_line) + "   Operation Type: " + std::string(op_name(row.op)) +
-         "   Message: " + row.message;
+  std::string out;
+  out.reserve(row.file.size() + row.message.size() + 64);
+  out += row.file;
+  out += ": line: ";
+  append_number(out, row.start_line);
+  out += " ~ ";
+  append_number(out, row.end_line);
+  out += "   Operation Type: ";
+  out += op_name(row.op);
+  out += "   Message: ";
+  out += row.message;
+  return out;
 }
 
 std::string summary_table(const Report& r) {

@@ -74,6 +74,9 @@ std::string unknown_api_csv(const Report& r);
 std::string cuda_op_list_csv(const Report& r);
 /// Everything, machine-readable.
 std::string report_json(const Report& r);
+/// report_json() written through nlohmann::json (slower; the same text). report_json() falls
+/// back to it for a string that is not valid UTF-8, which it rejects with nlohmann's error.
+std::string report_json_reference(const Report& r);
 /// One log line per row: `file: line a ~ b   Operation Type: MODIFY   Message: ...`.
 std::string log_line(const Row& row);
 /// The terminal summary: a `files | statistics` table plus file outcomes.

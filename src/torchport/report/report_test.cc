@@ -73,6 +73,22 @@ TEST(Json, CarriesSummaryFilesAndFindings) {
   EXPECT_EQ(j["cuda_ops"][0]["api"], "my_ops.fused_add");
 }
 
+TEST(Json, FastWriterMatchesNlohmann) {
+  Report r = sample();
+  r.min_torch = "2.6";
+  r.files[0].min_torch = "2.6";
+  r.rows[1].message =
+      std::string("ctl \x01\x1f\x7f tab\t nl\n cr\r ff\f bs\b q\" \\ caf\xc3\xa9 ") +
+      "\xe2\x82\xac \xf0\x9f\x98\x80";
+  EXPECT_EQ(report_json(r), report_json_reference(r));
+  EXPECT_EQ(report_json(Report{}), report_json_reference(Report{}));
+  Report bad = sample();
+  bad.rows[0].api = "\xed\xa0\x80";  // a surrogate: not UTF-8
+  EXPECT_THROW(report_json(bad), nlohmann::json::type_error);
+  bad.rows[0].api = "\xc3";  // truncated
+  EXPECT_THROW(report_json(bad), nlohmann::json::type_error);
+}
+
 TEST(Text, LogLineAndSummaryTable) {
   Report r = sample();
   EXPECT_EQ(log_line(r.rows[0]),
