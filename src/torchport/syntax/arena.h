@@ -53,7 +53,7 @@ class Arena {
  private:
   void grow(std::size_t at_least) {
     std::size_t size = next_block_ < at_least ? at_least : next_block_;
-    blocks_.push_back(std::make_unique<std::byte[]>(size));
+    blocks_.push_back(std::unique_ptr<std::byte[]>(new std::byte[size]));  // not zeroed
     cur_ = blocks_.back().get();
     end_ = cur_ + size;
     if (next_block_ < (std::size_t{1} << 24)) next_block_ *= 2;

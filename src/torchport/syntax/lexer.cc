@@ -3,6 +3,7 @@
 #include <torchport/syntax/lexer.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 
@@ -79,10 +80,21 @@ TokenKind keyword_kind(std::string_view s) {
       {"with", K::KwWith},
       {"yield", K::KwYield},
   };
+  // The table is grouped by first letter: each letter's [begin, end) range in it.
+  static constexpr auto kByFirst = [] {
+    std::array<std::pair<std::uint8_t, std::uint8_t>, 128> r{};
+    for (std::size_t i = 0; i < std::size(kKeywords); ++i) {
+      auto& [b, e] = r[static_cast<unsigned char>(kKeywords[i].word[0])];
+      if (e == 0) b = static_cast<std::uint8_t>(i);
+      e = static_cast<std::uint8_t>(i + 1);
+    }
+    return r;
+  }();
   if (s.size() < 2 || s.size() > 8) return K::Name;
-  for (const Entry& e : kKeywords) {
-    if (e.word.size() == s.size() && e.word[0] == s[0] && e.word == s) return e.kind;
-  }
+  const auto c = static_cast<unsigned char>(s[0]);
+  if (c >= 128) return K::Name;
+  for (std::size_t i = kByFirst[c].first; i < kByFirst[c].second; ++i)
+    if (kKeywords[i].word == s) return kKeywords[i].kind;
   return K::Name;
 }
 

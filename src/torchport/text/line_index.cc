@@ -2,6 +2,7 @@
 #include <torchport/text/line_index.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace torchport::text {
 
@@ -9,6 +10,19 @@ LineIndex::LineIndex(std::string_view text) {
   starts_.reserve(text.size() / 32 + 1);
   starts_.push_back(0);
   const std::size_t n = text.size();
+  if (std::memchr(text.data(), '\r', n) == nullptr) {
+    // Only LF endings: find them with memchr.
+    const char* const base = text.data();
+    const char* p = base;
+    const char* const end = base + n;
+    while (p < end) {
+      const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(end - p));
+      if (nl == nullptr) break;
+      p = static_cast<const char*>(nl) + 1;
+      starts_.push_back(static_cast<std::uint32_t>(p - base));
+    }
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     const char c = text[i];
     if (c == '\n') {
