@@ -71,7 +71,11 @@ void Model::build_lines() {
   std::vector<TokenIndex> open;
   std::uint32_t depth = 0;
   Line cur;
-  std::vector<TokenIndex> cur_tokens;  // the current line's tokens (reused buffer)
+  // Each line's tokens are a contiguous run of line_tokens_: [line_start, size()) for the
+  // current line. The spans are set once the pool stops growing.
+  line_tokens_.reserve(n / 2 + 1);
+  std::size_t line_start = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> runs;
   lines_.reserve(n / 8 + 1);
   // Scope stack: (depth of the def/class line, scope id, is_class).
   struct Frame {
@@ -83,23 +87,25 @@ void Model::build_lines() {
   scopes_.push_back(Scope{0, {}, {}});
 
   auto finish = [&](std::uint32_t end_offset) {
-    if (cur_tokens.empty()) return;
-    cur.tokens.assign(cur_tokens.begin(), cur_tokens.end());
-    cur_tokens.clear();
+    if (line_tokens_.size() == line_start) return;
+    runs.emplace_back(line_start, line_tokens_.size() - line_start);
+    const std::span<const TokenIndex> toks(line_tokens_.data() + line_start,
+                                           line_tokens_.size() - line_start);
+    line_start = line_tokens_.size();
     cur.depth = depth;
     cur.end = end_offset;
-    cur.begin = tokens_[cur.tokens.front()].begin;
+    cur.begin = tokens_[toks.front()].begin;
     while (stack.size() > 1 && static_cast<std::int64_t>(depth) <= stack.back().depth) {
       stack.pop_back();
     }
     cur.scope = stack.back().scope;
     const auto idx = static_cast<std::uint32_t>(lines_.size());
-    for (TokenIndex t : cur.tokens) line_of_token_[t] = static_cast<std::int32_t>(idx);
+    for (TokenIndex t : toks) line_of_token_[t] = static_cast<std::int32_t>(idx);
     // A def/class line opens a scope for the lines indented under it.
     std::size_t k = 0;
-    if (k < cur.tokens.size() && tokens_[cur.tokens[k]].kind == TokenKind::KwAsync) ++k;
-    if (k < cur.tokens.size()) {
-      TokenKind kk = tokens_[cur.tokens[k]].kind;
+    if (k < toks.size() && tokens_[toks[k]].kind == TokenKind::KwAsync) ++k;
+    if (k < toks.size()) {
+      TokenKind kk = tokens_[toks[k]].kind;
       if (kk == TokenKind::KwDef || kk == TokenKind::KwClass) {
         std::uint32_t parent = cur.scope;
         // Methods do not see the class body's names.
@@ -143,24 +149,23 @@ void Model::build_lines() {
       open.pop_back();
       enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
     }
-    cur_tokens.push_back(i);
+    line_tokens_.push_back(i);
   }
   finish(static_cast<std::uint32_t>(text_.size()));
+  for (std::size_t li = 0; li < lines_.size(); ++li)
+    lines_[li].tokens = {line_tokens_.data() + runs[li].first, runs[li].second};
 }
 
-void Model::bind(std::uint32_t scope, std::string name, Binding b) {
+void Model::bind(std::uint32_t scope, std::string_view name, Binding b) {
   // Small scopes are searched linearly; from kIndexFrom names on, through an index.
   constexpr std::size_t kIndexFrom = 16;
   Scope& sc = scopes_[scope];
-  sc.names.emplace_back(std::move(name), std::move(b));
+  sc.names.emplace_back(name, std::move(b));
   if (sc.index.empty() && sc.names.size() < kIndexFrom) return;
   const auto first =
       sc.index.empty() ? std::uint32_t{0} : static_cast<std::uint32_t>(sc.names.size() - 1);
   for (auto idx = first; idx < sc.names.size(); ++idx) {
-    const std::string& n = sc.names[idx].first;
-    auto it = sc.index.find(std::string_view(n));
-    if (it == sc.index.end()) it = sc.index.emplace(n, std::vector<std::uint32_t>{}).first;
-    it->second.push_back(idx);
+    sc.index[sc.names[idx].first].push_back(idx);
   }
 }
 
@@ -212,7 +217,8 @@ std::optional<std::string> Model::module_alias(std::string_view qualified) const
   for (const auto& [n, b] : scopes_[0].names) {
     if (b.kind == Binding::Kind::Qualified && b.target == qualified) {
       const Binding* again = find_binding(n, 0);
-      if (again && again->kind == Binding::Kind::Qualified && again->target == qualified) return n;
+      if (again && again->kind == Binding::Kind::Qualified && again->target == qualified)
+        return std::string(n);
     }
   }
   return std::nullopt;
@@ -221,7 +227,7 @@ std::optional<std::string> Model::module_alias(std::string_view qualified) const
 namespace {
 
 // Reads a dotted name starting at position p of `toks` (significant token indexes).
-std::string dotted(const Model& m, const std::vector<TokenIndex>& toks, std::size_t& p) {
+std::string dotted(const Model& m, std::span<const TokenIndex> toks, std::size_t& p) {
   std::string out;
   while (p < toks.size()) {
     TokenKind k = m.kind(toks[p]);
@@ -262,17 +268,22 @@ void Model::build_imports_and_bindings() {
         std::size_t mstart = p;
         im.module = dotted(*this, t, p);
         im.module_end = p > mstart ? t[p - 1] + 1 : t[p];
+        // The bound name, as a view of the text: the `as` name, else the module's first name
+        // ("" for a module path that starts with dots).
+        std::string_view bound;
         if (p < t.size() && kind(t[p]) == TokenKind::KwAs && p + 1 < t.size()) {
-          im.bound = std::string(token_text(t[p + 1]));
+          bound = token_text(t[p + 1]);
+          im.bound = std::string(bound);
           im.target = im.module;
           p += 2;
         } else {
           im.bound = im.module.substr(0, im.module.find('.'));
           im.target = im.bound;
+          if (!im.bound.empty()) bound = token_text(t[mstart]);
         }
         im.item_end = t[p - 1] + 1;
         if (!im.module.empty()) {
-          bind(scope, im.bound, Binding{Binding::Kind::Qualified, im.target});
+          bind(scope, bound, Binding{Binding::Kind::Qualified, im.target});
           imports_.push_back(std::move(im));
         }
         while (p < t.size() && kind(t[p]) != TokenKind::Comma) ++p;
@@ -303,16 +314,17 @@ void Model::build_imports_and_bindings() {
         im.module_begin = mb;
         im.module_end = me;
         im.item_begin = t[p];
-        im.name = std::string(token_text(t[p]));
-        im.bound = im.name;
+        std::string_view bound = token_text(t[p]);
+        im.name = std::string(bound);
         ++p;
         if (p + 1 < t.size() && kind(t[p]) == TokenKind::KwAs) {
-          im.bound = std::string(token_text(t[p + 1]));
+          bound = token_text(t[p + 1]);
           p += 2;
         }
+        im.bound = std::string(bound);
         im.item_end = t[p - 1] + 1;
         im.target = module + "." + im.name;
-        bind(scope, im.bound, Binding{Binding::Kind::Qualified, im.target});
+        bind(scope, bound, Binding{Binding::Kind::Qualified, im.target});
         imports_.push_back(std::move(im));
       }
       continue;
@@ -321,7 +333,7 @@ void Model::build_imports_and_bindings() {
     std::size_t k = (k0 == TokenKind::KwAsync) ? 1 : 0;
     if (k < t.size() && (kind(t[k]) == TokenKind::KwDef || kind(t[k]) == TokenKind::KwClass)) {
       if (k + 1 < t.size() && kind(t[k + 1]) == TokenKind::Name) {
-        bind(scope, std::string(token_text(t[k + 1])), Binding{});
+        bind(scope, token_text(t[k + 1]), Binding{});
       }
       if (kind(t[k]) == TokenKind::KwDef && k + 2 < t.size() && kind(t[k + 2]) == TokenKind::LPar) {
         // The new scope is the one created for this line: the next scope id after those of
@@ -340,7 +352,7 @@ void Model::build_imports_and_bindings() {
           TokenKind before = kind(t[q - 1]);
           if (before == TokenKind::LPar || before == TokenKind::Comma ||
               before == TokenKind::Star || before == TokenKind::DoubleStar) {
-            if (inner != scope) bind(inner, std::string(token_text(t[q])), Binding{});
+            if (inner != scope) bind(inner, token_text(t[q]), Binding{});
           }
         }
       }
@@ -349,7 +361,7 @@ void Model::build_imports_and_bindings() {
     // for NAME[, NAME] in ...
     if (k0 == TokenKind::KwFor) {
       for (std::size_t q = 1; q < t.size() && kind(t[q]) != TokenKind::KwIn; ++q) {
-        if (kind(t[q]) == TokenKind::Name) bind(scope, std::string(token_text(t[q])), Binding{});
+        if (kind(t[q]) == TokenKind::Name) bind(scope, token_text(t[q]), Binding{});
       }
       continue;
     }
@@ -357,7 +369,7 @@ void Model::build_imports_and_bindings() {
     for (std::size_t q = 0; q + 1 < t.size(); ++q) {
       if (kind(t[q]) == TokenKind::KwAs && kind(t[q + 1]) == TokenKind::Name &&
           !enclosing_open(t[q])) {
-        bind(scope, std::string(token_text(t[q + 1])), Binding{});
+        bind(scope, token_text(t[q + 1]), Binding{});
       }
     }
     // Assignments: targets are the names before the top-level `=` signs.
@@ -426,14 +438,14 @@ void Model::build_imports_and_bindings() {
         if (v.kind == Binding::Kind::Device && from_string && !device_like(token_text(t[from]))) {
           v = Binding{};
         }
-        bind(scope, std::string(token_text(t[from])), v);
+        bind(scope, token_text(t[from]), v);
         continue;
       }
       for (std::size_t q = from; q < to; ++q) {
         if (kind(t[q]) == TokenKind::Name && !enclosing_open(t[q]) &&
             (q == from || kind(t[q - 1]) == TokenKind::Comma) &&
             (q + 1 == to || kind(t[q + 1]) == TokenKind::Comma)) {
-          bind(scope, std::string(token_text(t[q])), Binding{});
+          bind(scope, token_text(t[q]), Binding{});
         }
       }
     }
@@ -443,6 +455,9 @@ void Model::build_imports_and_bindings() {
 void Model::build_references() {
   reference_of_token_.assign(tokens_.size(), -1);
   references_.reserve(tokens_.size() / 8 + 1);
+  // A name token is in at most one reference: with this capacity the pool never moves, so the
+  // references' spans stay valid.
+  name_tokens_.reserve(line_tokens_.size());
   for (std::uint32_t li = 0; li < lines_.size(); ++li) {
     const auto& t = lines_[li].tokens;
     TokenKind k0 = kind(t[0]);
@@ -486,8 +501,9 @@ void Model::build_references() {
       Reference ref;
       ref.first = t[p];
       ref.line = li;
-      ref.names.reserve((q - p) / 2 + 1);
-      for (std::size_t r = p; r <= q; r += 2) ref.names.push_back(t[r]);
+      const std::size_t names_at = name_tokens_.size();
+      for (std::size_t r = p; r <= q; r += 2) name_tokens_.push_back(t[r]);
+      ref.names = {name_tokens_.data() + names_at, name_tokens_.size() - names_at};
       ref.last = t[q];
       const Binding* b = find_binding(token_text(t[p]), lines_[li].scope);
       if (b && b->kind == Binding::Kind::Qualified) {

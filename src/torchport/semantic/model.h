@@ -27,11 +27,11 @@ using TokenIndex = std::uint32_t;
 
 /// One logical line: the non-trivia tokens from the first token up to its NEWLINE.
 struct Line {
-  std::vector<TokenIndex> tokens;  ///< significant tokens (no trivia, no NEWLINE/INDENT/DEDENT)
-  std::uint32_t scope = 0;         ///< the scope the line's code runs in (0 = module)
-  std::uint32_t depth = 0;         ///< indentation depth (number of open INDENTs)
-  std::uint32_t begin = 0;         ///< byte offset of the line's first significant token
-  std::uint32_t end = 0;           ///< byte offset just after the line's NEWLINE token
+  std::span<const TokenIndex> tokens;  ///< significant tokens (no trivia, NEWLINE, INDENT, DEDENT)
+  std::uint32_t scope = 0;             ///< the scope the line's code runs in (0 = module)
+  std::uint32_t depth = 0;             ///< indentation depth (number of open INDENTs)
+  std::uint32_t begin = 0;             ///< byte offset of the line's first significant token
+  std::uint32_t end = 0;               ///< byte offset just after the line's NEWLINE token
 };
 
 enum class ImportKind : std::uint8_t { Import, From };
@@ -62,9 +62,9 @@ struct Binding {
 
 /// A dotted reference `a.b.c` in an expression (not an import statement, not after a dot).
 struct Reference {
-  TokenIndex first = 0;           ///< the head Name token
-  TokenIndex last = 0;            ///< the last Name token of the chain
-  std::vector<TokenIndex> names;  ///< every Name token of the chain
+  TokenIndex first = 0;               ///< the head Name token
+  TokenIndex last = 0;                ///< the last Name token of the chain
+  std::span<const TokenIndex> names;  ///< every Name token of the chain
   std::string qualified;  ///< resolved qualified name ("" if the head is not an import/alias)
   std::uint32_t line = 0;
 };
@@ -73,6 +73,11 @@ class Model {
  public:
   /// Builds the model. `tokens` must tile `text` (a lexer result).
   Model(std::string_view text, std::span<const syntax::Token> tokens);
+  // Lines and references view token pools the model owns: it moves, it is not copied.
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  Model(Model&&) noexcept = default;
+  Model& operator=(Model&&) noexcept = default;
 
   std::string_view text() const { return text_; }
   std::span<const syntax::Token> tokens() const { return tokens_; }
@@ -131,7 +136,8 @@ class Model {
   void build_lines();
   void build_imports_and_bindings();
   void build_references();
-  void bind(std::uint32_t scope, std::string name, Binding b);
+  /// `name` views the text (or is empty): the scopes keep the view.
+  void bind(std::uint32_t scope, std::string_view name, Binding b);
   /// lookup() without copying: the binding, or a shared Device/Other binding for merged or
   /// conflicting ones; nullptr if unbound.
   const Binding* find_binding(std::string_view name, std::uint32_t scope) const;
@@ -140,21 +146,19 @@ class Model {
   std::string_view text_;
   std::span<const syntax::Token> tokens_;
   std::vector<Line> lines_;
+  std::vector<TokenIndex> line_tokens_;      ///< the lines' tokens, line after line
+  std::vector<TokenIndex> name_tokens_;      ///< the references' name chains
   std::vector<std::int32_t> line_of_token_;  ///< -1 for trivia
   std::vector<std::int32_t> match_;          ///< matching bracket or -1
   std::vector<std::int32_t> enclosing_;      ///< innermost open bracket or -1
   std::vector<Import> imports_;
   std::vector<Reference> references_;
   std::vector<std::int32_t> reference_of_token_;
-  struct NameHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   struct Scope {
     std::uint32_t parent = 0;
-    std::vector<std::pair<std::string, Binding>> names;  ///< in binding order; last wins
-    /// name -> its indexes in `names`, in binding order.
-    std::unordered_map<std::string, std::vector<std::uint32_t>, NameHash, std::equal_to<>> index;
+    std::vector<std::pair<std::string_view, Binding>> names;  ///< in binding order; last wins
+    /// name -> its indexes in `names`, in binding order (only for scopes with many names).
+    std::unordered_map<std::string_view, std::vector<std::uint32_t>> index;
   };
   std::vector<Scope> scopes_;
   std::string_view newline_ = "\n";
