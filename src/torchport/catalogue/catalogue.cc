@@ -75,6 +75,19 @@ long to_long(std::string_view s) {
   return std::strtol(buf, nullptr, 10);
 }
 
+/// The numeric parts version_less() compares ("2.10" -> {2, 10}; "" -> {0}).
+std::vector<long> version_parts(std::string_view v) {
+  std::vector<long> out;
+  std::size_t i = 0;
+  while (i <= v.size()) {
+    std::size_t j = v.find('.', i);
+    if (j == std::string_view::npos) j = v.size();
+    out.push_back(to_long(v.substr(i, j - i)));
+    i = j + 1;
+  }
+  return out;
+}
+
 bool version_less(std::string_view a, std::string_view b) {
   // Compares the '.'-separated numeric parts lexicographically, one part at a time.
   struct Parts {
@@ -98,16 +111,18 @@ bool version_less(std::string_view a, std::string_view b) {
   }
 }
 
+/// std::hash<std::string_view> for string-keyed maps looked up by string_view. Not noexcept on
+/// purpose: libstdc++ then keeps each node's hash code, as it does for std::hash<std::string>,
+/// instead of hashing the keys it walks past in a bucket.
 struct StringHash {
   using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return std::hash<std::string_view>{}(s);
-  }
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 template <class V>
 using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 
 struct VersionList {
+  std::vector<long> parts;  // version_parts() of the version
   std::set<std::string, std::less<>> supported;
   StringMap<std::string> partial;      // api -> tip
   StringMap<std::string> unsupported;  // api -> tip
@@ -421,6 +436,7 @@ void parse_support(Catalogue::Impl& impl, const std::string& name, const std::st
   for (const auto& [ver, body] : v->items()) {
     std::string where = name + ": versions." + ver;
     VersionList& vl = lists.versions[ver];
+    vl.parts = version_parts(ver);
     for (const std::string& api : str_list(body, "supported", where)) vl.supported.insert(api);
     for (const char* key : {"partial", "unsupported"}) {
       auto m = body.find(key);
@@ -559,17 +575,19 @@ std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::stri
   const SupportLists& lists = it->second;
   // The exact version, else the newest list not newer than it, else the oldest list: as
   // support_versions() sorted oldest first would give (later of equal versions), unsorted.
-  const std::string* newest = nullptr;   // the last of the greatest
-  const std::string* oldest = nullptr;   // the first of the least
-  const std::string* fitting = nullptr;  // the last of the greatest not newer than torch_version
-  for (const auto& [v, _] : lists.versions) {
-    if (!newest || !version_less(v, *newest)) newest = &v;
-    if (!oldest || version_less(v, *oldest)) oldest = &v;
-    if (!torch_version.empty() && !version_less(torch_version, v) &&
-        (!fitting || !version_less(v, *fitting)))
-      fitting = &v;
+  using Version = std::pair<const std::string, VersionList>;
+  const Version* newest = nullptr;   // the last of the greatest
+  const Version* oldest = nullptr;   // the first of the least
+  const Version* fitting = nullptr;  // the last of the greatest not newer than torch_version
+  const std::vector<long> wanted = version_parts(torch_version);
+  for (const Version& entry : lists.versions) {
+    const std::vector<long>& v = entry.second.parts;
+    if (!newest || !(v < newest->second.parts)) newest = &entry;
+    if (!oldest || v < oldest->second.parts) oldest = &entry;
+    if (!torch_version.empty() && !(wanted < v) && (!fitting || !(v < fitting->second.parts)))
+      fitting = &entry;
   }
-  const std::string& chosen = torch_version.empty() ? *newest : fitting ? *fitting : *oldest;
+  const std::string& chosen = (torch_version.empty() ? newest : fitting ? fitting : oldest)->first;
   const VersionList& vl = lists.versions.find(chosen)->second;
   std::string_view key = api;
   ApiSupport out;
