@@ -15,6 +15,7 @@
 #include <ctime>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <regex>
 #include <set>
@@ -61,8 +62,10 @@ std::pair<std::size_t, std::size_t> raw_line_col(std::string_view bytes, std::si
 /// new text (== text when nothing was applied).
 std::string apply_findings(const std::string& rel, std::string_view text,
                            const std::vector<rules::Finding>& findings, bool analyze_only,
-                           FileWork& work, std::vector<fix::AppliedEdit>& applied) {
-  text::LineIndex index(text);
+                           FileWork& work, std::vector<fix::AppliedEdit>& applied,
+                           const text::LineIndex* lines = nullptr) {
+  std::optional<text::LineIndex> own;
+  if (!lines && !findings.empty()) lines = &own.emplace(text);
   std::vector<fix::Fix> fixes;
   std::vector<std::size_t> fix_of(findings.size(), SIZE_MAX);
   if (!analyze_only) {
@@ -79,8 +82,8 @@ std::string apply_findings(const std::string& rel, std::string_view text,
       return std::min<std::uint32_t>(o, static_cast<std::uint32_t>(text.size()));
     };
     std::uint32_t b = clamp(f.begin), e = clamp(std::max(f.begin, f.end));
-    text::LineCol start = index.locate(b);
-    text::LineCol end = index.locate(e > b ? e - 1 : b);
+    text::LineCol start = lines->locate(b);
+    text::LineCol end = lines->locate(e > b ? e - 1 : b);
     Row row;
     row.file = rel;
     row.start_line = start.line;
@@ -255,7 +258,8 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   w.cuda_ops = fr.cuda_apis;
   std::vector<fix::AppliedEdit> applied;
   std::string text(tree.text());
-  std::string after = apply_findings(f.rel, text, fr.findings, opts.analyze_only, w, applied);
+  std::string after =
+      apply_findings(f.rel, text, fr.findings, opts.analyze_only, w, applied, &tree.lines());
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
   if (after == text) return w;
   // Self-check: the output must parse, else the original is kept and the failure reported.
@@ -344,23 +348,42 @@ std::string now_utc(std::time_t t) {
   return buf;
 }
 
-/// Writes every report file into `dir`. Returns "" or an error.
+/// Writes every report file into `dir`. Returns "" or an error. With `parallel`, report.json
+/// (the largest) is rendered on a second thread while the others are written.
 std::string write_reports(const fs::path& dir, const report::Report& rep, const std::string& log,
-                          const std::string& diff) {
+                          const std::string& diff, bool parallel) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return dir.string() + ": cannot create: " + ec.message();
-  std::string error;
-  const std::pair<const char*, std::string> files[] = {
+  std::string json;
+  std::exception_ptr json_error;
+  auto render_json = [&] {
+    try {
+      json = report::report_json(rep);
+    } catch (...) {
+      json_error = std::current_exception();
+    }
+  };
+  std::jthread json_thread;  // joined however this returns
+  if (parallel) json_thread = std::jthread(render_json);
+  const std::pair<const char*, std::string> csvs[] = {
       {"change_list.csv", report::change_list_csv(rep)},
       {"unsupported_api.csv", report::unsupported_api_csv(rep)},
       {"unknown_api.csv", report::unknown_api_csv(rep)},
       {"cuda_op_list.csv", report::cuda_op_list_csv(rep)},
-      {"report.json", report::report_json(rep)},
-      {"torchport.log", log},
   };
-  for (const auto& [name, text] : files)
+  if (parallel)
+    json_thread.join();
+  else
+    render_json();
+  if (json_error) std::rethrow_exception(json_error);
+  std::string error;
+  for (const auto& [name, text] : csvs)
     if (!write_atomic(dir / name, text, error)) return (dir / name).string() + ": " + error;
+  if (!write_atomic(dir / "report.json", json, error))
+    return (dir / "report.json").string() + ": " + error;
+  if (!write_atomic(dir / "torchport.log", log, error))
+    return (dir / "torchport.log").string() + ": " + error;
   if (!diff.empty() && !write_atomic(dir / "changes.diff", diff, error))
     return (dir / "changes.diff").string() + ": " + error;
   return {};
@@ -482,7 +505,16 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   // Two passes: C++/CUDA sources first (their custom operators), then everything else, so
   // Python calls to those operators are reported.
   OpMap ops;
-  auto run_pass = [&](const std::vector<std::size_t>& todo) {
+  const unsigned max_jobs =
+      opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
+  auto run_pass = [&](std::vector<std::size_t> todo) {
+    const auto jobs = static_cast<unsigned>(
+        std::min<std::size_t>(max_jobs, std::max<std::size_t>(1, todo.size())));
+    // Largest files first, so that no worker is left with a big file at the end (the results
+    // are kept by file index: the order of work does not show in any output).
+    if (jobs > 1)
+      std::stable_sort(todo.begin(), todo.end(),
+                       [&](std::size_t a, std::size_t b) { return files[a].size > files[b].size; });
     std::atomic<std::size_t> next{0};
     auto worker = [&] {
       for (std::size_t k = next++; k < todo.size(); k = next++) {
@@ -510,9 +542,6 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
         works[i] = std::move(w);
       }
     };
-    unsigned jobs = opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
-    jobs =
-        static_cast<unsigned>(std::min<std::size_t>(jobs, std::max<std::size_t>(1, todo.size())));
     if (jobs <= 1) {
       worker();
     } else {
@@ -621,7 +650,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   // Reports, then the output tree moves into place in one rename.
   if (!res.report_dir.empty()) {
     fs::path dir = tmp_dir.empty() ? res.report_dir : tmp_dir / kReportDirName;
-    if (std::string err = write_reports(dir, rep, log, res.diff); !err.empty()) {
+    if (std::string err = write_reports(dir, rep, log, res.diff, max_jobs > 1); !err.empty()) {
       if (!tmp_dir.empty()) fs::remove_all(tmp_dir, ec);
       return refuse(err);
     }

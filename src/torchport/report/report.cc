@@ -31,7 +31,8 @@ std::string_view op_name(rules::Operation op) {
 void append_cell(std::string& out, std::string_view cell) {
   const bool quote_first =
       cell.size() > 1 && std::string_view("=+-@%").find(cell[0]) != std::string_view::npos;
-  if (cell.find_first_of(",\"\r\n") == std::string_view::npos) {
+  if (std::none_of(cell.begin(), cell.end(),
+                   [](char c) { return c == ',' || c == '"' || c == '\r' || c == '\n'; })) {
     if (quote_first) out += '\'';
     out += cell;
     return;
