@@ -53,8 +53,14 @@ void run_env(Context& ctx) {
     if (m.kind(i) != TokenKind::String) continue;
     auto sv = semantic::string_value(m.text(), m.tokens()[i]);
     if (!sv) continue;
-    const std::string var(sv->value);
-    const catalogue::Entry* entry = ctx.cat.find(var);
+    // Most strings are not environment variables: look them up without a copy first.
+    const std::string_view value = sv->value;
+    const catalogue::Entry* entry = ctx.cat.find(value);
+    if (!entry && !value.starts_with("CUDA_") && !value.starts_with("NCCL_") &&
+        !value.starts_with("TORCH_NCCL_") && value != "PYTORCH_CUDA_ALLOC_CONF") {
+      continue;
+    }
+    const std::string var(value);
     // Prefix entries ("NCCL_*" -> "CNCL_*"), also for a variable whose own entry has no
     // mapping for this target (NCCL_SOCKET_IFNAME is only mapped for npu).
     std::string key = var;
