@@ -1,0 +1,1 @@
+"""The corpus suite: torchport over the real projects of ../shared/corpus (docs/fidelity.md)."""
