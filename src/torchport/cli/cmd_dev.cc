@@ -127,7 +127,8 @@ int run_dev_tokens_summary(const std::vector<std::string>& paths) {
 
 }  // namespace
 
-void setup_dev_parse(CLI::App& app, int& exit_code);  // cmd_dev_parse.cc
+void setup_dev_parse(CLI::App& app, int& exit_code);    // cmd_dev_parse.cc
+void setup_dev_storage(CLI::App& app, int& exit_code);  // cmd_dev_storage.cc
 
 void setup_dev(CLI::App& app, int& exit_code) {
   app.require_subcommand(1);
@@ -145,6 +146,7 @@ void setup_dev(CLI::App& app, int& exit_code) {
     });
   }
   setup_dev_parse(app, exit_code);
+  setup_dev_storage(app, exit_code);
 }
 
 }  // namespace torchport::cli

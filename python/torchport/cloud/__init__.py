@@ -1,0 +1,1 @@
+"""Object storage for migrated projects: `torchport migrate --object-storage / --modelarts`."""
