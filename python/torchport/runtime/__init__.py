@@ -192,7 +192,8 @@ class _EnvOnly:
 
 def disable() -> None:
     """Restore every original. Safe to call when not enabled, and from any thread. Writes the log summary if a
-    log is open. Functions captured while enabled stop redirecting. A step that fails does not stop the others:
+    log is open. Functions captured while enabled stop redirecting. A step that fails does not stop the
+    others:
     RestoreError (listing the failures) is raised after everything else was undone."""
     global _active
     with _lock:

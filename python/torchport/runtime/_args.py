@@ -603,7 +603,9 @@ def _install_dataloader(s: Session) -> None:
             if nd is not dev:
                 kw["pin_memory_device"] = str(nd)
                 log.hit("DataLoader", ("pin_memory_device", dev), ("pin_memory_device", str(nd)), MATCH)
-        elif kw.get("pin_memory"):  # pinned for the target, not for CUDA (torch_mlu's gpu_migration does this)
+        elif kw.get(
+            "pin_memory"
+        ):  # pinned for the target, not for CUDA (torch_mlu's gpu_migration does this)
             kw["pin_memory_device"] = s.target.device_type
             log.hit(
                 "DataLoader",

@@ -2,7 +2,8 @@
 
 `torch.cuda.is_available()`, `device_count()`, `Tensor.is_cuda`, the device-property questions and
 `is_nccl_available()` answer either the truth (the real CUDA answer) or for the target, depending on
-`--cuda-available` and on who asks. torch's own internals (dynamo, inductor, fake tensors) always get the truth,
+`--cuda-available` and on who asks. torch's own internals (dynamo, inductor, fake tensors) always get the
+truth,
 so torch.compile works whatever the mode says; libraries named in the data (transformers, accelerate, ...) get
 the truth while their device-detection functions run, as transfer_to_npu's apis_config.json does.
 
@@ -58,7 +59,9 @@ class CallerPolicy:
         }
         self.questions = tuple(data.get("questions", ()))
         self.libs = _library_prefixes()
-        self._by_code: dict[Any, Optional[bool]] = {}  # code -> caller rule says truth (True) / no rule (None)
+        self._by_code: dict[
+            Any, Optional[bool]
+        ] = {}  # code -> caller rule says truth (True) / no rule (None)
         self._during_code: dict[Any, bool] = {}  # code -> is a `during` function
 
     @staticmethod

@@ -11,7 +11,7 @@ import contextlib
 import os
 import platform
 import sys
-import sysconfig
+import threading
 import time
 import types
 from typing import Any, Callable, Iterator, Optional
@@ -515,7 +515,11 @@ def install(s: Session) -> None:
     def target_available() -> bool:
         return True if s.is_cpu else bool(dev.is_available())
 
+    forced = s.callers.truth_forced
+
     def is_available() -> bool:
+        if forced(1):  # torch's internals (callers.json): the truth, not the user's call site: not logged
+            return bool(orig_avail())
         if not answers_for_target(s, 1):
             answer = orig_avail()
             if s.cuda_available == "user":
@@ -538,6 +542,8 @@ def install(s: Session) -> None:
         return answer
 
     def device_count() -> int:
+        if forced(1):
+            return int(orig_count())
         if not answers_for_target(s, 1):
             answer = int(orig_count())
             log.hit(
@@ -719,12 +725,26 @@ def _proxy_class(name: str, impl: Any, make: Callable[..., Any], map_args: Calla
     torch.cuda.Stream)` holds for streams from torch.cuda.Stream() and torch.cuda.current_stream() alike."""
     base: type = impl if isinstance(impl, type) else type(f"_{name}Unavailable", (), {})
 
+    busy = threading.local()  # ABCMeta bases ask their subclasses (the proxy) again: answer that once
+
     class _Meta(type(base)):  # type: ignore[misc]
         def __instancecheck__(cls, obj: Any) -> bool:
-            return isinstance(obj, base)
+            if cls is not proxy or getattr(busy, "on", False):
+                return bool(type.__instancecheck__(cls, obj))
+            busy.on = True
+            try:
+                return isinstance(obj, base)
+            finally:
+                busy.on = False
 
         def __subclasscheck__(cls, sub: type) -> bool:
-            return issubclass(sub, base)
+            if cls is not proxy or getattr(busy, "on", False):
+                return bool(type.__subclasscheck__(cls, sub))
+            busy.on = True
+            try:
+                return issubclass(sub, base)
+            finally:
+                busy.on = False
 
         def __call__(cls, *a: Any, **k: Any) -> Any:
             if cls is proxy:

@@ -93,7 +93,12 @@ def _install_storages(s: Session) -> None:
         def make(*a: Any, _api: str = api, _dtype: torch.dtype = dtype, **k: Any) -> Any:
             if _dtype in (torch.float64, torch.complex128) and not s.target.float64:
                 s.float64(_api)
-            hit(_api, (CALL, _api, a, k), f"torch.TypedStorage(..., dtype={_dtype}, device={str(dst)!r})", MATCH)
+            hit(
+                _api,
+                (CALL, _api, a, k),
+                f"torch.TypedStorage(..., dtype={_dtype}, device={str(dst)!r})",
+                MATCH,
+            )
             return torch.TypedStorage(*a, dtype=_dtype, device=dst, **k)
 
         make.__name__ = make.__qualname__ = name
@@ -139,7 +144,13 @@ def _install_pinned(s: Session) -> None:
         def _pin_memory(t: torch.Tensor, device: Any = None) -> torch.Tensor:
             nd = mapf(device) if device is not None else None
             if s.is_cpu:
-                hit("torch._pin_memory", "torch._pin_memory()", "the tensor", MODIFIED, "cpu has no pinned memory")
+                hit(
+                    "torch._pin_memory",
+                    "torch._pin_memory()",
+                    "the tensor",
+                    MODIFIED,
+                    "cpu has no pinned memory",
+                )
                 return t
             if nd is not device:
                 hit("torch._pin_memory", ("device", device), ("device", nd), None)
@@ -164,14 +175,17 @@ def _install_nccl_profiler(s: Session) -> None:
     import torch.cuda.nccl as nccl
     import torch.cuda.profiler as cprof
 
-    # torch.cuda.nccl: the target's own single-process library when its device module has one (torch.mlu.cncl),
+    # torch.cuda.nccl: the target's own single-process library when its device module has one
+    # (torch.mlu.cncl),
     # else is_available answers False and the collectives are refused (torch.distributed serves them)
     own = None
     for cand in ("cncl", "hccl", "mccl", "nccl"):
         own = getattr(dev, cand, None) if not s.is_cpu else None
         if own is not None:
             break
-    why = f"{dst} has no single-process NCCL library; use torch.distributed with the {s.target.backend} backend"
+    why = (
+        f"{dst} has no single-process NCCL library; use torch.distributed with the {s.target.backend} backend"
+    )
     for name in ("all_reduce", "reduce", "broadcast", "all_gather", "reduce_scatter", "version", "unique_id"):
         if not hasattr(nccl, name):
             continue
@@ -191,7 +205,9 @@ def _install_nccl_profiler(s: Session) -> None:
     for name in ("start", "stop"):
 
         def noop(_name: str = name) -> None:
-            log.hit(f"torch.cuda.profiler.{_name}", f"torch.cuda.profiler.{_name}()", "nothing", MODIFIED, pwhy)
+            log.hit(
+                f"torch.cuda.profiler.{_name}", f"torch.cuda.profiler.{_name}()", "nothing", MODIFIED, pwhy
+            )
 
         noop.__name__ = name
         p.set(cprof, name, noop)
@@ -201,21 +217,38 @@ def _install_nccl_profiler(s: Session) -> None:
         return _HostProfilerRange()
 
     p.set(cprof, "profile", profile)
-    p.set(cprof, "cudart", refuser(s, "torch.cuda.profiler.cudart", f"the CUDA runtime does not exist on {dst}"))
+    p.set(
+        cprof, "cudart", refuser(s, "torch.cuda.profiler.cudart", f"the CUDA runtime does not exist on {dst}")
+    )
 
 
 def _install_backends(s: Session) -> None:
     """torch.backends.cuda.matmul -> torch.backends.<target>.matmul when the target has one (torch_mlu's
     gpu_migration maps torch.backends.cuda to torch.backends.mlu, PEERS §3.1). The SDPA switches are global
     flags that torch's other scaled_dot_product_attention kernels read too: they stay."""
+    import torch.backends.cuda as bc
+
+    # cufft_plan_cache[.max_size / .size / .clear()] raises without CUDA: an empty cache instead
+    s.patcher.set(bc, "cufft_plan_cache", _NoPlanCache())
     own = getattr(torch.backends, s.target.device_type, None)
     matmul = getattr(own, "matmul", None) if own is not None else None
     if matmul is None or s.is_cpu:
         return
-    import torch.backends.cuda as bc
-
     s.patcher.set(bc, "matmul", matmul)
     s.log.note(f"torch.backends.cuda.matmul -> torch.backends.{s.target.device_type}.matmul")
+
+
+class _NoPlanCache:
+    """torch.backends.cuda.cufft_plan_cache where there is no cuFFT: nothing is cached."""
+
+    size = 0
+    max_size = 0
+
+    def __getitem__(self, device: Any) -> _NoPlanCache:
+        return self
+
+    def clear(self) -> None:
+        return None
 
 
 class _NoNvtx(contextlib.ContextDecorator):

@@ -6,7 +6,8 @@ Two guarantees beyond putting attributes back (issue 11 §6):
   memory_allocated`, `zeros = torch.zeros`, `to = torch.Tensor.to`) must not redirect after disable().
   restore() replaces the code of every wrapper function we installed by a plain call of the original it
   replaced (`__code__` is assignable; the closure's size is kept), so the hot path pays nothing while enabled
-  and no wrapper needs a flag. What is not a function (the proxy classes, the `Tensor.is_cuda` property) checks
+  and no wrapper needs a flag. What is not a function (the proxy classes, the `Tensor.is_cuda` property)
+  checks
   `Session.live` itself; the device mapper maps nothing once switched off.
 - **Restore never stops half-way.** Every undo step and every attribute is tried; the failures are collected
   and raised together at the end (RestoreError), after everything that could be put back was put back.
@@ -81,12 +82,15 @@ class Patcher:
                 else:
                     setattr(owner, name, before)
             except Exception as e:  # noqa: BLE001
-                errors.append(f"{getattr(owner, '__name__', type(owner).__name__)}.{name}: {type(e).__name__}: {e}")
+                errors.append(
+                    f"{getattr(owner, '__name__', type(owner).__name__)}.{name}: {type(e).__name__}: {e}"
+                )
         self.records.clear()
         self._seen.clear()
         if errors:
             raise RestoreError(
-                "torchport: disable() could not undo every patch (all others were undone): " + "; ".join(errors)
+                "torchport: disable() could not undo every patch (all others were undone): "
+                + "; ".join(errors)
             )
 
 
