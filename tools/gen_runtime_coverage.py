@@ -111,7 +111,8 @@ def render() -> str:
         f"{len(rows)} rows. On cpu: {cpu['redirected']} redirected, {cpu['emulated']} emulated, "
         f"{cpu['refused']} refused (a clear error naming the target and the call, logged `mismatch`), "
         f"{cpu['n/a']} not applicable. On an accelerator target a `same-name` row goes to the device "
-        "module's function of that name when the vendor's API list has it, else does what cpu does ('as cpu'):",
+        "module's function of that name when the vendor's API list has it, else does what cpu does "
+        "('as cpu'):",
         "",
         "| target | redirected | emulated | refused | n/a | as cpu | decided at run time (no API list) |",
         "|---|---|---|---|---|---|---|",
