@@ -82,13 +82,22 @@ def test_internals_see_the_truth_user_code_sees_the_target() -> None:
     tr.has_triton.cache_clear()
 
 
-def test_library_function_named_in_the_data_sees_the_truth() -> None:
+def test_library_function_named_in_the_data_sees_the_truth_on_its_targets() -> None:
     from transformers.utils import import_utils
 
-    with enabled("cpu", cuda_available="target"):
-        assert torch.cuda.is_available() is True
-        # transfer_to_npu's apis_config.json lists it: transformers then takes its own path for the target
+    # transfer_to_npu's apis_config.json lists it: on a target transformers supports natively it is told the
+    # truth and takes its own path for the target (xpu here, without its hardware: check=False)
+    fn = import_utils.is_torch_cuda_available
+    clear = getattr(fn, "cache_clear", lambda: None)
+    clear()
+    with enabled("xpu", check=False, cuda_available="target"):
         assert import_utils.is_torch_cuda_available() is False
+        assert torch.cuda.device_count() == torch.xpu.device_count()  # the user's code: the target
+    # on cpu the rule does not apply (callers.json `targets`): the CUDA path, redirected, is the better one
+    clear()
+    with enabled("cpu", cuda_available="target"):
+        assert import_utils.is_torch_cuda_available() is True
+    clear()
 
 
 def test_emulated_device_properties_are_complete() -> None:

@@ -287,7 +287,7 @@ def install(s: Session) -> None:
         from torchport.runtime._callers import CallerPolicy
 
         orig_is_cuda = torch.Tensor.is_cuda
-        sees_target = CallerPolicy(s.cuda_available).sees_target
+        sees_target = CallerPolicy(s.cuda_available, s.target.name).sees_target
 
         def is_cuda(self: torch.Tensor) -> bool:
             if s.live and self.device.type == dst and sees_target(1):

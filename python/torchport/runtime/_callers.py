@@ -50,13 +50,12 @@ def _matches(name: str, prefix: str) -> bool:
 
 
 class CallerPolicy:
-    def __init__(self, mode: str, data: Optional[dict[str, Any]] = None) -> None:
+    def __init__(self, mode: str, target: str, data: Optional[dict[str, Any]] = None) -> None:
         data = load_rules() if data is None else data
         self.mode = mode
-        self.caller_rules = [r for r in data["rules"] if r.get("scope", "caller") == "caller"]
-        self.during: dict[str, dict[str, Any]] = {
-            r["caller"]: r for r in data["rules"] if r.get("scope") == "during"
-        }
+        rules = [r for r in data["rules"] if target in r.get("targets", (target,))]
+        self.caller_rules = [r for r in rules if r.get("scope", "caller") == "caller"]
+        self.during: dict[str, dict[str, Any]] = {r["caller"]: r for r in rules if r.get("scope") == "during"}
         self.questions = tuple(data.get("questions", ()))
         self.libs = _library_prefixes()
         self._by_code: dict[

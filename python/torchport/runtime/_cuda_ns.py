@@ -484,7 +484,7 @@ def install(s: Session) -> None:
     p = s.patcher
     log = s.log
     dev = s.devmod
-    s.callers = CallerPolicy(s.cuda_available)
+    s.callers = CallerPolicy(s.cuda_available, s.target.name)
     dst = s.target.device_type
     modname = s.target.device_module
 

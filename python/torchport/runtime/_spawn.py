@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from torchport.runtime._session import Session
+if TYPE_CHECKING:  # the child imports this module before torch: nothing here may import torch
+    from torchport.runtime._session import Session
 
 _PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds torchport/
 
