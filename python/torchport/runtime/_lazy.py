@@ -39,8 +39,8 @@ class PostImport(importlib.abc.MetaPathFinder):
         if callback is None:
             return None
         for finder in sys.meta_path:
-            # other PostImport finders (the .pth hook's, a spawned child's) are skipped, and their callbacks for
-            # this name run with ours below: asking them would ask us again, without end
+            # other PostImport finders (the .pth hook's, a spawned child's) are skipped, and their callbacks
+            # for this name run with ours below: asking them would ask us again, without end
             if isinstance(finder, PostImport) or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(fullname, path, target)
