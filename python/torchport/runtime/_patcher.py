@@ -42,7 +42,12 @@ class Patcher:
             return False
         self._seen.add(key)
         before = owner.__dict__.get(name, _MISSING)
-        if type(value) is types.FunctionType and id(value) not in self._killable:
+        # only functions made inside a function (anew by each enable(): closures, local lambdas); a
+        # module-level function may be installed again by the next enable()
+        made_here = type(value) is types.FunctionType and (
+            value.__closure__ is not None or "<locals>" in value.__qualname__
+        )
+        if made_here and id(value) not in self._killable:
             orig = getattr(owner, name, None)
             if orig is not None and callable(orig) and not isinstance(orig, type):
                 self._killable[id(value)] = (value, orig)
