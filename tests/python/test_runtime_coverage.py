@@ -21,7 +21,7 @@ ROWS = COVERAGE["rows"]
 STATUSES = ("redirected", "emulated", "refused", "n/a")
 
 PRELUDE = """
-import io, json, sys, traceback
+import io, json, sys, tempfile, traceback
 import torch
 import torch.utils.data
 import torch.utils._triton
@@ -87,6 +87,8 @@ def test_table_is_well_formed() -> None:
         assert status in STATUSES, r
         assert ":" in r["cpu"] and r["cpu"].split(":", 1)[1].strip(), f"{r['api']}: say how / why"
         assert r["device"], r
+        if not r["call"] and status != "n/a":
+            assert (ROOT / r.get("tested_by", "-")).is_file(), f"{r['api']}: no call and no tested_by"
 
 
 def test_every_public_torch_cuda_name_has_a_row() -> None:
