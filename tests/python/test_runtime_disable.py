@@ -118,3 +118,81 @@ def test_auto_disable_is_the_same_function() -> None:
     finally:
         del os.environ["TORCHPORT_TARGET"]
         rt.disable()
+
+
+def test_references_captured_while_enabled_stop_redirecting() -> None:
+    rt.enable("cpu")
+    zeros, to, cuda_mem, cuda_stream, tcuda = (
+        torch.zeros,
+        torch.Tensor.to,
+        torch.cuda.current_device,
+        torch.cuda.Stream,
+        torch.Tensor.cuda,
+    )
+    from torch.cuda import is_available, synchronize
+
+    assert zeros(1, device="cuda").device.type == "cpu"  # redirected while on
+    rt.disable()
+    with pytest.raises((AssertionError, RuntimeError)):
+        zeros(1, device="cuda")  # the truth: this torch has no CUDA
+    with pytest.raises((AssertionError, RuntimeError)):
+        to(torch.ones(1), "cuda")
+    with pytest.raises((AssertionError, RuntimeError)):
+        tcuda(torch.ones(1))
+    with pytest.raises((AssertionError, RuntimeError)):
+        cuda_mem()
+    with pytest.raises((AssertionError, RuntimeError, TypeError)):
+        cuda_stream()
+    with pytest.raises((AssertionError, RuntimeError)):
+        synchronize()
+    assert is_available() is False
+
+
+def test_restore_undoes_every_patch_even_if_one_step_fails() -> None:
+    from torchport.runtime._patcher import RestoreError
+
+    before = {(id(o), n): _own(o, n) for o, n in KEY_ATTRIBUTES}
+    rt.enable("cpu")
+
+    def broken() -> None:
+        raise OSError("simulated failure")
+
+    rt._active.patcher.undo.insert(0, broken)  # runs last among the undo steps
+    rt._active.patcher.undo.append(broken)  # runs first
+    with pytest.raises(RestoreError, match="simulated failure"):
+        rt.disable()
+    assert not rt.is_enabled()
+    after = {(id(o), n): _own(o, n) for o, n in KEY_ATTRIBUTES}
+    assert after == before
+
+
+def test_enable_disable_are_thread_safe() -> None:
+    import threading
+
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(6)
+
+    def churn() -> None:
+        try:
+            barrier.wait()
+            for _ in range(5):
+                rt.enable("cpu")
+                torch.zeros(1, device="cuda")
+                rt.disable()
+        except RuntimeError as e:  # another thread disabled between our enable and our call: the truth
+            if "CUDA" not in str(e) and "cuda" not in str(e):
+                errors.append(e)
+        except AssertionError:
+            pass
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    before = {(id(o), n): _own(o, n) for o, n in KEY_ATTRIBUTES}
+    threads = [threading.Thread(target=churn) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rt.disable()
+    assert not errors, errors
+    assert {(id(o), n): _own(o, n) for o, n in KEY_ATTRIBUTES} == before

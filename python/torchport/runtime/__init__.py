@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import threading
 from typing import Any, Optional, Sequence, Union
 
 from torchport.runtime._log import OWNER_ENV
@@ -40,6 +41,9 @@ __all__ = [
 
 _active: Any = None
 _atexit_registered = False
+# enable() and disable() are serialised: two threads never patch or restore at once, and a disable() racing an
+# enable() sees either nothing or a complete session.
+_lock = threading.RLock()
 
 
 def enable(
@@ -57,6 +61,30 @@ def enable(
     twice); with another target, call disable() first. `check=False` skips the device-presence check (tests of
     per-target decisions use it; the vendor package must still import). `track_sites`: record each redirected
     call site for the log and the summary (default: when `log` is given); it costs a frame lookup per call."""
+    with _lock:
+        _enable(
+            target,
+            log=log,
+            strict=strict,
+            cuda_available=cuda_available,
+            shims=shims,
+            log_all_ranks=log_all_ranks,
+            check=check,
+            track_sites=track_sites,
+        )
+
+
+def _enable(
+    target: Union[str, Target],
+    *,
+    log: Optional[str],
+    strict: bool,
+    cuda_available: str,
+    shims: Sequence[str],
+    log_all_ranks: bool,
+    check: bool,
+    track_sites: Optional[bool],
+) -> None:
     global _active
     from torchport.targets import get_target, missing_package_message, vendor_package_missing
 
@@ -108,18 +136,20 @@ def enable(
         )
         _activate(session)
         return
-    from torchport.runtime import _amp, _args, _cuda_ns, _dist, _profiler, _shims
+    from torchport.runtime import _amp, _args, _compilers, _cuda_ns, _dist, _extras, _profiler, _shims, _spawn
 
     try:
         _args.install(session)
         _cuda_ns.install(session)
+        _extras.install(session)
         _amp.install(session)
         _dist.install(session)
         _profiler.install(session)
+        _compilers.install(session)
         _shims.install(session, tuple(shims))
+        _spawn.install(session, shims=tuple(shims), log_all_ranks=log_all_ranks)
     except BaseException:
-        session.patcher.restore()
-        session.restore_env()
+        _shut(session)
         raise
     _activate(session)
 
@@ -161,15 +191,30 @@ class _EnvOnly:
 
 
 def disable() -> None:
-    """Restore every original. Safe to call when not enabled. Writes the log summary if a log is open."""
+    """Restore every original. Safe to call when not enabled, and from any thread. Writes the log summary if a
+    log is open. Functions captured while enabled stop redirecting. A step that fails does not stop the
+    others:
+    RestoreError (listing the failures) is raised after everything else was undone."""
     global _active
-    session = _active
-    if session is None:
-        return
-    _active = None
-    session.patcher.restore()
-    session.restore_env()
-    session.log.close()
+    with _lock:
+        session = _active
+        if session is None:
+            return
+        _active = None
+        _shut(session)
+
+
+def _shut(session: Any) -> None:
+    """Switch a session off and undo it: every step runs even when an earlier one fails."""
+    session.live = False
+    session.mapper.switch_off()
+    try:
+        session.patcher.restore()
+    finally:
+        try:
+            session.restore_env()
+        finally:
+            session.log.close()
 
 
 def is_enabled() -> bool:

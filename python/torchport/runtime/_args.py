@@ -284,13 +284,13 @@ def install(s: Session) -> None:
     # keeps torch's own answer (a tensor on the target is not a CUDA tensor); target: True on the target
     # device; user: True for the user's code, torch's answer for installed libraries.
     if s.cuda_available != "truth":
-        from torchport.runtime._cuda_ns import _site_packages_prefixes, answers_for_target
+        from torchport.runtime._callers import CallerPolicy
 
         orig_is_cuda = torch.Tensor.is_cuda
-        prefixes = _site_packages_prefixes()
+        sees_target = CallerPolicy(s.cuda_available, s.target.name).sees_target
 
         def is_cuda(self: torch.Tensor) -> bool:
-            if self.device.type == dst and answers_for_target(s, prefixes, 1):
+            if s.live and self.device.type == dst and sees_target(1):
                 return True
             return bool(orig_is_cuda.__get__(self))
 
@@ -603,6 +603,16 @@ def _install_dataloader(s: Session) -> None:
             if nd is not dev:
                 kw["pin_memory_device"] = str(nd)
                 log.hit("DataLoader", ("pin_memory_device", dev), ("pin_memory_device", str(nd)), MATCH)
+        elif kw.get(
+            "pin_memory"
+        ):  # pinned for the target, not for CUDA (torch_mlu's gpu_migration does this)
+            kw["pin_memory_device"] = s.target.device_type
+            log.hit(
+                "DataLoader",
+                "DataLoader(pin_memory=True)",
+                f"DataLoader(pin_memory=True, pin_memory_device={s.target.device_type!r})",
+                MATCH,
+            )
         orig(self, *a, **kw)
 
     s.patcher.set(DataLoader, "__init__", init)

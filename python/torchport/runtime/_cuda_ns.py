@@ -11,7 +11,7 @@ import contextlib
 import os
 import platform
 import sys
-import sysconfig
+import threading
 import time
 import types
 from typing import Any, Callable, Iterator, Optional
@@ -75,6 +75,29 @@ FUNCTIONS: dict[str, Optional[int]] = {
     "is_current_stream_capturing": None,
     "graph_pool_handle": None,
     "make_graphed_callables": None,
+    # issue 22: device, allocator and stream extras (torch.cuda.__all__ in torch 2.13; PEERS §3.1 torch_mlu
+    # redirects the whole torch.cuda namespace)
+    "is_tf32_supported": None,
+    "clock_rate": 0,
+    "temperature": 0,
+    "power_draw": 0,
+    "can_device_access_peer": 0,
+    "get_sync_debug_mode": None,
+    "set_sync_debug_mode": None,
+    "get_gencode_flags": None,
+    "memory_stats_as_nested_dict": 0,
+    "memory_usage": 0,
+    "device_memory_used": 0,
+    "get_per_process_memory_fraction": 0,
+    "host_memory_stats": None,
+    "host_memory_stats_as_nested_dict": None,
+    "reset_accumulated_host_memory_stats": None,
+    "reset_peak_host_memory_stats": None,
+    "caching_allocator_enable": None,
+    "caching_allocator_disabled": None,
+    "get_allocator_backend": None,
+    "MemPool": None,
+    "use_mem_pool": 1,
 }
 # torch.cuda classes that are redirected as a whole.
 CLASSES: tuple[str, ...] = ("Stream", "Event", "device", "device_of", "StreamContext", "CUDAGraph", "graph")
@@ -214,6 +237,20 @@ class _HostGraphContext:
         return None
 
 
+class _HostMemPool:
+    """torch.cuda.MemPool where there are no device memory pools: an empty pool."""
+
+    def __init__(self, allocator: Any = None, use_on_oom: bool = False, no_split: bool = False) -> None:
+        self.allocator = allocator
+        self.id = (0, 0)
+
+    def use_count(self) -> int:
+        return 1
+
+    def snapshot(self) -> list[Any]:
+        return []
+
+
 class _NoDevice:
     """torch.cuda.device(i) / device_of(t) on a single-device target: a context manager that does nothing."""
 
@@ -236,18 +273,65 @@ def _meminfo() -> tuple[int, int]:
         return 0, 0
 
 
+# Every attribute of torch.cuda's device properties. Source: the installed torch 2.13's torch/_C/__init__.pyi,
+# class _CudaDeviceProperties (tests/python/test_runtime_compile.py checks this list against it), plus the
+# ones torch's C++ binding adds beyond the stub (pci_*, regs_per_multiprocessor, max_threads_per_block:
+# unverified on this CPU build, harmless when absent there).
+PROPERTY_NAMES: tuple[str, ...] = (
+    "name",
+    "major",
+    "minor",
+    "multi_processor_count",
+    "total_memory",
+    "is_integrated",
+    "is_multi_gpu_board",
+    "max_threads_per_multi_processor",
+    "gcnArchName",
+    "warp_size",
+    "uuid",
+    "L2_cache_size",
+    "clock_rate",
+    "memory_clock_rate",
+    "memory_bus_width",
+    "shared_memory_per_block",
+    "shared_memory_per_multiprocessor",
+    "shared_memory_per_block_optin",
+    "regs_per_multiprocessor",
+    "max_threads_per_block",
+    "pci_bus_id",
+    "pci_device_id",
+    "pci_domain_id",
+)
+
+
+def _property_names() -> tuple[str, ...]:
+    cls = getattr(torch._C, "_CudaDeviceProperties", None)  # on a CUDA build: whatever it has
+    extra = tuple(n for n in dir(cls) if not n.startswith("_")) if cls is not None else ()
+    return PROPERTY_NAMES + tuple(n for n in extra if n not in PROPERTY_NAMES)
+
+
 def _properties(s: Session) -> Any:
+    """torch.cuda.get_device_properties() for a host target: every attribute torch's CUDA properties have
+    (so code that reads one never fails half-way), host values where they exist, 0 / "" elsewhere."""
     free, total = _meminfo()
-    return types.SimpleNamespace(
-        name=platform.processor() or platform.machine() or s.target.device_type,
-        total_memory=total,
-        major=0,
-        minor=0,
-        multi_processor_count=os.cpu_count() or 1,
-        is_integrated=True,
-        is_multi_gpu_board=False,
-        uuid="",
-    )
+    known: dict[str, Any] = {
+        "name": platform.processor() or platform.machine() or s.target.device_type,
+        "total_memory": total,
+        "major": 0,
+        "minor": 0,
+        "multi_processor_count": os.cpu_count() or 1,
+        "is_integrated": True,
+        "is_multi_gpu_board": False,
+        "uuid": "",
+        "gcnArchName": "",
+        "warp_size": 1,
+    }
+    ns = types.SimpleNamespace()
+    for n in _property_names():
+        setattr(ns, n, known.get(n, 0))
+    for n, v in known.items():
+        setattr(ns, n, v)
+    return ns
 
 
 def _emulations(s: Session) -> dict[str, tuple[Callable[..., Any], str, str]]:
@@ -331,13 +415,36 @@ def _emulations(s: Session) -> dict[str, tuple[Callable[..., Any], str, str]]:
             MODIFIED,
             f"no graphs on {dst}: the callables run eagerly (same results)",
         ),
+        "is_tf32_supported": (lambda *a, **k: False, MODIFIED, f"{dst} has no TF32"),
+        "clock_rate": (zero, MISMATCH, "no device clock counter"),
+        "temperature": (zero, MISMATCH, "no device sensor"),
+        "power_draw": (zero, MISMATCH, "no device sensor"),
+        "can_device_access_peer": (lambda d=None, p=None: False, MODIFIED, f"{dst} has one device: no peer"),
+        "get_sync_debug_mode": (zero, MODIFIED, f"{dst} work never synchronizes implicitly with a device"),
+        "set_sync_debug_mode": (nothing, MODIFIED, f"{dst} work never synchronizes implicitly with a device"),
+        "get_gencode_flags": (lambda: "", MISMATCH, "no CUDA architectures"),
+        "memory_stats_as_nested_dict": (lambda d=None: {}, MISMATCH, no_alloc),
+        "memory_usage": (zero, MISMATCH, no_alloc),
+        "device_memory_used": (zero, MISMATCH, no_alloc),
+        "get_per_process_memory_fraction": (lambda d=None: 1.0, MISMATCH, f"no memory limit on {dst}: 1.0"),
+        "host_memory_stats": (lambda: {}, MISMATCH, f"{dst} has no pinned-host allocator"),
+        "host_memory_stats_as_nested_dict": (lambda: {}, MISMATCH, f"{dst} has no pinned-host allocator"),
+        "reset_accumulated_host_memory_stats": (nothing, MODIFIED, "no-op"),
+        "reset_peak_host_memory_stats": (nothing, MODIFIED, "no-op"),
+        "caching_allocator_enable": (nothing, MODIFIED, f"{dst} has no device caching allocator"),
+        "caching_allocator_disabled": (
+            lambda: contextlib.nullcontext(),
+            MODIFIED,
+            f"{dst} has no device caching allocator",
+        ),
+        "get_allocator_backend": (lambda: "native", MISMATCH, f"{dst} has no device allocator"),
+        "MemPool": (_HostMemPool, MODIFIED, f"{dst} has no device memory pools: a pool with no memory"),
+        "use_mem_pool": (
+            lambda pool=None, device=None: contextlib.nullcontext(),
+            MODIFIED,
+            f"{dst} has no device memory pools",
+        ),
     }
-
-
-def _site_packages_prefixes() -> tuple[str, ...]:
-    paths = {sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    paths |= {p for p in sys.path if p.endswith(("site-packages", "dist-packages"))}
-    return tuple(sorted(os.path.abspath(p) + os.sep for p in paths if p))
 
 
 def resolve(s: Session, name: str) -> tuple[Optional[Callable[..., Any]], str, str, str]:
@@ -358,22 +465,26 @@ def resolve(s: Session, name: str) -> tuple[Optional[Callable[..., Any]], str, s
     return None, MISMATCH, f"{s.target.device_module} has no {name}", ""
 
 
-def answers_for_target(s: Session, prefixes: tuple[str, ...], depth: int) -> bool:
+def answers_for_target(s: Session, depth: int) -> bool:
     """Whether is_available()/device_count()/Tensor.is_cuda answer for the target (True) or tell the truth
-    about CUDA (False) for the caller `depth` frames above this one, under --cuda-available."""
-    mode = s.cuda_available
-    if mode == "truth":
-        return False
-    if mode == "target":
-        return True
-    return not os.path.abspath(sys._getframe(depth + 1).f_code.co_filename).startswith(prefixes)
+    about CUDA (False) for the caller `depth` frames above this one: --cuda-available and the caller rules of
+    data/runtime/callers.json (torch's internals always get the truth)."""
+    return bool(s.callers.sees_target(depth + 1))
+
+
+# torch.cuda questions whose callers in torch's internals (inductor, dynamo) get the real answer: told about
+# an emulated device they would generate code for it. The user's code gets the emulation.
+TRUTH_FOR_INTERNALS = ("get_device_properties", "get_device_capability", "get_device_name")
 
 
 def install(s: Session) -> None:
+    from torchport.runtime._callers import CallerPolicy
+
     cuda = torch.cuda
     p = s.patcher
     log = s.log
     dev = s.devmod
+    s.callers = CallerPolicy(s.cuda_available, s.target.name)
     dst = s.target.device_type
     modname = s.target.device_module
 
@@ -381,13 +492,15 @@ def install(s: Session) -> None:
         if not hasattr(cuda, name) or name == "device_count":
             continue
         impl, cls, why, shown = resolve(s, name)
-        p.set(cuda, name, _redirect(s, name, pos, impl, cls, why, shown))
+        w = _redirect(s, name, pos, impl, cls, why, shown)
+        if name in TRUTH_FOR_INTERNALS:
+            w = _truth_for_internals(s, getattr(cuda, name), w)
+        p.set(cuda, name, w)
 
     # is_available: the truth by default (see docs/runtime.md); --cuda-available=target|user. device_count and
     # Tensor.is_cuda (in _args) give the same answer as is_available in every mode.
     orig_avail = cuda.is_available
     orig_count = cuda.device_count
-    prefixes = _site_packages_prefixes()
     count_impl, count_cls, count_why, count_shown = resolve(s, "device_count")
     if s.is_cpu:
         truth_cls, truth_why = MATCH, "the truth, the default: there is no CUDA, and cpu is what runs"
@@ -402,8 +515,12 @@ def install(s: Session) -> None:
     def target_available() -> bool:
         return True if s.is_cpu else bool(dev.is_available())
 
+    forced = s.callers.truth_forced
+
     def is_available() -> bool:
-        if not answers_for_target(s, prefixes, 1):
+        if forced(1):  # torch's internals (callers.json): the truth, not the user's call site: not logged
+            return bool(orig_avail())
+        if not answers_for_target(s, 1):
             answer = orig_avail()
             if s.cuda_available == "user":
                 log.hit(
@@ -425,7 +542,9 @@ def install(s: Session) -> None:
         return answer
 
     def device_count() -> int:
-        if not answers_for_target(s, prefixes, 1):
+        if forced(1):
+            return int(orig_count())
+        if not answers_for_target(s, 1):
             answer = int(orig_count())
             log.hit(
                 "torch.cuda.device_count",
@@ -501,6 +620,20 @@ def install(s: Session) -> None:
             p.set(
                 nvtx, name, _logged(s, f"torch.cuda.nvtx.{name}", nvtx_impl[name], MODIFIED, "profiler range")
             )
+
+
+def _truth_for_internals(s: Session, orig: Callable[..., Any], redirected: Callable[..., Any]) -> Any:
+    forced = s.callers.truth_forced
+
+    def wrapper(*a: Any, **k: Any) -> Any:
+        if forced(1):
+            return orig(*a, **k)
+        return redirected(*a, **k)
+
+    wrapper.__name__ = redirected.__name__
+    wrapper.__qualname__ = redirected.__qualname__
+    wrapper.__doc__ = redirected.__doc__
+    return wrapper
 
 
 def _logged(s: Session, api: str, fn: Callable[..., Any], cls: str, why: str) -> Callable[..., Any]:
@@ -592,12 +725,26 @@ def _proxy_class(name: str, impl: Any, make: Callable[..., Any], map_args: Calla
     torch.cuda.Stream)` holds for streams from torch.cuda.Stream() and torch.cuda.current_stream() alike."""
     base: type = impl if isinstance(impl, type) else type(f"_{name}Unavailable", (), {})
 
+    busy = threading.local()  # ABCMeta bases ask their subclasses (the proxy) again: answer that once
+
     class _Meta(type(base)):  # type: ignore[misc]
         def __instancecheck__(cls, obj: Any) -> bool:
-            return isinstance(obj, base)
+            if cls is not proxy or getattr(busy, "on", False):
+                return bool(type.__instancecheck__(cls, obj))
+            busy.on = True
+            try:
+                return isinstance(obj, base)
+            finally:
+                busy.on = False
 
         def __subclasscheck__(cls, sub: type) -> bool:
-            return issubclass(sub, base)
+            if cls is not proxy or getattr(busy, "on", False):
+                return bool(type.__subclasscheck__(cls, sub))
+            busy.on = True
+            try:
+                return issubclass(sub, base)
+            finally:
+                busy.on = False
 
         def __call__(cls, *a: Any, **k: Any) -> Any:
             if cls is proxy:
@@ -660,7 +807,11 @@ def _class_redirect(s: Session, name: str) -> Any:
             a = (mapf(a[0]), *a[1:])
         return a, k
 
+    orig_cls = getattr(torch.cuda, name)
+
     def make(*a: Any, **k: Any) -> Any:
+        if not s.live:  # captured before disable(): the original class
+            return orig_cls(*a, **k)
         na, nk = map_args(a, k)
         if track:
             f = getframe(2)  # the user's frame: make <- _Meta.__call__ <- user

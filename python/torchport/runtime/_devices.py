@@ -22,6 +22,11 @@ class DeviceMapper:
         self.indexed = target.has_device_index
         self._cache: dict[str, str] = {}
         self._dev_cache: dict[tuple[str, Optional[int]], torch.device] = {}
+        self.off = False  # after disable(): wrappers captured earlier map nothing (see _patcher.py)
+
+    def switch_off(self) -> None:
+        self.off = True
+        self._cache.clear()
 
     @property
     def device(self) -> torch.device:
@@ -40,6 +45,8 @@ class DeviceMapper:
 
     def map(self, d: Any) -> Any:
         """The target equivalent of device value `d` (str, torch.device, int), or `d` itself."""
+        if self.off:
+            return d
         t = type(d)
         if t is _str:
             r = self._cache.get(d)
@@ -94,6 +101,8 @@ class DeviceMapper:
 
     def map_location(self, map_location: Any, restore: Callable[[Any, str], Any]) -> Any:
         """The map_location argument to pass to the real torch.load; None means 'as saved'."""
+        if self.off:
+            return map_location
         if map_location is None or isinstance(map_location, dict) or callable(map_location):
             user = map_location
 

@@ -86,7 +86,12 @@ def install(s: Session) -> None:
                 a = (*a[:2], nb, *a[3:])
         return orig_new_group(*a, **kw)
 
+    orig_nccl_available = getattr(dist, "is_nccl_available", None)
+    callers = getattr(s, "callers", None)
+
     def is_nccl_available() -> bool:
+        if orig_nccl_available is not None and callers is not None and callers.truth_forced(1):
+            return bool(orig_nccl_available())  # torch's own c10d code: the truth (callers.json)
         answer = bool(dist.is_backend_available(target.backend))
         hit(
             "is_nccl_available",
@@ -104,3 +109,62 @@ def install(s: Session) -> None:
             p.set(mod, "new_group", new_group)
         if hasattr(mod, "is_nccl_available"):
             p.set(mod, "is_nccl_available", is_nccl_available)
+
+    _install_internals(s, dist, c10d)
+
+
+def _install_internals(s: Session, dist: Any, c10d: Any) -> None:
+    """init_process_group() without a backend, the ProcessGroupNCCL alias, ProcessGroup._get_backend."""
+    p = s.patcher
+    target = s.target
+    mapper = s.mapper
+    hit = s.log.hit
+
+    # init_process_group() with no backend builds its per-device map from default_device_backend_map: "cuda"
+    # there would ask for nccl. transfer_to_npu removes the entry (PEERS §2 item 4); so do we, while enabled.
+    dmap = dist.Backend.default_device_backend_map
+    if "cuda" in dmap:
+        saved = dmap.pop("cuda")
+
+        def put_back() -> None:
+            dmap.setdefault("cuda", saved)
+
+        p.undo.append(put_back)
+
+    # ProcessGroupNCCL: isinstance checks see the target's backend class; constructing one is refused
+    backend_cls = getattr(c10d, f"ProcessGroup{target.backend.upper()}", None) or getattr(
+        dist, f"ProcessGroup{target.backend.capitalize()}", None
+    )
+
+    class _Meta(type):
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return backend_cls is not None and isinstance(obj, backend_cls)
+
+        def __subclasscheck__(cls, sub: type) -> bool:
+            return backend_cls is not None and isinstance(sub, type) and issubclass(sub, backend_cls)
+
+        def __call__(cls, *a: Any, **k: Any) -> Any:
+            hit("ProcessGroupNCCL", "ProcessGroupNCCL(...)", "error", "mismatch", "no NCCL")
+            raise NotImplementedError(
+                f"torch.distributed.ProcessGroupNCCL has no equivalent on target {target.name}: create the "
+                f"process group with init_process_group(backend={target.backend!r}) [torchport]"
+            )
+
+    alias = _Meta("ProcessGroupNCCL", (), {"__module__": "torch.distributed", "Options": None})
+    for mod in (dist, c10d):
+        p.set(mod, "ProcessGroupNCCL", alias)
+
+    pg = getattr(dist, "ProcessGroup", None)
+    orig_get_backend = getattr(pg, "_get_backend", None) if pg is not None else None
+    if orig_get_backend is not None:
+
+        def _get_backend(self: Any, device: Any) -> Any:
+            nd = mapper.map(device)
+            if nd is not device:
+                hit("ProcessGroup._get_backend", ("device", device), ("device", nd), None)
+            return orig_get_backend(self, nd)
+
+        try:
+            p.set(pg, "_get_backend", _get_backend)
+        except (TypeError, AttributeError):  # a pybind class that refuses new attributes: leave it
+            pass

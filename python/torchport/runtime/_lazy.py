@@ -39,7 +39,9 @@ class PostImport(importlib.abc.MetaPathFinder):
         if callback is None:
             return None
         for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
+            # other PostImport finders (the .pth hook's, a spawned child's) are skipped, and their callbacks
+            # for this name run with ours below: asking them would ask us again, without end
+            if isinstance(finder, PostImport) or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
@@ -49,9 +51,13 @@ class PostImport(importlib.abc.MetaPathFinder):
         if spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
 
+        others = [f for f in sys.meta_path if isinstance(f, PostImport) and f is not self]
+
         def done(module: types.ModuleType) -> None:
-            if self.callbacks.pop(fullname, None) is not None:
-                callback(module)
+            for finder in [self, *others]:
+                cb = finder.callbacks.pop(fullname, None)
+                if cb is not None:
+                    cb(module)
 
         spec.loader = _Loader(spec.loader, done)
         return spec

@@ -172,9 +172,12 @@ class Session:
         self.env_before: dict[str, Optional[str]] = {}
         self.is_cpu = target.device_type == "cpu"
         self._fp64_sites: set[tuple[str, int]] = set()
+        self.live = True  # False once disable() ran: wrappers captured earlier stop redirecting
 
     # float64 policy: never downgrade; warn once per call site, or fail with --strict.
     def float64(self, api: str, depth: int = 2) -> None:
+        if not self.live:
+            return
         frame = sys._getframe(depth)
         while frame.f_back is not None and frame.f_code.co_filename.startswith(_INTERNAL):
             frame = frame.f_back  # torch's own code (Module.double -> Tensor.double): blame the user's line
