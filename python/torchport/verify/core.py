@@ -167,14 +167,6 @@ def check_same_project(root_a: Path, root_b: Path, original: Path) -> Optional[d
             raise VerifyError(
                 f"{root_b}: different projects: MIGRATED was migrated from {src}, not from {original}"
             )
-    if root_a.is_dir() and root_b.is_dir() and original.is_dir():
-        a = {p.relative_to(root_a) for p in root_a.rglob("*.py") if "torchport-report" not in p.parts}
-        b = {p.relative_to(root_b) for p in root_b.rglob("*.py") if "torchport-report" not in p.parts}
-        if a and b and not (a & b):
-            raise VerifyError(
-                f"{root_b}: different projects: no Python file in common with {root_a} "
-                f"(e.g. {sorted(a)[0]} vs {sorted(b)[0]})"
-            )
     return report
 
 

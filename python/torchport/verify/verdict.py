@@ -154,13 +154,28 @@ def _step_deviations(row: dict[str, Any]) -> list[tuple[str, float, float, float
     return out
 
 
+def _scale_hint(x: float, y: float, row: dict[str, Any]) -> str:
+    """Losses that differ by a power of two while the gradient norms agree: a loss scale differs."""
+    if not (x and y and math.isfinite(x) and math.isfinite(y)):
+        return ""
+    e = math.log2(abs(x / y))
+    if abs(e - round(e)) > 1e-3 or round(e) == 0:
+        return ""
+    same_grads = within(row["grad_norm_migrated"], row["grad_norm_original"], 1e-3, 0.0)
+    return (
+        f" (a factor 2^{round(e)}: the loss scale differs, e.g. a GradScaler that is disabled or made "
+        f"for another device{'; the unscaled gradients agree' if same_grads else ''})"
+    )
+
+
 def _step_out_of_tol(row: dict[str, Any], rtol: float, atol: float) -> Optional[str]:
     la, lb = row["loss_migrated"], row["loss_original"]
     if len(la) != len(lb):
         return f"backward() was called {len(la)} times in the migrated run, {len(lb)} in the original"
     for i, (x, y) in enumerate(zip(la, lb)):
         if not within(x, y, rtol, atol):
-            return f"loss {x!r} vs {y!r}" + (f" (backward call {i + 1})" if len(la) > 1 else "")
+            text = f"loss {x!r} vs {y!r}" + (f" (backward call {i + 1})" if len(la) > 1 else "")
+            return text + _scale_hint(x, y, row)
     if not within(row["grad_norm_migrated"], row["grad_norm_original"], rtol, atol):
         return f"gradient norm {row['grad_norm_migrated']!r} vs {row['grad_norm_original']!r}"
     for n, d in row["param_devs"].items():
@@ -185,7 +200,34 @@ def _row_dev(r: Any) -> float:
     return max(vals) if vals else 0.0
 
 
-def _row_out(r: Any, rtol: float, atol: float) -> bool:
+def _dev_type(rec: dict[str, Any]) -> str:
+    return str(rec.get("device") or "?").split(":")[0]
+
+
+def main_devices(rows: list[Any]) -> tuple[str, str]:
+    """The device type most records of each run are on (migrated, original)."""
+    from collections import Counter
+
+    ca = Counter(_dev_type(r.a) for r in rows)
+    cb = Counter(_dev_type(r.b) for r in rows)
+    return (ca.most_common(1)[0][0] if ca else "?", cb.most_common(1)[0][0] if cb else "?")
+
+
+def device_mismatch(r: Any, mains: tuple[str, str]) -> Optional[str]:
+    """A record on its run's main device in one run but elsewhere in the other (the original's
+    CUDA tensors are on the CPU under `torchport run --target cpu`, the migrated ones on the target)."""
+    on_a, on_b = _dev_type(r.a) == mains[0], _dev_type(r.b) == mains[1]
+    if on_a == on_b:
+        return None
+    return (
+        f"on {r.a.get('device')} in the migrated run (its device: {mains[0]}) but on {r.b.get('device')} "
+        f"in the original (its device: {mains[1]})"
+    )
+
+
+def _row_out(r: Any, rtol: float, atol: float, mains: tuple[str, str] = ("?", "?")) -> bool:
+    if device_mismatch(r, mains):
+        return True
     if r.identical:
         return False
     if r.a.get("shape") != r.b.get("shape"):
@@ -313,8 +355,10 @@ def build_report(
             )
     for side in (a, b):
         if side.exit_code != 0:
+            done = len(side.main.steps) if side.main else 0
             return cnc(
-                f"the {side.name} run failed with exit code {side.exit_code}",
+                f"the {side.name} run failed with exit code {side.exit_code} after {done} of "
+                f"{opts.steps} steps",
                 traceback=side.traceback(),
                 failed=side.name,
             )
@@ -363,7 +407,13 @@ def build_report(
     bit_equal = all(r["loss_bits_equal"] and r["params_identical"] for r in steps) and all(
         ga == gb for ga, gb in ((r["grad_norm_migrated"], r["grad_norm_original"]) for r in steps)
     )
-    rows_equal = all(r.identical for r in layer_rows) and (res is None or (not res.only_a and not res.only_b))
+    mains = main_devices(layer_rows)
+    misplaced = [r for r in layer_rows if device_mismatch(r, mains)]
+    rows_equal = (
+        not misplaced
+        and all(r.identical for r in layer_rows)
+        and (res is None or (not res.only_a and not res.only_b))
+    )
     ranks_ok = not (rank_b and not rank_b["equal"] and (rank_a is None or rank_a["equal"]))
     if bit_equal and rows_equal and ranks_ok:
         return {
@@ -381,11 +431,12 @@ def build_report(
         if w:
             first_step, why = r["step"], w
             break
-    bad_rows = [r for r in layer_rows if _row_out(r, rtol, opts.atol)]
+    bad_rows = [r for r in layer_rows if _row_out(r, rtol, opts.atol, mains)]
     if bad_rows:
         s = int(bad_rows[0].a.get("step", 0))
         if first_step is None or s < first_step:
-            first_step, why = s, f"{_row_json(bad_rows[0])['where']} deviates"
+            dev = device_mismatch(bad_rows[0], mains)
+            first_step, why = s, f"{_row_json(bad_rows[0])['where']} " + (dev or "deviates")
     if first_step is None and ranks_ok and not (res is not None and (res.only_a or res.only_b)):
         devs = [(q, d, x, y, r["step"]) for r in steps for (q, d, x, y) in _step_deviations(r)]
         lay = [
@@ -422,8 +473,14 @@ def build_report(
         )
     # diverged: the first layer forward and backward in that step, the first parameter
     in_step = [r for r in layer_rows if int(r.a.get("step", -1)) == first_step]
-    fwd = next((r for r in in_step if r.a["dir"] == "forward" and not r.identical), None)
-    bwd = next((r for r in in_step if r.a["dir"] == "backward" and not r.identical), None)
+    fwd = next(
+        (r for r in in_step if r.a["dir"] == "forward" and (not r.identical or device_mismatch(r, mains))),
+        None,
+    )
+    bwd = next(
+        (r for r in in_step if r.a["dir"] == "backward" and (not r.identical or device_mismatch(r, mains))),
+        None,
+    )
     step_row = next((r for r in steps if r["step"] == first_step), None)
     first_param = step_row["params_differing"][0] if step_row and step_row["params_differing"] else None
     first = {
