@@ -211,7 +211,8 @@ def test_different_projects_are_different_models(tmp_path: Path) -> None:
     a.mkdir()
     b.mkdir()
     shutil.copy(FIXTURES / "mutable_train.py", a / "train.py")
-    shutil.copy(HERE.parent / "fixtures" / "e2e_scripts" / "argparse_device.py", b / "train.py")
+    other = (HERE.parent / "fixtures" / "e2e_scripts" / "argparse_device.py").read_text()
+    (b / "train.py").write_text(other.replace('default="cuda"', 'default="cpu"'))
     code, rep = verify_json(str(a), str(b), "--target", "cpu", "--steps", "2")
     assert code == 2
     assert rep["verdict"] == "could not compare"

@@ -31,7 +31,7 @@ class _Worker:
         if self.cfg["mode"] == "run":
             from torchport import runtime
 
-            runtime.enable(self.cfg["target"])
+            runtime.enable(self.cfg["target"], cuda_available="target")
         rec = _install(self.cfg)
         code = 0
         try:

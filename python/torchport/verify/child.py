@@ -33,7 +33,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if mode == "run":
             from torchport.runtime.cli import main as run_main
 
-            code = run_main(["--target", cfg["target"], "--quiet", *entry])
+            code = run_main(["--target", cfg["target"], "--cuda-available", "target", "--quiet", *entry])
         elif mode == "rehearse":
             from torchport.cli import main as tp_main
 

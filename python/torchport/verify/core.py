@@ -76,9 +76,15 @@ class SideRun:
     main: Optional[Proc] = None
 
     def traceback(self) -> str:
-        i = self.stderr.rfind("Traceback (most recent call last)")
-        text = self.stderr[i:] if i >= 0 else self.stderr
-        lines = text.strip().splitlines()
+        """The script's traceback: the first one in stderr (under torchrun, the agent's own
+        ChildFailedError comes after the worker's root cause)."""
+        blocks = re.split(r"(?m)^(?=Traceback \(most recent call last\))", self.stderr)
+        tbs = [b for b in blocks if b.startswith("Traceback")]
+        if not tbs:
+            return "\n".join(self.stderr.strip().splitlines()[-40:])
+        lines = [x for x in tbs[0].splitlines() if x.strip()]
+        end = next((i for i, x in enumerate(lines) if i and not x.startswith((" ", "Traceback"))), None)
+        lines = lines[: end + 1] if end is not None else lines
         return "\n".join(lines[-40:])
 
 
@@ -296,6 +302,9 @@ def verify(opts: Options) -> dict[str, Any]:
         raise VerifyError(f"unknown target {opts.target!r}; choose one of: {', '.join(TARGETS)}")
     if opts.steps < 1:
         raise VerifyError("--steps must be at least 1")
+    opts.original = opts.original.absolute()
+    opts.migrated = opts.migrated.absolute() if opts.migrated else None
+    opts.workdir = opts.workdir.absolute() if opts.workdir else None
     own_work = opts.workdir is None
     work = Path(tempfile.mkdtemp(prefix="torchport-verify-")) if own_work else Path(opts.workdir or ".")
     work.mkdir(parents=True, exist_ok=True)

@@ -96,6 +96,42 @@ def expected_differences(report: Optional[dict[str, Any]]) -> list[dict[str, Any
     return out
 
 
+def amp_default_dtype(report: Optional[dict[str, Any]], rows: list[Any]) -> list[dict[str, Any]]:
+    """migrate's autocast rewrites (TP200) when the records show float16 in the original and
+    bfloat16 in the migrated run: `torch.cuda.amp.autocast()` without a dtype runs float16 (CUDA's
+    default, which `torchport run` keeps), `torch.amp.autocast("cpu")` bfloat16 (the CPU's)."""
+    if not report:
+        return []
+    pairs = {(r.b.get("dtype"), r.a.get("dtype")) for r in rows if r.a.get("dtype") != r.b.get("dtype")}
+    if ("float16", "bfloat16") not in pairs:
+        return []
+    out = []
+    for f in report.get("findings", []) or []:
+        if f.get("code") == "TP200" and "autocast" in str(f.get("api", "")):
+            out.append(
+                {
+                    "where": f"{f.get('file')}:{f.get('start_line')}",
+                    "code": f.get("code"),
+                    "message": f"{f.get('message')}: without dtype= it runs bfloat16 (the target's default), "
+                    "the original float16 (CUDA's); pass dtype=torch.float16 to keep it",
+                    "dtype": "bfloat16",
+                }
+            )
+    return out
+
+
+def _widen(rtol: float, expected: list[dict[str, Any]]) -> tuple[float, Optional[str]]:
+    from torchport.verify.core import DTYPE_RTOL
+
+    if not expected:
+        return rtol, None
+    first = max(expected, key=lambda e: DTYPE_RTOL[e["dtype"]])
+    wide = DTYPE_RTOL[first["dtype"]]
+    if wide <= rtol:
+        return rtol, None
+    return wide, f"{first['where']}: {first['message']} ({first['dtype']}: tolerance rtol={wide:g})"
+
+
 # ---- per-step comparison ---------------------------------------------------------------------------
 
 
@@ -318,17 +354,9 @@ def build_report(
     """a = the original, b = the migrated run."""
     from torchport.probe.compare import Thresholds, compare_dumps
     from torchport.probe.dump import DumpError
-    from torchport.verify.core import DTYPE_RTOL
 
     expected = expected_differences(migrate_report)
-    rtol = opts.rtol
-    cause = None
-    if expected:
-        wide = max(DTYPE_RTOL[e["dtype"]] for e in expected)
-        if wide > rtol:
-            rtol = wide
-            first = expected[0]
-            cause = f"{first['where']}: {first['message']} ({first['dtype']}: tolerance rtol={wide:g})"
+    rtol, cause = _widen(opts.rtol, expected)
     notes = sorted({n for side in (a, b) for p in side.procs for n in p.summary.get("notes", [])})
     base = {
         **_base(opts),
@@ -393,6 +421,12 @@ def build_report(
     steps = step_rows(mb.steps, ma.steps)
     base["steps"] = steps
     layer_rows = res.rows if res is not None else []
+    amp = amp_default_dtype(migrate_report, layer_rows)
+    if amp:
+        expected += amp
+        base["expected_differences"] = expected
+        rtol, cause = _widen(opts.rtol, expected)
+        base["tolerance_used"] = {"rtol": rtol, "atol": opts.atol, "cause": cause}
     base["compare"] = (
         {
             "rows": len(res.rows),
