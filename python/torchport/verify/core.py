@@ -66,6 +66,7 @@ class SideRun:
     root: Path
     entry: list[str]
     mode: str
+    source: Optional[Path] = None  # the user's tree (root is the working copy the run starts in)
     command: list[str] = field(default_factory=list)
     exit_code: Optional[int] = None
     timed_out: bool = False
@@ -187,6 +188,34 @@ def wants_torchrun(root: Path, entry: list[str]) -> bool:
     except OSError:
         return False
     return "init_process_group" in text and not _DDP_SELF.search(text)
+
+
+_BIG = 16 << 20
+_SKIP_DIRS = {".git", "__pycache__", "torchport-report", ".venv", "node_modules"}
+
+
+def stage_tree(src: Path, dst: Path, single_script: bool) -> Path:
+    """A working copy of a project for one run, so that what the script writes (checkpoints,
+    logs) never lands in the user's tree. Files up to 16 MiB are copied, bigger ones (data sets,
+    checkpoints to read) are symlinked. For a single script only its directory's Python files are
+    copied; everything else there is symlinked."""
+    dst.mkdir(parents=True)
+    for entry in sorted(src.iterdir()):
+        if entry.name in _SKIP_DIRS:
+            continue
+        target = dst / entry.name
+        if entry.is_dir():
+            if single_script:
+                target.symlink_to(entry.resolve(), target_is_directory=True)
+            else:
+                stage_tree(entry, target, False)
+        elif entry.is_file():
+            small = entry.stat().st_size <= _BIG
+            if (entry.suffix == ".py" or (small and not single_script)) and small:
+                shutil.copy2(entry, target)
+            else:
+                target.symlink_to(entry.resolve())
+    return dst
 
 
 # ---- running one side ----------------------------------------------------------------------------
@@ -324,8 +353,11 @@ def verify(opts: Options) -> dict[str, Any]:
             )
         ranks = opts.ranks or (2 if wants_torchrun(root_a, entry) else 1)
         mode_b = "rehearse" if opts.target in REHEARSED else "native"
-        a = SideRun("original", root_a, entry, "run")
-        b = SideRun("migrated", root_b, entry, mode_b)
+        single = opts.original.is_file()
+        a = SideRun("original", stage_tree(root_a, work / "trees" / "original", single), entry, "run", root_a)
+        b = SideRun(
+            "migrated", stage_tree(root_b, work / "trees" / "migrated", single), entry, mode_b, root_b
+        )
         run_side(a, opts, work / "original", "cpu", ranks)
         run_side(b, opts, work / "migrated-run", opts.target, ranks)
         return build_report(opts, a, b, report, ranks, migrated)

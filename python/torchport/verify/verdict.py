@@ -300,7 +300,7 @@ def _row_json(r: Any) -> dict[str, Any]:
 def _proc_json(side: SideRun) -> dict[str, Any]:
     m = side.main
     return {
-        "root": str(side.root),
+        "root": str(side.source or side.root),
         "entry": side.entry,
         "mode": side.mode,
         "command": side.command,
