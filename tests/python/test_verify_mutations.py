@@ -240,13 +240,14 @@ def test_a_script_that_never_calls_backward(tmp_path: Path) -> None:
 def test_a_hanging_run_is_stopped_by_the_timeout(tmp_path: Path) -> None:
     script = tmp_path / "hangs.py"
     shutil.copy(FIXTURES / script.name, script)
-    code, rep = verify_json(str(script), "--target", "cpu", "--timeout", "20")
+    code, rep = verify_json(str(script), "--target", "cpu", "--timeout", "10")
     assert code == 2
     assert rep["verdict"] == "could not compare"
     assert (
-        rep["reason"] == "the original run did not finish within --timeout 20 s (it completed 0 of 3 steps)"
+        rep["reason"] == "the original run did not finish within --timeout 10 s (it completed 0 of 3 steps)"
     )
     assert rep["original"]["timed_out"] is True
+    assert rep["migrated"]["exit_code"] is None  # not started once the original had failed
 
 
 def test_bad_options(tmp_path: Path) -> None:

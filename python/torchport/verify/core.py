@@ -359,7 +359,8 @@ def verify(opts: Options) -> dict[str, Any]:
             "migrated", stage_tree(root_b, work / "trees" / "migrated", single), entry, mode_b, root_b
         )
         run_side(a, opts, work / "original", "cpu", ranks)
-        run_side(b, opts, work / "migrated-run", opts.target, ranks)
+        if a.exit_code == 0 and not a.timed_out:  # else the original's failure is the answer
+            run_side(b, opts, work / "migrated-run", opts.target, ranks)
         return build_report(opts, a, b, report, ranks, migrated)
     finally:
         if own_work:

@@ -11,7 +11,7 @@ import html
 import math
 from typing import Any, Optional
 
-_W, _H, _PAD = 640, 260, 48
+_W, _H, _PAD, _LEFT = 640, 260, 48, 80
 _COLORS = {"original": "#1f77b4", "migrated": "#d62728"}
 
 
@@ -53,7 +53,7 @@ def loss_chart(rep: dict[str, Any]) -> str:
         y0, y1 = y0 - 0.5 * (abs(y0) or 1), y1 + 0.5 * (abs(y1) or 1)
 
     def px(x: float) -> float:
-        return _PAD + (x - x0) / (x1 - x0) * (_W - 2 * _PAD)
+        return _LEFT + (x - x0) / (x1 - x0) * (_W - _LEFT - _PAD)
 
     def py(y: float) -> float:
         return _H - _PAD + (y - y0) / (y1 - y0) * (2 * _PAD - _H)
@@ -61,14 +61,14 @@ def loss_chart(rep: dict[str, Any]) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" role="img" '
         'aria-label="loss per step, original and migrated">',
-        f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#333"/>',
-        f'<line x1="{_PAD}" y1="{_PAD}" x2="{_PAD}" y2="{_H - _PAD}" stroke="#333"/>',
+        f'<line x1="{_LEFT}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#333"/>',
+        f'<line x1="{_LEFT}" y1="{_PAD}" x2="{_LEFT}" y2="{_H - _PAD}" stroke="#333"/>',
         f'<text x="{_W / 2}" y="{_H - 8}" text-anchor="middle" font-size="12">optimizer step</text>',
         f'<text x="12" y="{_PAD - 12}" font-size="12">loss</text>',
     ]
     for y in (y0, (y0 + y1) / 2, y1):
         parts.append(
-            f'<text x="{_PAD - 4}" y="{py(y) + 4:.1f}" text-anchor="end" font-size="10">{y:.4g}</text>'
+            f'<text x="{_LEFT - 4}" y="{py(y) + 4:.1f}" text-anchor="end" font-size="10">{y:.6g}</text>'
         )
     for x in sorted(set(xs)):
         parts.append(

@@ -375,6 +375,8 @@ def build_report(
 
     for side in (a, b):
         label = side.name
+        if side.exit_code is None:
+            continue  # not run: the original failed first
         if side.timed_out:
             return cnc(
                 f"the {label} run did not finish within --timeout {opts.timeout:g} s "
@@ -382,7 +384,7 @@ def build_report(
                 traceback=side.traceback(),
             )
     for side in (a, b):
-        if side.exit_code != 0:
+        if side.exit_code not in (0, None):
             done = len(side.main.steps) if side.main else 0
             return cnc(
                 f"the {side.name} run failed with exit code {side.exit_code} after {done} of "
