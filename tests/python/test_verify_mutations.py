@@ -164,6 +164,18 @@ def check_text_and_html(rep: dict[str, Any]) -> None:
     assert "fc2 (Linear) forward call 0 input[0]" in page
 
 
+def test_a_different_number_of_steps_cannot_be_compared(project: tuple[Path, Path], tmp_path: Path) -> None:
+    bad = mutate(project, tmp_path, [("for step in range(4):", "for step in range(2):")])
+    code, rep = verify_json(
+        str(project[0]), str(bad), "--target", "cpu", "--entry", "mutable_train.py", "--steps", STEPS
+    )
+    assert (code, rep["verdict"]) == (2, "could not compare"), rep["reason"]
+    assert (
+        rep["reason"]
+        == "different number of optimizer steps: the original made 4, the migrated 2 (of 4 requested)"
+    )
+
+
 def test_a_buffer_left_on_cuda_is_a_crash_with_its_traceback(
     project: tuple[Path, Path], tmp_path: Path
 ) -> None:
