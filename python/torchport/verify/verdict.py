@@ -343,6 +343,39 @@ def _fallbacks(stderr: str) -> list[str]:
     )
 
 
+def _structure(dump_b: Path, dump_a: Path, fallback: str) -> str:
+    """Why the two runs' models differ, from the probe manifests (b = migrated, a = original)."""
+    from torchport.probe.dump import DumpError, open_dump
+
+    try:
+        mb, ma = open_dump(dump_b).manifest.get("model") or {}, open_dump(dump_a).manifest.get("model") or {}
+    except DumpError:
+        return fallback
+    pb = {n: s for n, s in mb.get("parameters", [])}
+    pa = {n: s for n, s in ma.get("parameters", [])}
+
+    def kind(m: dict[str, Any]) -> str:
+        return ",".join(r["type"] for r in m.get("roots", [])) or "no module"
+
+    text = (
+        f"the original's model is {kind(ma)} with {len(pa)} parameters, "
+        f"the migrated {kind(mb)} with {len(pb)}"
+    )
+    only_a = [n for n in pa if n not in pb]
+    only_b = [n for n in pb if n not in pa]
+    shape = [n for n in pa if n in pb and pa[n] != pb[n]]
+    if only_a:
+        text += f": parameter {only_a[0]} {pa[only_a[0]]} is only in the original"
+    elif only_b:
+        text += f": parameter {only_b[0]} {pb[only_b[0]]} is only in the migrated run"
+    elif shape:
+        n = shape[0]
+        text += f": parameter {n} has shape {pa[n]} in the original, {pb[n]} in the migrated run"
+    elif mb.get("signature") == ma.get("signature"):
+        return fallback.split(": ", 1)[-1].replace("; pass --force to compare anyway", "")
+    return text
+
+
 def build_report(
     opts: Options,
     a: SideRun,
@@ -418,8 +451,7 @@ def build_report(
         try:
             res = compare_dumps(mb.dump, ma.dump, th, workers=1, full=False)
         except DumpError as e:
-            msg = str(e)
-            return cnc("different model structure: " + msg.split(": ", 1)[-1])
+            return cnc("different model structure: " + _structure(mb.dump, ma.dump, str(e)))
     steps = step_rows(mb.steps, ma.steps)
     base["steps"] = steps
     layer_rows = res.rows if res is not None else []
