@@ -95,3 +95,18 @@ def test_the_workers_traceback_comes_first() -> None:
         'Traceback (most recent call last):\n  File "t.py", line 3, in <module>\n'
         "    f()\nValueError: the root cause"
     )
+
+
+def test_the_probe_takes_a_script_module(tmp_path: Path) -> None:
+    # A ScriptModule refuses per-module hooks ("not supported on ScriptModules"); the probe must
+    # still record it (jit_script.py of the e2e scripts crashed under verify before).
+    import torch
+
+    from torchport.probe.recorder import Probe
+
+    torch.manual_seed(0)
+    model = torch.jit.script(torch.nn.Linear(2, 2))
+    probe = Probe(None, out=tmp_path / "dump")
+    with probe:
+        model(torch.ones(1, 2)).sum().backward()
+    assert probe._seq >= 2  # forward input and output at least
