@@ -164,6 +164,31 @@ def check_text_and_html(rep: dict[str, Any]) -> None:
     assert "fc2 (Linear) forward call 0 input[0]" in page
 
 
+def test_op_level_names_the_op_and_its_module(project: tuple[Path, Path], tmp_path: Path) -> None:
+    edits = MUTATIONS["numerics change only in backward"][0]
+    bad = mutate(project, tmp_path, edits)
+    code, rep = verify_json(
+        str(project[0]),
+        str(bad),
+        "--target",
+        "cpu",
+        "--entry",
+        "mutable_train.py",
+        "--steps",
+        "2",
+        "--level",
+        "op",
+    )
+    assert (code, rep["verdict"]) == (1, "diverged"), rep["reason"]
+    fd = rep["first_divergence"]
+    assert fd["step"] == 0
+    assert fd["forward"] is None  # every forward op is bit-identical
+    # the first backward op that differs is the custom Function's backward: the bfloat16 cast the
+    # mutation added, run for ClippedIdentityBackward in module gate
+    assert fd["backward"]["module"] == "gate", fd["backward"]
+    assert fd["backward"]["name"].startswith("aten."), fd["backward"]
+
+
 def test_a_different_number_of_steps_cannot_be_compared(project: tuple[Path, Path], tmp_path: Path) -> None:
     bad = mutate(project, tmp_path, [("for step in range(4):", "for step in range(2):")])
     code, rep = verify_json(

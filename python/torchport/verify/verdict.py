@@ -283,6 +283,7 @@ def _row_json(r: Any) -> dict[str, Any]:
     return {
         "where": describe(r.a),
         "name": r.a["name"],
+        "module": r.a.get("module"),  # op level: the module the op ran in
         "dir": r.a["dir"],
         "io": r.a["io"],
         "step": r.a.get("step"),
@@ -541,8 +542,11 @@ def build_report(
         )
     # diverged: the first layer forward and backward in that step, the first parameter
     in_step = [r for r in layer_rows if int(r.a.get("step", -1)) == first_step]
+    # Forward rows after the step's first backward row are the optimizer's and GradScaler's ops (op
+    # level), not the model's forward pass.
+    first_bwd = next((i for i, r in enumerate(in_step) if r.a["dir"] == "backward"), len(in_step))
     fwd = next(
-        (r for r in in_step if r.a["dir"] == "forward" and (not r.identical or device_mismatch(r, mains))),
+        (r for r in in_step[:first_bwd] if not r.identical or device_mismatch(r, mains)),
         None,
     )
     bwd = next(
