@@ -21,6 +21,7 @@ PYTHON_COMMANDS: dict[str, tuple[str, str, str]] = {
     "check-ops": ("torchport.check_ops.cli", "main", "predict CPU fallbacks and failures per target"),
     "probe": ("torchport.probe.cli", "probe_main", "dump per-layer statistics of a run"),
     "compare": ("torchport.probe.cli", "compare_main", "find the first layer where two dumps drift"),
+    "verify": ("torchport.verify.cli", "main", "prove that the migrated project trains like the original"),
 }
 # `torchport dev SUB` commands implemented in Python; every other `dev` command is C++.
 PYTHON_DEV_COMMANDS: dict[str, tuple[str, str, str]] = {

@@ -305,7 +305,10 @@ class Probe:
             if id(mod) in self._kw_hooked:
                 continue
             self._kw_hooked.add(id(mod))
-            self._handles.append(mod.register_forward_pre_hook(hook, with_kwargs=True))
+            try:
+                self._handles.append(mod.register_forward_pre_hook(hook, with_kwargs=True))
+            except RuntimeError:  # a ScriptModule takes no hooks ("not supported on ScriptModules")
+                pass
 
     def _hook_params(self, prefix: str, root: torch.nn.Module) -> None:
         """With param_grads: record each parameter's .grad once autograd has accumulated it."""

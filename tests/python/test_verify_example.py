@@ -1,0 +1,58 @@
+"""`torchport verify` on the README's example project (examples/cuda_project), migrated for cpu.
+
+The original's `autocast()` has no dtype: on CUDA (and under `torchport run`, which keeps CUDA's
+default) it runs float16; the migrated `torch.amp.autocast("cpu")` runs bfloat16, the CPU's default.
+verify must not hide that: the verdict is equivalent only with the bfloat16 tolerance, and it names
+the migrate finding as the cause.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_example_project_is_equivalent_with_the_amp_dtype_named(tmp_path: Path) -> None:
+    example = ROOT / "examples" / "cuda_project"
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchport",
+            "verify",
+            str(example),
+            "--target",
+            "cpu",
+            "--ranks",
+            "1",
+            "--format",
+            "json",
+            "--",
+            "--steps",
+            "3",
+            "--out",
+            "ckpt.pt",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=dict(os.environ),
+        timeout=600,
+    )
+    rep = json.loads(p.stdout)
+    assert (p.returncode, rep["verdict"]) == (0, "equivalent"), (rep["reason"], rep.get("traceback"))
+    assert rep["tolerance_used"]["rtol"] == 0.05
+    (cause,) = rep["expected_differences"]
+    assert cause["where"] == "train.py:51"
+    assert cause["dtype"] == "bfloat16"
+    assert "without dtype= it runs bfloat16 (the target's default), the original float16" in cause["message"]
+    assert "expected: train.py:51:" in rep["reason"]
+    # not identical: the float16 and bfloat16 runs really differ
+    assert not all(r["params_identical"] for r in rep["steps"])
+    # the example was not written to: verify migrated it into a temporary directory
+    assert not (example / "ckpt.pt").exists()
