@@ -25,7 +25,11 @@ TEST(Catalogue, TargetFactsMatchTheGuideTable) {
   EXPECT_EQ(cat().target("musa")->backend, "mccl");
   EXPECT_EQ(cat().target("xpu")->backend, "xccl");
   EXPECT_EQ(cat().target("xpu")->import_stmt, "");
-  EXPECT_EQ(cat().target("mps")->backend, "") << "MPS has no collective backend";
+  // MPS has no collective backend of its own: torch's default_device_backend_map["mps"] is gloo.
+  EXPECT_EQ(cat().target("mps")->backend, "gloo");
+  EXPECT_FALSE(cat().target("mps")->device_index) << "one device";
+  EXPECT_TRUE(cat().target("cpu")->host);
+  EXPECT_EQ(cat().target("cpu")->amp_dtype, "bfloat16") << "torch.get_autocast_dtype('cpu')";
   EXPECT_EQ(cat().target("cpu")->backend, "gloo");
   EXPECT_EQ(cat().target("accelerator")->min_torch, "2.6");
   EXPECT_EQ(cat().target("nope"), nullptr);
