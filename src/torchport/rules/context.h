@@ -32,7 +32,8 @@ class Context {
   const Options& opts;
   FileResult result;
 
-  bool accelerator() const { return target.name == "accelerator"; }
+  /// The device-agnostic target (its device is chosen at run time: data/targets.json "device": "").
+  bool accelerator() const { return target.runtime_device(); }
 
   /// The local name of the torch module; records that `import torch` must be inserted when the
   /// file does not bind it at module level.
@@ -88,7 +89,7 @@ void run_device(Context& ctx);       // TP300-TP302 device.cc
 void run_distributed(Context& ctx);  // TP400-TP402 distributed.cc
 void run_env(Context& ctx);          // TP500 env.cc
 void run_setup_requires(Context& ctx);
-void run_custom_args(Context& ctx);  // TP800 custom_args.cc
+void run_custom_args(Context& ctx);        // TP800 custom_args.cc
 void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
 // tools/new_rule.py: declarations
 void run_insertions(Context& ctx);  // TP900 insertions.cc
