@@ -23,9 +23,10 @@ inline constexpr std::string_view kAcceleratorMinTorch = "2.6";
 
 class Context {
  public:
-  Context(const semantic::Model& model, const catalogue::Catalogue& cat,
+  Context(const syntax::Tree& tree, const semantic::Model& model, const catalogue::Catalogue& cat,
           const catalogue::Target& target, const Options& opts);
 
+  const syntax::Tree& tree;  ///< Need::NeedTree
   const semantic::Model& m;
   const catalogue::Catalogue& cat;
   const catalogue::Target& target;
@@ -81,7 +82,8 @@ struct Arg {
 };
 std::vector<Arg> call_args(const semantic::Model& m, semantic::TokenIndex lpar);
 
-// Rule families, in the order they run (each file documents its family).
+// Rule families (each file documents its family; engine.cc's family table says what each
+// needs and which families it runs after).
 void run_imports(Context& ctx);      // TP001-TP002 imports.cc
 void run_amp(Context& ctx);          // TP200 amp.cc
 void run_cuda_api(Context& ctx);     // TP100 cuda_api.cc
@@ -92,6 +94,8 @@ void run_setup_requires(Context& ctx);
 void run_custom_args(Context& ctx);        // TP800 custom_args.cc
 void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
 // tools/new_rule.py: declarations
-void run_insertions(Context& ctx);  // TP900 insertions.cc
+void run_insertions(Context& ctx);       // TP900 insertions.cc
+void run_custom_op_calls(Context& ctx);  // TP903 custom_op_calls.cc
+void run_vendor_lists(Context& ctx);     // TP950 vendor_lists.cc
 
 }  // namespace torchport::rules
