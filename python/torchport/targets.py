@@ -83,6 +83,9 @@ class Target:
     import_stmt: str = ""  # the statement `migrate` inserts ("import torch_npu"), "" when in-tree
     host: bool = False  # the device is the host CPU itself
     unverified: tuple[str, ...] = ()  # facts (data field names) whose source is marked unverified
+    # CUDA variable (or "PREFIX*") -> why its rename is not an exact equivalent (catalogue status partial or
+    # unknown): the runtime logs such a rename as modified, not match.
+    env_notes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def in_tree(self) -> bool:
@@ -118,10 +121,14 @@ def _expand(text: str, t: Mapping[str, Any]) -> str:
     return text
 
 
-def _env_maps(entries: list[dict[str, Any]], t: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
-    """CUDA variable -> the target's, and prefix -> prefix, resolved as the C++ catalogue does ("*" too)."""
+def _env_maps(
+    entries: list[dict[str, Any]], t: Mapping[str, Any]
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """CUDA variable -> the target's, prefix -> prefix, and the notes of inexact renames, resolved as the
+    C++ catalogue does ("*" too)."""
     env: dict[str, str] = {}
     prefix: dict[str, str] = {}
+    notes: dict[str, str] = {}
     for e in entries:
         m = e["targets"].get(t["name"]) or e["targets"].get("*")
         if not m:
@@ -130,16 +137,18 @@ def _env_maps(entries: list[dict[str, Any]], t: Mapping[str, Any]) -> tuple[dict
         if not repl:
             continue
         api: str = e["api"]
+        if m.get("status") != "supported":
+            notes[api] = _expand(m.get("note", ""), t) or f"{m.get('status')}: {m.get('source', '')}"
         if api.endswith("*") and repl.endswith("*"):
             prefix[api[:-1]] = repl[:-1]
         else:
             env[api] = repl
-    return env, prefix
+    return env, prefix, notes
 
 
 def _target(t: Mapping[str, Any], env_entries: list[dict[str, Any]]) -> Target:
     facts: dict[str, str] = dict(t.get("facts", {}))
-    env_map, env_prefix = _env_maps(env_entries, t)
+    env_map, env_prefix, env_notes = _env_maps(env_entries, t)
     fb = t.get("fallback", {})
     fb_env = fb.get("env", "")
     sources = dict(facts)
@@ -171,6 +180,7 @@ def _target(t: Mapping[str, Any], env_entries: list[dict[str, Any]]) -> Target:
         import_stmt=t.get("import", ""),
         host=bool(t.get("host", False)),
         unverified=tuple(k for k, v in facts.items() if v.startswith(UNVERIFIED)),
+        env_notes=env_notes,
     )
 
 
