@@ -128,7 +128,9 @@ def test_the_disagreements_of_issue_11_are_resolved() -> None:
 # writes) against what `torchport run --target cpu` returns for the same call.
 EMULATED = ["memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
             "memory_stats", "empty_cache", "reset_peak_memory_stats", "is_bf16_supported",
-            "get_device_capability", "mem_get_info"]  # fmt: skip
+            "get_device_capability", "mem_get_info", "current_device", "get_arch_list", "utilization",
+            "ipc_collect", "set_per_process_memory_fraction"]  # fmt: skip
+ARGS = {"set_per_process_memory_fraction": (0.5,)}
 
 
 def test_emulations_without_a_device_agree() -> None:
@@ -141,7 +143,7 @@ def test_emulations_without_a_device_agree() -> None:
         assert m["without_device"], f"torch.cuda.{name} on cpu: migrate leaves a call that crashes"
         static[name] = eval(m["without_device"])  # noqa: S307 - a Python literal from our own data
     with enabled("cpu"):
-        runtime = {name: getattr(torch.cuda, name)() for name in EMULATED}
+        runtime = {name: getattr(torch.cuda, name)(*ARGS.get(name, ())) for name in EMULATED}
     assert runtime == static
 
 
