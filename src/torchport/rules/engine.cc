@@ -163,14 +163,6 @@ std::vector<int> version_parts(std::string_view v) {
   return out;
 }
 
-// Used when the catalogue has no "accelerator" target entry.
-catalogue::Target accelerator_fallback() {
-  catalogue::Target t;
-  t.name = "accelerator";
-  t.min_torch = std::string(kAcceleratorMinTorch);
-  return t;
-}
-
 }  // namespace
 
 std::span<const RuleInfo> registry() { return kRegistry; }
@@ -387,9 +379,9 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
   const catalogue::Target* target = cat.target(opts.target);
   catalogue::Target fallback;
   if (!target) {
-    fallback = accelerator_fallback();
+    // Not in the catalogue (the driver refuses such a target): a device string and no facts.
     fallback.name = opts.target;
-    fallback.device = opts.target == "accelerator" ? "" : opts.target;
+    fallback.device = opts.target;
     target = &fallback;
   }
   Context ctx(tree, model, cat, *target, opts);
