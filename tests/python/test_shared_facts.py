@@ -155,3 +155,22 @@ def test_check_ops_fallback_is_the_targets_fallback() -> None:
         fb = cpp_targets()[db["target"]]["fallback"]
         assert db["fallback"] == fb, path.name
         assert T.TARGETS[db["target"]].fallback_default == fb["default"]
+
+
+def test_facts_sourced_to_the_installed_torch_hold() -> None:
+    """The facts whose source is the installed torch are checked against it, not copied."""
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    for name, t in T.TARGETS.items():
+        facts = cpp_targets()[name]["facts"]
+        if facts["amp_dtype"].startswith("installed torch"):
+            # Out-of-tree devices are PrivateUse1 until their package renames it.
+            key = t.amp_device_type if t.in_tree or t.device_type == "hpu" else "privateuseone"
+            assert str(torch.get_autocast_dtype(key)) == f"torch.{t.amp_dtype}", name
+        if facts["backend"].startswith("installed torch"):
+            assert dist.Backend.default_device_backend_map[t.device_type] == t.backend, name
+        if facts["module"].startswith("installed torch"):
+            assert torch.get_device_module(t.device_type).__name__ == t.device_module, name
+        if t.profiler_activity and "installed torch" in facts["profiler_activity"]:
+            assert hasattr(torch.profiler.ProfilerActivity, t.profiler_activity), name
