@@ -65,7 +65,8 @@ std::size_t segments(std::string_view q) {
 // The fallback when the catalogue has no mapping for a torch.cuda / backends name.
 std::optional<catalogue::Mapping> fallback(const Context& ctx, std::string_view q) {
   catalogue::Mapping mp;
-  mp.source = "torchport built-in fallback (rules/cuda_api.cc)";
+  mp.source =
+      "unverified: no catalogue entry; torchport's generic rule for the name (rules/cuda_api.cc)";
   const std::string& t = ctx.target.name;
   if (q.starts_with("torch.backends.")) {
     if (ctx.accelerator()) return std::nullopt;  // harmless off CUDA, effective on CUDA
