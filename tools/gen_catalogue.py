@@ -228,6 +228,12 @@ class Generator:
     def cpu(self, name: str) -> Mapping:
         if name == "Event":
             return self.host_event("cpu")
+        hv = self.overrides["host_values"]
+        if name in hv["names"]:
+            value, note = hv["names"][name]
+            mapping = _m("", "partial", hv["source"], note)
+            mapping["without_device"] = value
+            return mapping
         wd = self.overrides["without_device"]
         if name in wd["names"]:
             value = wd["names"][name]
@@ -248,6 +254,19 @@ class Generator:
         return _m("", "unsupported", f"{self.intro}: dir(torch.cpu)", note)
 
     def accelerator(self, name: str) -> Mapping:
+        """The accelerator mapping, with the host value of host_values for CPU-only machines."""
+        mapping = self._accelerator(name)
+        hv = self.overrides["host_values"]
+        if name in hv["names"] and mapping["replacement"]:
+            value, _ = hv["names"][name]
+            mapping["without_device"] = value
+            mapping["note"] = (
+                f"where the device module has it; without an accelerator the call becomes {value}"
+            )
+            mapping["source"] = f"{mapping['source']}; {hv['source']}"
+        return mapping
+
+    def _accelerator(self, name: str) -> Mapping:
         if name == "Event":
             return self.host_event("accelerator")
         acc = self.overrides["accelerator_api"]

@@ -92,6 +92,26 @@ def render() -> str:
                 dt=", ".join(t.get("no_dtypes", [])) or "—",
             )
         )
+    lines += [
+        "",
+        "What the runtime (`torchport run`, check-ops, probe) reads from the same file. A fact whose",
+        "source in data/targets.json starts with `unverified:` names no upstream file, vendor document or",
+        "torch introspection; `torchport targets` lists them too.",
+        "",
+        "| target | amp dtype | device index | kernels it lacks | profiler activity | unverified facts |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in targets:
+        fb = t.get("fallback", {})
+        lacks = {"cpu": "fall back to the CPU", "error": "raise"}.get(fb.get("default", ""), "—")
+        if fb.get("env"):
+            lacks += f" (`{fb['env']}` {fb.get('env_effect', '')})"
+        unverified = [k for k, v in t.get("facts", {}).items() if v.startswith("unverified:")]
+        index = "yes" if t.get("device_index", True) else "no"
+        lines.append(
+            f"| {t['name']} | {t.get('amp_dtype') or 'runtime'} | {index} "
+            f"| {lacks} | {t.get('profiler_activity') or '—'} | {', '.join(unverified) or '—'} |"
+        )
     lines.append("")
     families: dict[str, list[dict[str, Any]]] = {}
     for e in entries:

@@ -32,6 +32,15 @@ from typing import Any, Optional
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _fallback(target: str) -> dict[str, str]:
+    """The target's fallback behaviour from data/targets.json, the one source of per-target facts."""
+    doc = json.loads((REPO / "data" / "targets.json").read_text(encoding="utf-8"))
+    fb = next(t["fallback"] for t in doc["targets"] if t["name"] == target)
+    return {k: fb[k] for k in ("default", "env", "env_effect", "note")}
+
+
 FORMAT = 1
 TARGETS = ("npu", "mlu", "musa", "mps", "xpu")
 
@@ -168,13 +177,7 @@ def gen_npu(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) -> 
         "closed_world_note": "An aten overload in neither file is reported as a CPU fallback (unless a "
         "generic kernel of torch runs instead). torch_npu also registers some kernels by hand in C++; "
         "such an op would be misreported as a fallback. The op-plugin lists do not say which.",
-        "fallback": {
-            "default": "cpu",
-            "env": "TORCH_NPU_FALLBACK_CPU_DISABLE=1",
-            "env_effect": "makes every CPU fallback an error, so each one surfaces",
-            "note": "torch_npu's boxed fallback runs the CPU kernel and warns once per op "
-            "(VariableFallbackKernel.cpp); TORCH_NPU_FALLBACK_CPU_DISABLE=1 turns it into an error.",
-        },
+        "fallback": _fallback("npu"),
         "always_fallback": [],
         "ops_gated": ops,
         "ops_all_versions": sorted(set(core)),
@@ -252,13 +255,7 @@ def gen_mlu(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) -> 
         "closed_world_note": "An aten overload not in mlu_functions.yaml (aten:, dispatch PrivateUse1) is "
         "reported as a CPU fallback (unless a generic kernel of torch runs instead). Kernels registered by "
         "hand in C++ would be misreported; the list does not say which.",
-        "fallback": {
-            "default": "cpu",
-            "env": "ENABLE_FALLBACK_TO_CPU=0",
-            "env_effect": "makes every CPU fallback an error, so each one surfaces",
-            "note": "torch_mlu's MLUFallback.cpp runs the CPU kernel and warns once per op; "
-            "ENABLE_FALLBACK_TO_CPU=0 turns it into an error.",
-        },
+        "fallback": _fallback("mlu"),
         "always_fallback": [],
         "ops_all_versions": sorted(ops | set(vision)),
         "not_in_torch": sorted(n for n in ops if n not in aten),
@@ -294,13 +291,7 @@ def gen_musa(upstream: Path, prov: dict[str, dict[str, str]], aten: set[str]) ->
         "closed_world": True,
         "closed_world_note": "An overload not in musa_functions.yaml (dense PrivateUse1 kernels) nor in "
         "ops_list.md (torch_musa's own scan of its YAML and C++ registrations) is reported as missing.",
-        "fallback": {
-            "default": "error",
-            "env": "",
-            "env_effect": "",
-            "note": "No PrivateUse1 cpu_fallback was found in torch_musa's sources (reference notes, section "
-            "1.5, an inference to verify on hardware): a missing kernel is expected to raise.",
-        },
+        "fallback": _fallback("musa"),
         "always_fallback": [],
         "ops_all_versions": sorted(ops),
         # ops_list.md does not say which dispatch key a registration is for: an op the YAML registers
@@ -375,13 +366,7 @@ def gen_inline(
             "closed_world": True,
             "closed_world_note": "MPS is in-tree: its kernels are the MPS keys of native_functions.yaml. "
             "A few MPS kernels registered in Objective-C++ outside the YAML would be misreported.",
-            "fallback": {
-                "default": "error",
-                "env": "PYTORCH_ENABLE_MPS_FALLBACK=1",
-                "env_effect": "runs the op on the CPU instead of raising",
-                "note": "An op without an MPS kernel raises NotImplementedError unless "
-                "PYTORCH_ENABLE_MPS_FALLBACK=1 is set, which runs it on the CPU (MPSFallback.mm).",
-            },
+            "fallback": _fallback("mps"),
             "always_fallback": [],
             "ops_all_versions": sorted(ops),
             "not_in_torch": [],
@@ -405,13 +390,7 @@ def gen_inline(
         "torch_version_note": f"XPU keys of native_functions.yaml in torch {torch_version}.",
         "closed_world": complete,
         "closed_world_note": note,
-        "fallback": {
-            "default": "error",
-            "env": "PYTORCH_ENABLE_XPU_FALLBACK=1",
-            "env_effect": "runs the op on the CPU instead of raising",
-            "note": "An op without an XPU kernel raises unless PYTORCH_ENABLE_XPU_FALLBACK=1 is set; the ops "
-            "of xpu_fallback_ops.txt (XPUFallback.cpp) always run on the CPU.",
-        },
+        "fallback": _fallback("xpu"),
         "always_fallback": sorted(n for n in fb_lines if n in aten),
         "ignored_fallback_entries": sorted(n for n in fb_lines if n not in aten),
         "ops_all_versions": sorted(ops),

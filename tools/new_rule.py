@@ -3,8 +3,9 @@
     python tools/new_rule.py TP600 cuda-graphs "torch.cuda.graphs and CUDAGraph"
 
 creates src/torchport/rules/cuda_graphs.cc (the doc comment with the fixed headings and an
-empty `run_cuda_graphs`), declares it in rules/context.h, calls it from check() in
-rules/engine.cc, registers the code in the registry (in code order), creates the fixture
+empty `run_cuda_graphs`), declares it in rules/context.h, adds the family to the family table
+of rules/engine.cc (what it needs; check() runs it), registers the code in the registry (in
+code order, with its family), creates the fixture
 directory tests/fixtures/rules/cuda_graphs/ with an input.py to fill in, and regenerates
 docs/rules.md. Write the expected outputs (<target>.py, <target>.findings) by hand: the fixture
 test fails until they exist and match.
@@ -75,10 +76,16 @@ def scaffold(root: Path, code: str, name: str, summary: str) -> list[Path]:
     )
     context.write_text(ctx)
 
-    engine = insert_before(engine, "// tools/new_rule.py: run", f"  run_{ident}(ctx);\n")
+    # The family: it reads the semantic model and the catalogue; declare more needs or an
+    # `after` list in engine.cc's family table when the rule needs them.
+    engine = insert_before(
+        engine,
+        "// tools/new_rule.py: families",
+        f'    {{"{ident}", Input::PythonFile, NeedModel | NeedCatalogue, {{}}, run_{ident}}},\n',
+    )
     # The registry stays in code order.
     entries = list(re.finditer(r'^    \{"(TP\d{3})".*$', engine, re.M))
-    entry = f'    {{"{code}", "{name}", "{summary}"}},\n'
+    entry = f'    {{"{code}", "{name}", "{summary}", "{ident}"}},\n'
     after = [m for m in entries if m.group(1) > code]
     pos = after[0].start() if after else engine.index("    // tools/new_rule.py: registry")
     engine = engine[:pos] + entry + engine[pos:]

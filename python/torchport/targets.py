@@ -1,14 +1,14 @@
-"""Per-target facts: one table that drives `torchport run`, `import torchport.auto` and check-ops.
+"""Per-target facts for `torchport run`, `import torchport.auto`, check-ops and probe, read from data/.
 
-Every fact carries its source in `Target.sources` (field name -> where it came from). Abbreviations:
+data/targets.json is the one source of per-target facts for both halves of torchport: the C++ core compiles
+it in (cmake/embed_data.cmake) and this module reads it. The environment-variable renames come from
+data/catalogue/environment.json, the file the C++ rule TP500 reads. Every fact names its source in
+`Target.sources` (field name -> source); a source that starts with "unverified:" has no upstream file or
+vendor document behind it, and `Target.unverified` lists those fields. tests/python/test_shared_facts.py
+compares every fact with what the C++ core reports.
 
-- GUIDE: /work/shared/GUIDE.md §2 targets table.
-- PEERS: /work/shared/reference/peer-migration-tools.md (section given).
-- BACKENDS: /work/shared/reference/device-backends-and-accuracy-tools.md (section given).
-- TORCH: the installed torch 2.13.0 (`torch.distributed.Backend.default_device_backend_map`,
-  `torch.profiler.ProfilerActivity.__members__`, `torch.amp.autocast_mode.is_autocast_available`).
-- VENDOR-UNVERIFIED: the vendor's public documentation as we remember it, not in /work/shared; treat as
-  a default to confirm on hardware.
+The data directory is, in order: $TORCHPORT_DATA_DIR (a test-only or user override, also read by the C++
+core), torchport/data inside the installed package (the wheel ships it), data/ of a source checkout.
 
 Importing this module costs nothing: it imports neither torch nor any vendor package. Names here are shared
 API (check-ops imports them): only add, never rename.
@@ -17,8 +17,11 @@ API (check-ops imports them): only add, never rename.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from pathlib import Path
+from typing import Any, Mapping, Optional
 
 __all__ = [
     "CUDA_ENV_VARS",
@@ -26,32 +29,31 @@ __all__ = [
     "TARGET_NAMES",
     "Target",
     "TargetUnavailable",
+    "data_dir",
     "get_target",
     "missing_package_message",
     "vendor_package_missing",
 ]
 
-# CUDA / NCCL environment variables a CUDA script or launcher commonly sets. When one is set and the target
-# has no equivalent in `Target.env_map`, `torchport run` warns that it is ignored.
-# Source: PEERS §3.1 (Cambricon env_migration.py maps CUDA_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF,
-# TORCH_NCCL_*)
-# plus the variables the CUDA/NCCL/PyTorch docs name for the same jobs.
-CUDA_ENV_VARS: tuple[str, ...] = (
-    "CUDA_VISIBLE_DEVICES",
-    "CUDA_DEVICE_ORDER",
-    "CUDA_LAUNCH_BLOCKING",
-    "PYTORCH_CUDA_ALLOC_CONF",
-    "PYTORCH_NO_CUDA_MEMORY_CACHING",
-    "CUBLAS_WORKSPACE_CONFIG",
-    "NVIDIA_TF32_OVERRIDE",
-    "NCCL_DEBUG",
-    "NCCL_SOCKET_IFNAME",
-    "NCCL_IB_DISABLE",
-    "NCCL_P2P_DISABLE",
-    "TORCH_NCCL_BLOCKING_WAIT",
-    "TORCH_NCCL_ASYNC_ERROR_HANDLING",
-    "TORCH_NCCL_TRACE_BUFFER_SIZE",
-)
+UNVERIFIED = "unverified:"
+
+# Python field name -> the field of data/targets.json it comes from.
+FIELD_OF = {
+    "device_type": "device",
+    "device_module": "module",
+    "vendor_package": "package",
+    "install_hint": "install",
+    "backend": "backend",
+    "visible_devices_env": "visible_devices",
+    "amp_device_type": "amp_device",
+    "amp_dtype": "amp_dtype",
+    "float64": "no_dtypes",
+    "no_dtypes": "no_dtypes",
+    "fallback_env": "fallback",
+    "fallback_default": "fallback",
+    "profiler_activity": "profiler_activity",
+    "has_device_index": "device_index",
+}
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class Target:
     name: str  # the `--target` value
     title: str  # human name
     device_type: str  # the torch device string ("npu" in torch.device("npu:0"))
-    device_module: str  # the module torch.get_device_module(device_type) returns
+    device_module: str  # the device module ("torch_npu.npu", "torch.xpu")
     vendor_package: Optional[str]  # import name of the out-of-tree package, None when in-tree
     install_hint: str  # what to install, shown when the package is missing
     backend: str  # collective backend that replaces nccl
@@ -75,6 +77,15 @@ class Target:
     profiler_activity: Optional[str]  # torch.profiler.ProfilerActivity member for the device, None: none
     has_device_index: bool  # False: one device only, "cuda:N" collapses to the one device
     sources: Mapping[str, str] = field(default_factory=dict)
+    amp_dtype: str = ""  # autocast's default dtype on the device ("float16", "bfloat16")
+    no_dtypes: tuple[str, ...] = ()  # dtypes the device lacks
+    fallback_default: str = ""  # "cpu": unsupported ops fall back by default; "error": they raise
+    import_stmt: str = ""  # the statement `migrate` inserts ("import torch_npu"), "" when in-tree
+    host: bool = False  # the device is the host CPU itself
+    unverified: tuple[str, ...] = ()  # facts (data field names) whose source is marked unverified
+    # CUDA variable (or "PREFIX*") -> why its rename is not an exact equivalent (catalogue status partial or
+    # unknown): the runtime logs such a rename as modified, not match.
+    env_notes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def in_tree(self) -> bool:
@@ -82,216 +93,112 @@ class Target:
         return self.vendor_package is None
 
 
-_GUIDE = "GUIDE §2 targets table"
-_TORCH_MAP = "TORCH: Backend.default_device_backend_map in torch 2.13.0"
-_TORCH_PROF = "TORCH: torch.profiler.ProfilerActivity members CPU/XPU/MTIA/CUDA/HPU/PrivateUse1 in 2.13.0"
-_PRIVATEUSE1 = "BACKENDS §1, §2.1: out-of-tree vendors are PrivateUse1 devices (ProfilerActivity.PrivateUse1)"
+def data_dir() -> Path:
+    """The directory that holds targets.json (see the module docstring for the order)."""
+    env = os.environ.get("TORCHPORT_DATA_DIR")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    packaged = here / "data"
+    if (packaged / "targets.json").is_file():
+        return packaged
+    return here.parents[1] / "data"
 
-TARGETS: dict[str, Target] = {
-    "npu": Target(
-        name="npu",
-        title="Huawei Ascend NPU",
-        device_type="npu",
-        device_module="torch.npu",
-        vendor_package="torch_npu",
-        install_hint=(
-            "install the Ascend CANN toolkit, then `pip install torch-npu` matching your torch version "
-            "(https://gitee.com/ascend/pytorch)"
-        ),
-        backend="hccl",
-        visible_devices_env=("ASCEND_RT_VISIBLE_DEVICES",),
-        env_map={
-            "CUDA_VISIBLE_DEVICES": "ASCEND_RT_VISIBLE_DEVICES",
-            "PYTORCH_CUDA_ALLOC_CONF": "PYTORCH_NPU_ALLOC_CONF",
-            "CUDA_LAUNCH_BLOCKING": "ASCEND_LAUNCH_BLOCKING",
-            "NCCL_SOCKET_IFNAME": "HCCL_SOCKET_IFNAME",
-        },
-        env_prefix_map={},
-        amp_device_type="npu",
-        float64=False,
-        fallback_env="TORCH_NPU_FALLBACK_CPU_DISABLE",
-        fallback_env_note="1 turns CPU fallbacks into errors; default 0 (fallback with a warning)",
-        profiler_activity="PrivateUse1",
-        has_device_index=True,
-        sources={
-            "device_type": _GUIDE,
-            "device_module": _GUIDE + "; BACKENDS §1.1 (torch_npu registers torch.npu)",
-            "vendor_package": _GUIDE,
-            "backend": _GUIDE + "; BACKENDS §1.1 (Backend.register_backend('hccl', devices=['npu']))",
-            "visible_devices_env": _GUIDE,
-            "env_map": (
-                "CUDA_VISIBLE_DEVICES: GUIDE; PYTORCH_NPU_ALLOC_CONF, ASCEND_LAUNCH_BLOCKING, "
-                "HCCL_SOCKET_IFNAME: "
-                "VENDOR-UNVERIFIED (Ascend environment-variable reference)"
-            ),
-            "float64": "GUIDE §2 (the NPU AI Core has no float64); PEERS §2 (transfer_to_npu downgrades it)",
-            "fallback_env": "BACKENDS §1.1 (VariableFallbackKernel.cpp, TORCH_NPU_FALLBACK_CPU_DISABLE.md)",
-            "profiler_activity": _PRIVATEUSE1 + " (torch_npu aliases it ProfilerActivity.NPU)",
-        },
-    ),
-    "mlu": Target(
-        name="mlu",
-        title="Cambricon MLU",
-        device_type="mlu",
-        device_module="torch.mlu",
-        vendor_package="torch_mlu",
-        install_hint="install the Cambricon Neuware SDK, then the torch_mlu wheel for your torch version",
-        backend="cncl",
-        visible_devices_env=("MLU_VISIBLE_DEVICES",),
-        env_map={
-            "CUDA_VISIBLE_DEVICES": "MLU_VISIBLE_DEVICES",
-            "PYTORCH_CUDA_ALLOC_CONF": "PYTORCH_MLU_ALLOC_CONF",
-        },
-        env_prefix_map={"TORCH_NCCL_": "TORCH_CNCL_"},
-        amp_device_type="mlu",
-        float64=True,
-        fallback_env="ENABLE_FALLBACK_TO_CPU",
-        fallback_env_note="0 turns the CPU fallback into a NotImplemented error; default on",
-        profiler_activity="PrivateUse1",
-        has_device_index=True,
-        sources={
-            "device_type": _GUIDE,
-            "backend": _GUIDE + "; PEERS §3.1 (nccl→cncl)",
-            "visible_devices_env": _GUIDE,
-            "env_map": "PEERS §3.1 (torch_mlu/utils/gpu_migration/env_migration.py)",
-            "env_prefix_map": "PEERS §3.1 (TORCH_NCCL_* → TORCH_CNCL_*)",
-            "float64": "GUIDE §2 names no float64 gap for MLU",
-            "fallback_env": "BACKENDS §1.2 (MLUFallback.cpp)",
-            "profiler_activity": _PRIVATEUSE1,
-        },
-    ),
-    "musa": Target(
-        name="musa",
-        title="Moore Threads MUSA GPU",
-        device_type="musa",
-        device_module="torch.musa",
-        vendor_package="torch_musa",
-        install_hint="install the MUSA toolkit and Moore Threads' torch + torch_musa wheels (it needs a "
-        "patched torch)",
-        backend="mccl",
-        visible_devices_env=("MUSA_VISIBLE_DEVICES",),
-        env_map={"CUDA_VISIBLE_DEVICES": "MUSA_VISIBLE_DEVICES"},
-        env_prefix_map={},
-        amp_device_type="musa",
-        float64=True,
-        fallback_env=None,
-        fallback_env_note="no CPU fallback in torch_musa: unsupported ops raise (BACKENDS §1.4, inference)",
-        profiler_activity="PrivateUse1",
-        has_device_index=True,
-        sources={
-            "device_type": _GUIDE,
-            "backend": _GUIDE + "; BACKENDS §1.4; PEERS §3.3 (nccl→mccl)",
-            "visible_devices_env": _GUIDE,
-            "fallback_env": "BACKENDS §1.4",
-            "profiler_activity": _PRIVATEUSE1 + " (torch_musa aliases ProfilerActivity.MUSA)",
-        },
-    ),
-    "xpu": Target(
-        name="xpu",
-        title="Intel GPU (XPU)",
-        device_type="xpu",
-        device_module="torch.xpu",
-        vendor_package=None,
-        install_hint="install a torch build with XPU support (pip install torch --index-url "
-        "https://download.pytorch.org/whl/xpu) and the Intel GPU driver",
-        backend="xccl",
-        visible_devices_env=("ZE_AFFINITY_MASK",),
-        env_map={"CUDA_VISIBLE_DEVICES": "ZE_AFFINITY_MASK"},
-        env_prefix_map={},
-        amp_device_type="xpu",
-        float64=True,
-        fallback_env="PYTORCH_ENABLE_XPU_FALLBACK",
-        fallback_env_note="1 enables the CPU fallback (PYTORCH_DEBUG_XPU_FALLBACK=1 logs each one)",
-        profiler_activity="XPU",
-        has_device_index=True,
-        sources={
-            "device_type": _GUIDE,
-            "device_module": "TORCH: torch.get_device_module('xpu') is torch.xpu",
-            "backend": _GUIDE + "; " + _TORCH_MAP,
-            "visible_devices_env": _GUIDE,
-            "fallback_env": "BACKENDS §1.3 (XPUFallback.cpp)",
-            "profiler_activity": _TORCH_PROF,
-        },
-    ),
-    "mps": Target(
-        name="mps",
-        title="Apple GPU (MPS)",
-        device_type="mps",
-        device_module="torch.mps",
-        vendor_package=None,
-        install_hint="use a macOS arm64 torch build (pip install torch) on Apple silicon",
-        backend="gloo",
-        visible_devices_env=(),
-        env_map={},
-        env_prefix_map={},
-        amp_device_type="mps",
-        float64=False,
-        fallback_env="PYTORCH_ENABLE_MPS_FALLBACK",
-        fallback_env_note="1 enables the CPU fallback for ops MPS lacks",
-        profiler_activity=None,
-        has_device_index=False,
-        sources={
-            "device_type": _GUIDE,
-            "device_module": "TORCH: torch.get_device_module('mps') is torch.mps",
-            "backend": _GUIDE + " (none, gloo on CPU); " + _TORCH_MAP,
-            "float64": "GUIDE §2 (MPS has no float64)",
-            "fallback_env": "BACKENDS §1.5 (MPSFallback.mm)",
-            "profiler_activity": _TORCH_PROF + " (no MPS member)",
-            "has_device_index": "one GPU per Mac; torch accepts only mps:0",
-        },
-    ),
-    "hpu": Target(
-        name="hpu",
-        title="Intel Gaudi (HPU)",
-        device_type="hpu",
-        device_module="torch.hpu",
-        vendor_package="habana_frameworks.torch",
-        install_hint="install the Intel Gaudi software stack (habana_frameworks, "
-        "https://docs.habana.ai/en/latest/Installation_Guide/)",
-        backend="hccl",
-        visible_devices_env=("HABANA_VISIBLE_MODULES",),
-        env_map={"CUDA_VISIBLE_DEVICES": "HABANA_VISIBLE_MODULES"},
-        env_prefix_map={},
-        amp_device_type="hpu",
-        float64=True,
-        fallback_env=None,
-        fallback_env_note="",
-        profiler_activity="HPU",
-        has_device_index=True,
-        sources={
-            "device_type": _GUIDE,
-            "vendor_package": _GUIDE + " (habana_frameworks)",
-            "backend": _GUIDE,
-            "visible_devices_env": _GUIDE + " (module ids, not ordinals: the mapping is 'modified')",
-            "profiler_activity": _TORCH_PROF,
-        },
-    ),
-    "cpu": Target(
-        name="cpu",
-        title="CPU",
-        device_type="cpu",
-        device_module="torch.cpu",
-        vendor_package=None,
-        install_hint="any torch build",
-        backend="gloo",
-        visible_devices_env=(),
-        env_map={},
-        env_prefix_map={},
-        amp_device_type="cpu",
-        float64=True,
-        fallback_env=None,
-        fallback_env_note="",
-        profiler_activity=None,
-        has_device_index=False,
-        sources={
-            "device_type": _GUIDE,
-            "device_module": "TORCH: torch.get_device_module('cpu') is torch.cpu",
-            "backend": _GUIDE + "; " + _TORCH_MAP,
-            "amp_device_type": "TORCH: is_autocast_available('cpu') is True",
-            "has_device_index": "TORCH: CPU tensors ignore the device index",
-        },
-    ),
-}
+
+def _read(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise RuntimeError(f"torchport: cannot read the knowledge base {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise RuntimeError(f"{path}:{e.lineno}:{e.colno}: {e.msg}") from None
+
+
+def _expand(text: str, t: Mapping[str, Any]) -> str:
+    for key in ("device", "module", "backend", "visible_devices", "amp_device"):
+        text = text.replace("{" + key + "}", str(t.get(key, "")))
+    return text
+
+
+def _env_maps(
+    entries: list[dict[str, Any]], t: Mapping[str, Any]
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """CUDA variable -> the target's, prefix -> prefix, and the notes of inexact renames, resolved as the
+    C++ catalogue does ("*" too)."""
+    env: dict[str, str] = {}
+    prefix: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    for e in entries:
+        m = e["targets"].get(t["name"]) or e["targets"].get("*")
+        if not m:
+            continue
+        repl = _expand(m.get("replacement", ""), t)
+        if not repl:
+            continue
+        api: str = e["api"]
+        if m.get("status") != "supported":
+            notes[api] = _expand(m.get("note", ""), t) or f"{m.get('status')}: {m.get('source', '')}"
+        if api.endswith("*") and repl.endswith("*"):
+            prefix[api[:-1]] = repl[:-1]
+        else:
+            env[api] = repl
+    return env, prefix, notes
+
+
+def _target(t: Mapping[str, Any], env_entries: list[dict[str, Any]]) -> Target:
+    facts: dict[str, str] = dict(t.get("facts", {}))
+    env_map, env_prefix, env_notes = _env_maps(env_entries, t)
+    fb = t.get("fallback", {})
+    fb_env = fb.get("env", "")
+    sources = dict(facts)
+    sources.update({py: facts[data] for py, data in FIELD_OF.items() if data in facts})
+    sources["env_map"] = sources["env_prefix_map"] = (
+        "data/catalogue/environment.json (each mapping names its source)"
+    )
+    return Target(
+        name=t["name"],
+        title=t.get("title", t["name"]),
+        device_type=t["device"],
+        device_module=t["module"],
+        vendor_package=t.get("package") or None,
+        install_hint=t["install"],
+        backend=t["backend"],
+        visible_devices_env=(t["visible_devices"],) if t.get("visible_devices") else (),
+        env_map=env_map,
+        env_prefix_map=env_prefix,
+        amp_device_type=t.get("amp_device") or t["device"],
+        float64="float64" not in t.get("no_dtypes", []),
+        fallback_env=fb_env.split("=")[0] or None,
+        fallback_env_note=f"{fb_env} {fb.get('env_effect', '')}".strip() if fb_env else fb.get("note", ""),
+        profiler_activity=t.get("profiler_activity") or None,
+        has_device_index=bool(t.get("device_index", True)),
+        sources=sources,
+        amp_dtype=t.get("amp_dtype", ""),
+        no_dtypes=tuple(t.get("no_dtypes", [])),
+        fallback_default=fb.get("default", ""),
+        import_stmt=t.get("import", ""),
+        host=bool(t.get("host", False)),
+        unverified=tuple(k for k, v in facts.items() if v.startswith(UNVERIFIED)),
+        env_notes=env_notes,
+    )
+
+
+def _load(root: Path) -> tuple[dict[str, Target], tuple[str, ...]]:
+    doc = _read(root / "targets.json")
+    env_path = root / "catalogue" / "environment.json"
+    env_entries = _read(env_path)["entries"] if env_path.is_file() else []
+    # The runtime needs a device string: "accelerator" (device chosen at run time) is `--target auto` here.
+    targets = {t["name"]: _target(t, env_entries) for t in doc["targets"] if t.get("device")}
+    return targets, tuple(doc.get("cuda_env_vars", {}).get("names", ()))
+
+
+TARGETS: dict[str, Target]
+# CUDA / NCCL environment variables a CUDA script or launcher commonly sets. When one is set and the target
+# has no equivalent in `Target.env_map`, `torchport run` warns that it is ignored (data/targets.json
+# "cuda_env_vars", with its source).
+CUDA_ENV_VARS: tuple[str, ...]
+TARGETS, CUDA_ENV_VARS = _load(data_dir())
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS) + ("auto",)
 

@@ -213,7 +213,8 @@ def test_targets_lists_every_target_with_its_facts() -> None:
     assert list(by) == ["npu", "mlu", "musa", "xpu", "mps", "hpu", "cpu", "accelerator"]
     assert by["npu"]["backend"] == "hccl" and by["npu"]["import"] == "import torch_npu"
     assert by["npu"]["support_lists"] == ["2.1", "2.6", "2.7", "2.8"]
-    assert by["mps"]["backend"] == "", "MPS has no collective backend"
+    # MPS has no collective backend of its own: default_device_backend_map["mps"] is gloo (CPU tensors)
+    assert by["mps"]["backend"] == "gloo"
     assert "float64" in by["mps"]["no_dtypes"]
     text = torchport("targets").stdout
     assert "accelerator  device-agnostic" in text

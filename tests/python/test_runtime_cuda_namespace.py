@@ -83,8 +83,9 @@ def test_memory_statistics_are_zero_and_called_mismatch() -> None:
         assert torch.cuda.memory_allocated() == 0
         assert torch.cuda.max_memory_reserved(0) == 0
         assert torch.cuda.memory_stats() == {}
-        free, total = torch.cuda.mem_get_info()
-        assert 0 < free <= total
+        # no device memory: (0, 0), as `torchport migrate --target cpu` writes it (one knowledge base)
+        assert torch.cuda.mem_get_info() == (0, 0)
+        assert _site(s, "torch.cuda.mem_get_info").cls == "mismatch"
         torch.cuda.reset_peak_memory_stats()
         torch.cuda.empty_cache()
         site = _site(s, "torch.cuda.memory_allocated")

@@ -21,7 +21,8 @@ NO_FP64 = dataclasses.replace(TARGETS["cpu"], float64=False)
 
 
 def test_targets_without_float64() -> None:
-    assert {n for n, t in TARGETS.items() if not t.float64} == {"npu", "mps"}
+    # data/targets.json no_dtypes: npu (Ascend FAQ), mps, hpu (Gaudi best practices: no or limited double)
+    assert {n for n, t in TARGETS.items() if not t.float64} == {"npu", "mps", "hpu"}
 
 
 def test_warns_once_per_call_site_and_keeps_float64() -> None:
@@ -166,5 +167,5 @@ def test_cli_strict_fails_with_one_line(tmp_path: Path) -> None:
     errors = [ln for ln in done.stderr.splitlines() if ln.startswith("torchport: error:")]
     assert errors == [
         f"torchport: error: {script}:4: torch.tensor with float64 on cpu: cpu has no float64 "
-        "(targets table); torchport does not downgrade it (--strict)"
+        f"({TARGETS['cpu'].sources['float64']}); torchport does not downgrade it (--strict)"
     ], done.stderr

@@ -380,7 +380,8 @@ def _emulations(s: Session) -> dict[str, tuple[Callable[..., Any], str, str]]:
         "is_bf16_supported": (lambda *a, **k: True, MODIFIED, f"{dst} computes bfloat16"),
         "utilization": (zero, MISMATCH, "no utilization counter"),
         "empty_cache": (nothing, MODIFIED, "no cache to empty"),
-        "mem_get_info": (lambda d=None: _meminfo(), MODIFIED, "host memory (free, total)"),
+        # (0, 0), as `migrate` writes it (data/sources/torch_cuda_overrides.json host_values)
+        "mem_get_info": (lambda d=None: (0, 0), MISMATCH, f"{dst} has no device memory: (0, 0)"),
         "memory_allocated": (zero, MISMATCH, no_alloc),
         "max_memory_allocated": (zero, MISMATCH, no_alloc),
         "memory_reserved": (zero, MISMATCH, no_alloc),

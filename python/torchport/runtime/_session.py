@@ -255,8 +255,11 @@ class Session:
                 continue
             self.env_before[new] = None
             os.environ[new] = value
-            cls = MODIFIED if t.name == "hpu" and var == "CUDA_VISIBLE_DEVICES" else MATCH
-            why = "HABANA_VISIBLE_MODULES takes module ids, not ordinals" if cls == MODIFIED else ""
+            # An inexact rename (environment.json status partial or unknown) is modified, with why.
+            why = t.env_notes.get(var) or next(
+                (n for p, n in t.env_notes.items() if p.endswith("*") and var.startswith(p[:-1])), ""
+            )
+            cls = MODIFIED if why else MATCH
             self.log.event("<environment>", var, f"{var}={value}", f"{new}={value}", cls, why)
 
     def restore_env(self) -> None:

@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
@@ -50,6 +54,14 @@ std::string str_field(const Json& obj, std::string_view key, const std::string& 
   }
   if (!it->is_string()) throw DataError(where + "." + std::string(key) + ": expected a string");
   return it->get<std::string>();
+}
+
+bool bool_field(const Json& obj, std::string_view key, const std::string& where, bool dflt) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return dflt;
+  if (!it->is_boolean())
+    throw DataError(where + "." + std::string(key) + ": expected true or false");
+  return it->get<bool>();
 }
 
 std::vector<std::string> str_list(const Json& obj, std::string_view key, const std::string& where) {
@@ -408,6 +420,8 @@ void parse_targets(Catalogue::Impl& impl, const std::string& name, const std::st
     Target out;
     out.name = str_field(t, "name", where, true);
     out.vendor = str_field(t, "vendor", where, true);
+    out.title = str_field(t, "title", where, false);
+    out.package = str_field(t, "package", where, false);
     out.device = str_field(t, "device", where, false);
     out.module = str_field(t, "module", where, true);
     out.import_stmt = str_field(t, "import", where, false);
@@ -418,9 +432,30 @@ void parse_targets(Catalogue::Impl& impl, const std::string& name, const std::st
     out.min_torch = str_field(t, "min_torch", where, false);
     out.torch_versions = str_list(t, "torch_versions", where);
     out.no_dtypes = str_list(t, "no_dtypes", where);
+    out.amp_dtype = str_field(t, "amp_dtype", where, false);
+    out.device_index = bool_field(t, "device_index", where, true);
+    out.host = bool_field(t, "host", where, false);
+    out.profiler_activity = str_field(t, "profiler_activity", where, false);
+    if (auto fb = t.find("fallback"); fb != t.end()) {
+      if (!fb->is_object()) throw DataError(where + ".fallback: expected an object");
+      out.fallback.default_behaviour = str_field(*fb, "default", where + ".fallback", false);
+      out.fallback.env = str_field(*fb, "env", where + ".fallback", false);
+      out.fallback.env_effect = str_field(*fb, "env_effect", where + ".fallback", false);
+      out.fallback.note = str_field(*fb, "note", where + ".fallback", false);
+    }
     out.notes = str_field(t, "notes", where, false);
     out.sources = str_list(t, "sources", where);
     if (out.sources.empty()) throw DataError(where + ": missing field \"sources\"");
+    if (auto f = t.find("facts"); f != t.end()) {
+      if (!f->is_object()) throw DataError(where + ".facts: expected an object");
+      for (const auto& [fact, src] : f->items()) {
+        if (!src.is_string() || src.get<std::string>().empty())
+          throw DataError(where + ".facts." + fact + ": expected a source (a non-empty string)");
+        if (!t.contains(fact))
+          throw DataError(where + ".facts." + fact + ": names no field of the target");
+        out.facts.emplace_back(fact, src.get<std::string>());
+      }
+    }
     impl.targets.push_back(std::move(out));
   }
 }
@@ -481,8 +516,61 @@ std::optional<Catalogue> Catalogue::parse(const Documents& docs, std::string* er
   return cat;
 }
 
+std::vector<std::string> Target::unverified() const {
+  std::vector<std::string> out;
+  for (const auto& [fact, source] : facts)
+    if (source.starts_with("unverified:")) out.push_back(fact);
+  return out;
+}
+
+std::optional<Catalogue::Documents> Catalogue::read_dir(const std::string& dir,
+                                                        std::string* error) {
+  namespace fs = std::filesystem;
+  auto slurp = [&](const fs::path& p, std::string& out) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) {
+      if (error) *error = p.string() + ": cannot read";
+      return false;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out = ss.str();
+    return true;
+  };
+  Documents docs;
+  const fs::path root(dir);
+  docs.targets.first = (root / "targets.json").string();
+  if (!slurp(root / "targets.json", docs.targets.second)) return std::nullopt;
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (fs::recursive_directory_iterator it(root / "catalogue", ec), end; !ec && it != end;
+       it.increment(ec))
+    if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& p : files) {
+    std::pair<std::string, std::string> doc{p.string(), ""};
+    if (!slurp(p, doc.second)) return std::nullopt;
+    if (p.parent_path().filename() == "support")
+      docs.support.push_back(std::move(doc));
+    else
+      docs.entries.push_back(std::move(doc));
+  }
+  return docs;
+}
+
 const Catalogue& Catalogue::builtin() {
   static const Catalogue cat = [] {
+    if (const char* dir = std::getenv("TORCHPORT_DATA_DIR"); dir && *dir) {
+      std::string error;
+      std::optional<Documents> docs = read_dir(dir, &error);
+      std::optional<Catalogue> parsed;
+      if (docs) parsed = parse(*docs, &error);
+      if (!parsed) {
+        std::fprintf(stderr, "torchport: error: TORCHPORT_DATA_DIR=%s: %s\n", dir, error.c_str());
+        std::exit(2);
+      }
+      return std::move(*parsed);
+    }
     Documents docs;
     for (const embedded::Blob* b = embedded::begin(); b != embedded::end(); ++b) {
       std::pair<std::string, std::string> doc{std::string(b->name), std::string(b->data)};

@@ -61,10 +61,21 @@ struct Entry {
   std::map<std::string, Mapping, std::less<>> targets;  ///< by target name
 };
 
-/// One migration target (guide §2).
+/// What happens to an operator the device has no kernel for.
+struct Fallback {
+  std::string default_behaviour;  ///< "cpu" (runs on the host), "error" (raises), "" (not known)
+  std::string env;                ///< "PYTORCH_ENABLE_MPS_FALLBACK=1": the setting that changes it
+  std::string env_effect;         ///< what that setting does
+  std::string note;
+};
+
+/// One migration target (guide §2), read from data/targets.json. The Python half reads the same
+/// file (python/torchport/targets.py); rules ask these fields, never a target's name.
 struct Target {
   std::string name;             ///< npu, mlu, musa, xpu, mps, hpu, cpu, accelerator
   std::string vendor;           ///< "Huawei Ascend", ...
+  std::string title;            ///< "Huawei Ascend NPU"
+  std::string package;          ///< the vendor's Python package ("torch_npu"); "" = in-tree
   std::string device;           ///< the device-string prefix: "npu"; "" for accelerator (runtime)
   std::string module;           ///< the device module: "torch.npu" ...
   std::string import_stmt;      ///< statement to insert after the torch import ("" = in-tree)
@@ -75,8 +86,21 @@ struct Target {
   std::string min_torch;        ///< oldest torch the target works with
   std::vector<std::string> torch_versions;  ///< --torch-version values with per-version lists
   std::vector<std::string> no_dtypes;       ///< dtypes the device lacks ("float64", ...)
+  std::string amp_dtype;                    ///< autocast's default dtype: "float16", "bfloat16"
+  bool device_index = true;  ///< false: one device only, "cuda:N" collapses to the device
+  bool host = false;         ///< the device is the host CPU (no device memory, events, streams)
+  std::string profiler_activity;  ///< torch.profiler.ProfilerActivity member; "" = none
+  Fallback fallback;
   std::string notes;
   std::vector<std::string> sources;
+  /// Per fact (a field name of targets.json): where it comes from. A source starting with
+  /// "unverified:" names no upstream file, vendor document or torch introspection.
+  std::vector<std::pair<std::string, std::string>> facts;
+
+  /// True for the device-agnostic target: the device is chosen at run time.
+  bool runtime_device() const { return device.empty(); }
+  /// The facts whose source is marked unverified, sorted by name.
+  std::vector<std::string> unverified() const;
 };
 
 /// One argument rewrite of Ascend's legacy custom-rule file (`ArgsModifyRule`, `--rules FILE`):
@@ -112,7 +136,10 @@ class Catalogue {
   Catalogue(Catalogue&&) noexcept;
   Catalogue& operator=(Catalogue&&) noexcept;
 
-  /// The catalogue embedded in the executable (parsed once, thread-safe).
+  /// The catalogue embedded in the executable (parsed once, thread-safe). When the environment
+  /// variable TORCHPORT_DATA_DIR names a directory, the catalogue is read from its targets.json
+  /// and catalogue/**/*.json instead (a test-only or user-supplied knowledge base; the Python
+  /// half reads the same variable). A broken data directory is a clear error, then exit 2.
   static const Catalogue& builtin();
 
   /// Parses the catalogue from JSON documents (entries file(s), targets file, support lists).
@@ -123,6 +150,8 @@ class Catalogue {
     std::vector<std::pair<std::string, std::string>> support;
   };
   static std::optional<Catalogue> parse(const Documents& docs, std::string* error);
+  /// The documents of a data directory laid out as data/ is; nullopt and `error` on failure.
+  static std::optional<Documents> read_dir(const std::string& dir, std::string* error);
 
   /// A copy of this catalogue with a custom rule file on top (`--rules FILE`): either
   /// torchport's own format (an "entries" list, as in data/catalogue/*.json, "*" allowed) or
@@ -138,7 +167,7 @@ class Catalogue {
   /// The mapping of `api` for `target`, or nullptr when the catalogue has none.
   const Mapping* lookup(std::string_view api, std::string_view target) const;
 
-  /// The ArgsModifyRule entries of the custom rule files, in file order.
+  /// The ArgsModifyRule entries of the custom rule files, sorted by name.
   const std::vector<ArgRule>& arg_rules() const;
 
   const std::vector<Target>& targets() const;

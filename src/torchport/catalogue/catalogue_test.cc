@@ -25,7 +25,11 @@ TEST(Catalogue, TargetFactsMatchTheGuideTable) {
   EXPECT_EQ(cat().target("musa")->backend, "mccl");
   EXPECT_EQ(cat().target("xpu")->backend, "xccl");
   EXPECT_EQ(cat().target("xpu")->import_stmt, "");
-  EXPECT_EQ(cat().target("mps")->backend, "") << "MPS has no collective backend";
+  // MPS has no collective backend of its own: torch's default_device_backend_map["mps"] is gloo.
+  EXPECT_EQ(cat().target("mps")->backend, "gloo");
+  EXPECT_FALSE(cat().target("mps")->device_index) << "one device";
+  EXPECT_TRUE(cat().target("cpu")->host);
+  EXPECT_EQ(cat().target("cpu")->amp_dtype, "bfloat16") << "torch.get_autocast_dtype('cpu')";
   EXPECT_EQ(cat().target("cpu")->backend, "gloo");
   EXPECT_EQ(cat().target("accelerator")->min_torch, "2.6");
   EXPECT_EQ(cat().target("nope"), nullptr);
@@ -312,6 +316,65 @@ TEST(CustomRules, BadArgsModifyRulesNameTheField) {
             "r.json: rules.ArgsModifyRule[0].arg_new: \"a, b\" is not one Python expression");
   EXPECT_EQ(error_of(R"({"func_name": "f", "arg_idx": 0, "arg_new": "x"}, 7)"),
             "r.json: rules.ArgsModifyRule[1]: expected an object");
+}
+
+}  // namespace
+}  // namespace torchport::catalogue
+
+namespace torchport::catalogue {
+namespace {
+
+Catalogue::Documents one_target(const std::string& extra) {
+  Catalogue::Documents d;
+  d.targets = {"targets.json", R"({"targets": [{"name": "foo", "vendor": "v", "module": "torch.foo",
+                   "device": "foo", "install": "x", "sources": ["s"])" +
+                                   extra + "}]}"};
+  return d;
+}
+
+TEST(CatalogueParse, TargetFactsAndTheirSources) {
+  std::string error;
+  auto c = Catalogue::parse(one_target(R"(, "device_index": false, "host": true,
+      "amp_dtype": "bfloat16", "fallback": {"default": "error", "env": "X=1"},
+      "facts": {"device": "installed torch 2.13.0", "host": "unverified: a guess"})"),
+                            &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  const Target* t = c->target("foo");
+  EXPECT_FALSE(t->device_index);
+  EXPECT_TRUE(t->host);
+  EXPECT_EQ(t->amp_dtype, "bfloat16");
+  EXPECT_EQ(t->fallback.default_behaviour, "error");
+  EXPECT_EQ(t->fallback.env, "X=1");
+  EXPECT_EQ(t->unverified(), std::vector<std::string>{"host"});
+
+  // A source for a field the target does not have, an empty source, a non-boolean flag.
+  EXPECT_FALSE(Catalogue::parse(one_target(R"(, "facts": {"backend": "s"})"), &error));
+  EXPECT_EQ(error, "targets.json: targets[0].facts.backend: names no field of the target");
+  EXPECT_FALSE(Catalogue::parse(one_target(R"(, "facts": {"device": ""})"), &error));
+  EXPECT_EQ(error, "targets.json: targets[0].facts.device: expected a source (a non-empty string)");
+  EXPECT_FALSE(Catalogue::parse(one_target(R"(, "host": "yes")"), &error));
+  EXPECT_EQ(error, "targets.json: targets[0].host: expected true or false");
+}
+
+TEST(CatalogueParse, EveryBuiltinTargetNamesTheSourceOfItsFacts) {
+  for (const Target& t : Catalogue::builtin().targets()) {
+    EXPECT_GE(t.facts.size(), 12u) << t.name;
+    for (const auto& [fact, source] : t.facts)
+      EXPECT_FALSE(source.empty()) << t.name << "." << fact;
+  }
+}
+
+TEST(CatalogueReadDir, ReadsADataDirectoryLaidOutAsData) {
+  std::string error;
+  auto docs = Catalogue::read_dir(std::string(TORCHPORT_SOURCE_DIR) + "/data", &error);
+  ASSERT_TRUE(docs.has_value()) << error;
+  auto c = Catalogue::parse(*docs, &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  EXPECT_EQ(c->targets().size(), Catalogue::builtin().targets().size());
+  EXPECT_EQ(c->entries().size(), Catalogue::builtin().entries().size());
+  EXPECT_EQ(c->support_versions("npu"), Catalogue::builtin().support_versions("npu"));
+  EXPECT_FALSE(Catalogue::read_dir("/nonexistent/dir", &error).has_value());
+  EXPECT_EQ(error, "/nonexistent/dir/targets.json: cannot read");
 }
 
 }  // namespace

@@ -144,6 +144,12 @@ void setup_explain(CLI::App& app, int& exit_code) {
   });
 }
 
+static nlohmann::ordered_json facts_json(const catalogue::Target& t) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [fact, source] : t.facts) out[fact] = source;
+  return out;
+}
+
 void setup_targets(CLI::App& app, int& exit_code) {
   auto format = std::make_shared<std::string>("text");
   app.add_option("--format", *format, "text or json")->check(CLI::IsMember({"text", "json"}));
@@ -165,8 +171,21 @@ void setup_targets(CLI::App& app, int& exit_code) {
                        {"torch_versions", t.torch_versions},
                        {"support_lists", cat.support_versions(t.name)},
                        {"no_dtypes", t.no_dtypes},
+                       {"title", t.title},
+                       {"package", t.package},
+                       {"amp_dtype", t.amp_dtype},
+                       {"device_index", t.device_index},
+                       {"host", t.host},
+                       {"profiler_activity", t.profiler_activity},
+                       {"fallback",
+                        {{"default", t.fallback.default_behaviour},
+                         {"env", t.fallback.env},
+                         {"env_effect", t.fallback.env_effect},
+                         {"note", t.fallback.note}}},
                        {"notes", t.notes},
-                       {"sources", t.sources}});
+                       {"sources", t.sources},
+                       {"facts", facts_json(t)},
+                       {"unverified", t.unverified()}});
       }
       std::cout << arr.dump(2) << "\n";
       exit_code = 0;
@@ -190,6 +209,20 @@ void setup_targets(CLI::App& app, int& exit_code) {
         std::string d;
         for (const std::string& x : t.no_dtypes) d += (d.empty() ? "" : ", ") + x;
         std::cout << "  no dtypes:       " << d << "\n";
+      }
+      if (!t.amp_dtype.empty()) std::cout << "  amp dtype:       " << t.amp_dtype << "\n";
+      if (!t.fallback.default_behaviour.empty()) {
+        std::cout << "  missing kernels: "
+                  << (t.fallback.default_behaviour == "cpu" ? "fall back to the CPU" : "raise");
+        if (!t.fallback.env.empty())
+          std::cout << " (" << t.fallback.env << " " << t.fallback.env_effect << ")";
+        std::cout << "\n";
+      }
+      const std::vector<std::string> unverified = t.unverified();
+      if (!unverified.empty()) {
+        std::string u;
+        for (const std::string& x : unverified) u += (u.empty() ? "" : ", ") + x;
+        std::cout << "  unverified:      " << u << " (no upstream source: see --format json)\n";
       }
       std::cout << "\n";
     }

@@ -111,113 +111,7 @@ std::string apply_findings(const std::string& rel, std::string_view text,
 }
 
 /// Custom CUDA operators defined in the project's C++/CUDA sources: name -> defining file.
-using OpMap = std::map<std::string, std::string, std::less<>>;
-
-/// Calls to custom CUDA operators (matched by the called name's last component, as Ascend's
-/// tool does): they cannot run on the target until the operator is ported.
-void add_custom_op_calls(const syntax::Tree& tree, const OpMap& ops,
-                         std::vector<rules::Finding>& findings) {
-  if (ops.empty()) return;
-  bool added = false;
-  for (const syntax::Node* call : tree.find_all(syntax::NodeKind::Call)) {
-    const syntax::Node* fn = call->func();
-    if (!fn || (fn->kind() != syntax::NodeKind::Name && fn->kind() != syntax::NodeKind::Attribute))
-      continue;
-    auto it = ops.find(tree.name(*fn));
-    if (it == ops.end()) continue;
-    syntax::ByteRange r = tree.byte_range(*call);
-    rules::Finding f;
-    f.code = "TP902";
-    f.op = rules::Operation::Unsupported;
-    f.api = std::string(tree.text(*fn));
-    f.message = "User-defined CUDA Operator (defined in " + it->second +
-                "): port it to the target or replace it";
-    f.begin = r.begin;
-    f.end = r.end;
-    findings.push_back(std::move(f));
-    added = true;
-  }
-  if (added)
-    std::stable_sort(
-        findings.begin(), findings.end(),
-        [](const rules::Finding& a, const rules::Finding& b) { return a.begin < b.begin; });
-}
-
-/// Calls of general torch APIs judged by the vendor's per-version list for the target (Ascend's
-/// supported_op / op_list, Cambricon's torch_api.yaml): unsupported ones go to
-/// unsupported_api.csv, ones no list confirms (and ones with vendor limits) to unknown_api.csv.
-/// CUDA-specific names are the rules' business and are skipped, as are calls a rule reported.
-void add_vendor_list_findings(const syntax::Tree& tree, const semantic::Model& model,
-                              const catalogue::Catalogue& cat, const rules::Options& ropts,
-                              std::vector<rules::Finding>& findings) {
-  if (cat.support_versions(ropts.target).empty()) return;
-  // The qualified references by byte range (references come in source order).
-  struct Qualified {
-    std::uint32_t begin, end;
-    const std::string* name;
-  };
-  std::vector<Qualified> qualified;
-  for (const semantic::Reference& r : model.references())
-    if (!r.qualified.empty())
-      qualified.push_back({tree.tokens()[r.first].begin, tree.tokens()[r.last].end, &r.qualified});
-  auto range_less = [](const Qualified& a, const Qualified& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  };
-  std::stable_sort(qualified.begin(), qualified.end(), range_less);
-  // The ranges the rules reported, by start, with the running maximum of their ends: a range
-  // [b, e) overlaps one of them iff the largest end among those starting before e exceeds b.
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> taken;
-  for (const rules::Finding& f : findings) taken.emplace_back(f.begin, f.end);
-  std::sort(taken.begin(), taken.end());
-  std::vector<std::uint32_t> max_end(taken.size());
-  for (std::size_t i = 0; i < taken.size(); ++i)
-    max_end[i] = std::max(taken[i].second, i ? max_end[i - 1] : 0);
-  bool added = false;
-  for (const syntax::Node* call : tree.find_all(syntax::NodeKind::Call)) {
-    const syntax::Node* fn = call->func();
-    if (!fn) continue;
-    syntax::ByteRange r = tree.byte_range(*fn);
-    // The last of equal ranges, as a map assigned in reference order would keep.
-    auto it = std::upper_bound(qualified.begin(), qualified.end(),
-                               Qualified{r.begin, r.end, nullptr}, range_less);
-    if (it == qualified.begin()) continue;
-    --it;
-    if (it->begin != r.begin || it->end != r.end) continue;
-    const std::string& q = *it->name;
-    if (!q.starts_with("torch.") || q.starts_with("torch.cuda") ||
-        q.starts_with("torch.backends.cud") || cat.find(q))
-      continue;
-    auto before = std::lower_bound(taken.begin(), taken.end(), r.end,
-                                   [](const auto& t, std::uint32_t e) { return t.first < e; });
-    std::size_t n_before = static_cast<std::size_t>(before - taken.begin());
-    bool reported = n_before > 0 && max_end[n_before - 1] > r.begin;
-    if (reported) continue;
-    auto s = cat.api_support(q, ropts.target, ropts.torch_version);
-    if (!s || s->status == catalogue::Status::Supported) continue;
-    rules::Finding f;
-    f.code = "TP950";
-    f.api = q;
-    f.begin = r.begin;
-    f.end = tree.byte_range(*call).end;
-    std::string tip = s->tip.empty() || s->tip == "-" ? "" : ": " + s->tip;
-    if (s->status == catalogue::Status::Unsupported) {
-      f.op = rules::Operation::Unsupported;
-      f.message = "unsupported on " + ropts.target + " according to " + s->source + tip;
-    } else if (s->status == catalogue::Status::Partial) {
-      f.op = rules::Operation::Unknown;
-      f.message = "supported on " + ropts.target + " with limits" + tip + " [" + s->source + "]";
-    } else {
-      f.op = rules::Operation::Unknown;
-      f.message = "not in the supported list of " + s->source;
-    }
-    findings.push_back(std::move(f));
-    added = true;
-  }
-  if (added)
-    std::stable_sort(
-        findings.begin(), findings.end(),
-        [](const rules::Finding& a, const rules::Finding& b) { return a.begin < b.begin; });
-}
+using OpMap = rules::CustomOps;
 
 bool is_cxx_source(const ProjectFile& f) {
   static const char* const kExt[] = {".cpp", ".cc", ".cxx", ".cu", ".cuh"};
@@ -251,9 +145,9 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   }
   // One semantic model serves the rules and the vendor-list judging.
   const semantic::Model model(tree.text(), tree.tokens());
-  rules::FileResult fr = rules::check(tree, model, cat, opts.rules);
-  add_custom_op_calls(tree, ops, fr.findings);
-  add_vendor_list_findings(tree, model, cat, opts.rules, fr.findings);
+  rules::Options ropts = opts.rules;
+  ropts.custom_ops = &ops;  // project information for TP903
+  rules::FileResult fr = rules::check(tree, model, cat, ropts);
   w.entry.min_torch = fr.min_torch_version;
   w.cuda_ops = fr.cuda_apis;
   std::vector<fix::AppliedEdit> applied;

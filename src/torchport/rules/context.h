@@ -23,16 +23,18 @@ inline constexpr std::string_view kAcceleratorMinTorch = "2.6";
 
 class Context {
  public:
-  Context(const semantic::Model& model, const catalogue::Catalogue& cat,
+  Context(const syntax::Tree& tree, const semantic::Model& model, const catalogue::Catalogue& cat,
           const catalogue::Target& target, const Options& opts);
 
+  const syntax::Tree& tree;  ///< Need::NeedTree
   const semantic::Model& m;
   const catalogue::Catalogue& cat;
   const catalogue::Target& target;
   const Options& opts;
   FileResult result;
 
-  bool accelerator() const { return target.name == "accelerator"; }
+  /// The device-agnostic target (its device is chosen at run time: data/targets.json "device": "").
+  bool accelerator() const { return target.runtime_device(); }
 
   /// The local name of the torch module; records that `import torch` must be inserted when the
   /// file does not bind it at module level.
@@ -80,7 +82,8 @@ struct Arg {
 };
 std::vector<Arg> call_args(const semantic::Model& m, semantic::TokenIndex lpar);
 
-// Rule families, in the order they run (each file documents its family).
+// Rule families (each file documents its family; engine.cc's family table says what each
+// needs and which families it runs after).
 void run_imports(Context& ctx);      // TP001-TP002 imports.cc
 void run_amp(Context& ctx);          // TP200 amp.cc
 void run_cuda_api(Context& ctx);     // TP100 cuda_api.cc
@@ -88,9 +91,11 @@ void run_device(Context& ctx);       // TP300-TP302 device.cc
 void run_distributed(Context& ctx);  // TP400-TP402 distributed.cc
 void run_env(Context& ctx);          // TP500 env.cc
 void run_setup_requires(Context& ctx);
-void run_custom_args(Context& ctx);  // TP800 custom_args.cc
+void run_custom_args(Context& ctx);        // TP800 custom_args.cc
 void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
 // tools/new_rule.py: declarations
-void run_insertions(Context& ctx);  // TP900 insertions.cc
+void run_insertions(Context& ctx);       // TP900 insertions.cc
+void run_custom_op_calls(Context& ctx);  // TP903 custom_op_calls.cc
+void run_vendor_lists(Context& ctx);     // TP950 vendor_lists.cc
 
 }  // namespace torchport::rules

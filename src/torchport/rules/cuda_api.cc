@@ -65,26 +65,27 @@ std::size_t segments(std::string_view q) {
 // The fallback when the catalogue has no mapping for a torch.cuda / backends name.
 std::optional<catalogue::Mapping> fallback(const Context& ctx, std::string_view q) {
   catalogue::Mapping mp;
-  mp.source = "torchport built-in fallback (rules/cuda_api.cc)";
+  mp.source =
+      "unverified: no catalogue entry; torchport's generic rule for the name (rules/cuda_api.cc)";
   const std::string& t = ctx.target.name;
   if (q.starts_with("torch.backends.")) {
-    if (t == "accelerator") return std::nullopt;  // harmless off CUDA, effective on CUDA
+    if (ctx.accelerator()) return std::nullopt;  // harmless off CUDA, effective on CUDA
     mp.status = catalogue::Status::Unsupported;
     mp.note = "a CUDA backend setting with no effect on " + t + "; left in place";
     return mp;
   }
   std::string_view rest = q == "torch.cuda" ? std::string_view{} : q.substr(11);
   std::string_view first = rest.substr(0, rest.find('.'));
-  if (t == "accelerator" || t == "cpu") {
-    const std::string module = t == "cpu" ? "torch.cpu" : "{module}";
+  if (ctx.accelerator() || ctx.target.host) {
+    const std::string module = ctx.accelerator() ? "{module}" : ctx.target.module;
     if (rest.empty()) {
       mp.replacement = module;
       mp.status = catalogue::Status::Partial;
       mp.note = "the device module has fewer functions than torch.cuda";
-    } else if (first == "is_available" && t == "accelerator") {
+    } else if (first == "is_available" && ctx.accelerator()) {
       mp.replacement = "torch.accelerator.is_available";
       mp.status = catalogue::Status::Supported;
-    } else if (first == "device_count" && t == "accelerator") {
+    } else if (first == "device_count" && ctx.accelerator()) {
       mp.replacement = "torch.accelerator.device_count";
       mp.status = catalogue::Status::Supported;
     } else if (first == "is_available" || common(first)) {
@@ -94,7 +95,7 @@ std::optional<catalogue::Mapping> fallback(const Context& ctx, std::string_view 
       mp.replacement = "torch.manual_seed";
       mp.status = catalogue::Status::Partial;
       mp.note = "torch.manual_seed seeds every device, the CPU included";
-    } else if (t == "accelerator") {
+    } else if (ctx.accelerator()) {
       mp.replacement = module + "." + std::string(first);
       mp.status = catalogue::Status::Unknown;
       mp.note = "works where the device module has it (cuda, xpu, npu); torch.cpu does not";

@@ -160,19 +160,18 @@ Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
 }
 
 std::string index_device(Context& ctx, const std::string& idx) {
-  const std::string& t = ctx.target.name;
   const bool literal = !idx.empty() && std::all_of(idx.begin(), idx.end(),
                                                    [](char c) { return c >= '0' && c <= '9'; });
   if (literal && ctx.accelerator()) {
     ctx.used_device_var = true;
     return "f\"{" + std::string(kDeviceVar) + ".type}:" + idx + "\"";
   }
-  if (literal && t != "cpu" && t != "mps") return "\"" + ctx.target.device + ":" + idx + "\"";
+  if (literal && ctx.target.device_index) return "\"" + ctx.target.device + ":" + idx + "\"";
   if (ctx.accelerator()) {
     ctx.used_device_var = true;
     return "f\"{" + std::string(kDeviceVar) + ".type}:{" + idx + "}\"";
   }
-  if (t == "cpu" || t == "mps") return "\"" + ctx.target.device + "\"";
+  if (!ctx.target.device_index) return "\"" + ctx.target.device + "\"";
   return "f\"" + ctx.target.device + ":{" + idx + "}\"";
 }
 
@@ -231,8 +230,7 @@ bool in_scripted_function(const semantic::Model& m, TokenIndex i) {
 // On the one-device targets (cpu, mps) a CUDA choice of an argparse `choices=[...]` that
 // already lists the target's device would become a duplicate: the element is deleted instead.
 bool drop_duplicate_choice(Context& ctx, TokenIndex i, const std::string& api) {
-  const std::string& t = ctx.target.name;
-  if (t != "cpu" && t != "mps") return false;
+  if (ctx.target.device_index) return false;
   const semantic::Model& m = ctx.m;
   auto open = m.enclosing_open(i);
   if (!open || (m.kind(*open) != TokenKind::LSqb && m.kind(*open) != TokenKind::LPar)) return false;
@@ -287,8 +285,7 @@ void device_strings(Context& ctx) {
       if (c == Ctx::None) continue;
       const std::string api = "\"" + std::string(sv->value) + "\"";
       const syntax::Token& tok = m.tokens()[i];
-      if (c == Ctx::MapLocation &&
-          (ctx.accelerator() || ctx.target.name == "cpu" || ctx.target.name == "mps")) {
+      if (c == Ctx::MapLocation && (ctx.accelerator() || !ctx.target.device_index)) {
         map_location(ctx, api, tok.begin, tok.end);
         continue;
       }
@@ -311,8 +308,7 @@ void device_strings(Context& ctx) {
             "TP300", api,
             "replace device string " + api + " with f'" + ctx.target.device + ":{DEVICE_ID}'",
             tok.begin, tok.end, "f\"" + ctx.target.device + ":{DEVICE_ID}\"");
-      } else if (sv->value != "cuda" && (ctx.target.name == "cpu" || ctx.target.name == "mps") &&
-                 c != Ctx::Comparison) {
+      } else if (sv->value != "cuda" && !ctx.target.device_index && c != Ctx::Comparison) {
         // One device: the index is dropped (catalogue entry "cuda:N").
         ctx.modify("TP300", api,
                    "replace string " + api + " with \"" + ctx.target.device + "\" (" +
@@ -341,8 +337,7 @@ void device_strings(Context& ctx) {
       }
       const Ctx c = device_context(m, i, last);
       if (c == Ctx::None) continue;
-      if (c == Ctx::MapLocation &&
-          (ctx.accelerator() || ctx.target.name == "cpu" || ctx.target.name == "mps")) {
+      if (c == Ctx::MapLocation && (ctx.accelerator() || !ctx.target.device_index)) {
         map_location(ctx, "f\"" + std::string(v) + "...\"", m.tokens()[i].begin,
                      m.tokens()[last].end);
         continue;
@@ -481,8 +476,6 @@ void cuda_methods(Context& ctx) {
       // .npu/.mlu/.musa/.xpu take the same arguments as .cuda; .cpu does not (non_blocking),
       // so cpu goes through .to("cpu", ...).
       method = mp->replacement.substr(1);
-    } else if (!mp && (t == "npu" || t == "mlu" || t == "musa" || t == "xpu")) {
-      method = t;
     }
     if (!method.empty()) {
       ctx.modify("TP301", ".cuda", "change method .cuda to ." + method, tok.begin, tok.end, method);
@@ -514,7 +507,7 @@ void cuda_methods(Context& ctx) {
       const std::string text(m.text().substr(idx->first, idx->second - idx->first));
       const bool literal =
           std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-      if (literal || t == "cpu" || t == "mps") {
+      if (literal || !ctx.target.device_index) {
         const std::string dev = literal ? index_device(ctx, text) : "\"" + ctx.target.device + "\"";
         fx.edits.push_back(fix::Edit{idx->first, idx->second, dev});
         // The dropped index expression takes the findings inside it along.
@@ -522,7 +515,7 @@ void cuda_methods(Context& ctx) {
           return g.begin >= idx->first && g.end <= idx->second;
         });
         msg = "change method .cuda(" + text + ") to .to(" + dev + ")";
-        if (t == "cpu" || t == "mps") msg += " (" + t + " has one device)";
+        if (!ctx.target.device_index) msg += " (" + t + " has one device)";
       } else {
         const std::string type =
             ctx.accelerator() ? std::string(kDeviceVar) + ".type" : "\"" + ctx.target.device + "\"";

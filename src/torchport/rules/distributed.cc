@@ -54,7 +54,7 @@ bool backend_call(std::string_view q, std::string_view last) {
 
 // DistributedDataParallel refuses device_ids/output_device for a CPU module (ValueError).
 void ddp_device_ids(Context& ctx) {
-  if (ctx.target.name != "cpu" && !ctx.accelerator()) return;
+  if (!ctx.target.host && !ctx.accelerator()) return;
   const semantic::Model& m = ctx.m;
   for (const semantic::Reference& ref : m.references()) {
     const std::string& q = ref.qualified;
@@ -69,7 +69,7 @@ void ddp_device_ids(Context& ctx) {
       const Arg& arg = args[a];
       if (arg.keyword != "device_ids" && arg.keyword != "output_device") continue;
       const std::string api = "DistributedDataParallel(" + std::string(arg.keyword) + "=)";
-      if (ctx.target.name == "cpu") {
+      if (ctx.target.host) {
         // The argument goes with the comma before it (or after it, when it comes first).
         std::uint32_t b = m.tokens()[arg.first].begin;
         std::uint32_t e = m.tokens()[arg.last].end;
@@ -123,7 +123,7 @@ void run_distributed(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const std::string backend = ctx.target.backend.empty() ? "gloo" : ctx.target.backend;
   const std::string note =
-      ctx.target.backend.empty() && !ctx.accelerator()
+      backend == "gloo" && !ctx.target.host && !ctx.accelerator()
           ? " (" + ctx.target.name + " has no collective backend: gloo runs on the CPU)"
           : "";
   // The backend expression for the accelerator target, spelled with the callee's module.

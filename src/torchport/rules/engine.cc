@@ -6,6 +6,8 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 
 namespace torchport::rules {
 
@@ -31,28 +33,119 @@ std::string_view to_string(Operation op) {
 namespace {
 
 constexpr RuleInfo kRegistry[] = {
-    {"TP001", "cuda-amp-import", "imports of torch.cuda.amp become imports of torch.amp"},
-    {"TP002", "cuda-only-package",
-     "CUDA-only third-party packages are flagged with an alternative"},
+    {"TP001", "cuda-amp-import", "imports of torch.cuda.amp become imports of torch.amp",
+     "imports"},
+    {"TP002", "cuda-only-package", "CUDA-only third-party packages are flagged with an alternative",
+     "imports"},
     {"TP100", "cuda-module-api",
-     "torch.cuda.*, torch.backends.cudnn/cuda and other catalogued APIs"},
-    {"TP200", "cuda-amp", "torch.cuda.amp autocast/GradScaler become torch.amp with a device type"},
-    {"TP300", "device-string", "\"cuda\", \"cuda:N\" and f\"cuda:{i}\" in device contexts"},
-    {"TP301", "cuda-method", ".cuda(...) on tensors and modules"},
-    {"TP302", "is-cuda", ".is_cuda on tensors"},
+     "torch.cuda.*, torch.backends.cudnn/cuda and other catalogued APIs", "cuda_api"},
+    {"TP200", "cuda-amp", "torch.cuda.amp autocast/GradScaler become torch.amp with a device type",
+     "amp"},
+    {"TP300", "device-string", "\"cuda\", \"cuda:N\" and f\"cuda:{i}\" in device contexts",
+     "device"},
+    {"TP301", "cuda-method", ".cuda(...) on tensors and modules", "device"},
+    {"TP302", "is-cuda", ".is_cuda on tensors", "device"},
     {"TP400", "nccl-backend",
-     "nccl in init_process_group/new_group, Backend.NCCL, is_nccl_available"},
-    {"TP401", "data-parallel", "torch.nn.DataParallel is flagged with the DDP recommendation"},
+     "nccl in init_process_group/new_group, Backend.NCCL, is_nccl_available", "distributed"},
+    {"TP401", "data-parallel", "torch.nn.DataParallel is flagged with the DDP recommendation",
+     "distributed"},
     {"TP402", "ddp-device-ids",
-     "DistributedDataParallel device_ids=/output_device= on cpu and accelerator"},
-    {"TP500", "cuda-env-var", "CUDA/NCCL environment variables used from Python"},
-    {"TP600", "profiler-activity", "ProfilerActivity.CUDA on cpu and accelerator"},
-    {"TP800", "custom-args", "arguments rewritten by ArgsModifyRule entries of a --rules file"},
-    {"TP900", "target-import", "the target's import, `import torch` and the device variable"},
-    {"TP901", "custom-cuda-op", "custom CUDA operators in .cpp/.cu sources (cuda_op_list.csv)"},
-    {"TP902", "project-file", "CUDA-only requirements and CUDA settings in shell launchers"},
+     "DistributedDataParallel device_ids=/output_device= on cpu and accelerator", "distributed"},
+    {"TP500", "cuda-env-var", "CUDA/NCCL environment variables used from Python", "env"},
+    {"TP600", "profiler-activity", "ProfilerActivity.CUDA on cpu and accelerator",
+     "profiler_activity"},
+    {"TP800", "custom-args", "arguments rewritten by ArgsModifyRule entries of a --rules file",
+     "custom_args"},
+    {"TP900", "target-import", "the target's import, `import torch` and the device variable",
+     "insertions"},
+    {"TP901", "custom-cuda-op", "custom CUDA operators in .cpp/.cu sources (cuda_op_list.csv)",
+     "other_files"},
+    {"TP902", "project-file", "CUDA-only requirements and CUDA settings in shell launchers",
+     "other_files"},
+    {"TP903", "custom-op-call", "calls of the project's own custom CUDA operators",
+     "custom_op_calls"},
+    {"TP950", "vendor-api-support",
+     "torch APIs the vendor's per-version list marks unsupported, limited or unlisted",
+     "vendor_lists"},
     // tools/new_rule.py: registry
 };
+
+// The families, in the order they are listed; check() runs them in a stable topological
+// order of `after`, and the families that need the findings after all others.
+constexpr FamilyInfo kFamilies[] = {
+    {"imports", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_imports},
+    {"amp", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_amp},
+    {"profiler_activity", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_profiler_activity},
+    // ProfilerActivity.CUDA and the amp names are claimed (Context::handled) before the generic
+    // torch.cuda mappings.
+    {"cuda_api",
+     Input::PythonFile,
+     NeedModel | NeedCatalogue,
+     {"amp", "profiler_activity"},
+     run_cuda_api},
+    // A dropped device index takes the findings inside it along (`.cuda(torch.cuda.x())`).
+    {"device", Input::PythonFile, NeedModel | NeedCatalogue, {"cuda_api"}, run_device},
+    {"distributed", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_distributed},
+    {"env", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_env},
+    {"custom_args",
+     Input::PythonFile,
+     NeedModel | NeedCatalogue | NeedFindings,
+     {},
+     run_custom_args},
+    // tools/new_rule.py: families
+    {"insertions",
+     Input::PythonFile,
+     NeedModel | NeedCatalogue | NeedFindings,
+     {"custom_args"},
+     run_insertions},
+    {"custom_op_calls",
+     Input::PythonFile,
+     NeedTree | NeedProject | NeedFindings,
+     {"insertions"},
+     run_custom_op_calls},
+    {"vendor_lists",
+     Input::PythonFile,
+     NeedTree | NeedModel | NeedCatalogue | NeedSupportLists | NeedFindings,
+     {"custom_op_calls"},
+     run_vendor_lists},
+    {"other_files", Input::OtherFile, NeedCatalogue, {}, nullptr},
+};
+
+// Kahn's algorithm over `after`, taking the first ready family in table order; families that
+// need the findings wait until every family without that need has run.
+std::vector<const FamilyInfo*> topological_order() {
+  std::vector<const FamilyInfo*> out;
+  std::vector<bool> done(std::size(kFamilies), false);
+  auto index = [](std::string_view name) -> std::size_t {
+    for (std::size_t i = 0; i < std::size(kFamilies); ++i)
+      if (kFamilies[i].name == name) return i;
+    return std::size(kFamilies);
+  };
+  while (out.size() < std::size(kFamilies)) {
+    bool progressed = false;
+    for (std::size_t i = 0; i < std::size(kFamilies); ++i) {
+      if (done[i]) continue;
+      const FamilyInfo& f = kFamilies[i];
+      bool ready = true;
+      for (std::string_view a : f.after)
+        if (!a.empty() && (index(a) == std::size(kFamilies) || !done[index(a)])) ready = false;
+      if (f.needs & NeedFindings)
+        for (std::size_t j = 0; j < std::size(kFamilies); ++j)
+          if (!done[j] && !(kFamilies[j].needs & NeedFindings)) ready = false;
+      if (!ready) continue;
+      done[i] = true;
+      out.push_back(&f);
+      progressed = true;
+      break;
+    }
+    if (!progressed) {
+      // A cycle or an unknown name in `after`: a defect of the table, caught by the tests.
+      std::fprintf(stderr, "torchport: internal error: the rule families' `after` lists loop\n");
+      std::abort();
+    }
+  }
+  return out;
+}
 
 std::vector<int> version_parts(std::string_view v) {
   std::vector<int> out;
@@ -70,17 +163,20 @@ std::vector<int> version_parts(std::string_view v) {
   return out;
 }
 
-// Used when the catalogue has no "accelerator" target entry.
-catalogue::Target accelerator_fallback() {
-  catalogue::Target t;
-  t.name = "accelerator";
-  t.min_torch = std::string(kAcceleratorMinTorch);
-  return t;
-}
-
 }  // namespace
 
 std::span<const RuleInfo> registry() { return kRegistry; }
+
+std::span<const FamilyInfo* const> families() {
+  static const std::vector<const FamilyInfo*> order = topological_order();
+  return order;
+}
+
+const RuleInfo* find_rule(std::string_view code) {
+  for (const RuleInfo& r : kRegistry)
+    if (r.code == code) return &r;
+  return nullptr;
+}
 
 int compare_versions(std::string_view a, std::string_view b) {
   auto pa = version_parts(a), pb = version_parts(b);
@@ -91,9 +187,10 @@ int compare_versions(std::string_view a, std::string_view b) {
   return 0;
 }
 
-Context::Context(const semantic::Model& model, const catalogue::Catalogue& catalogue,
-                 const catalogue::Target& tgt, const Options& options)
-    : m(model), cat(catalogue), target(tgt), opts(options) {}
+Context::Context(const syntax::Tree& syntax_tree, const semantic::Model& model,
+                 const catalogue::Catalogue& catalogue, const catalogue::Target& tgt,
+                 const Options& options)
+    : tree(syntax_tree), m(model), cat(catalogue), target(tgt), opts(options) {}
 
 std::string Context::torch_name() {
   if (auto alias = m.module_alias("torch")) return *alias;
@@ -282,12 +379,12 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
   const catalogue::Target* target = cat.target(opts.target);
   catalogue::Target fallback;
   if (!target) {
-    fallback = accelerator_fallback();
+    // Not in the catalogue (the driver refuses such a target): a device string and no facts.
     fallback.name = opts.target;
-    fallback.device = opts.target == "accelerator" ? "" : opts.target;
+    fallback.device = opts.target;
     target = &fallback;
   }
-  Context ctx(model, cat, *target, opts);
+  Context ctx(tree, model, cat, *target, opts);
   if (!tree.ok()) return std::move(ctx.result);
   if (ctx.accelerator() && !ctx.version_ok(kAcceleratorMinTorch)) {
     // torch.accelerator does not exist before 2.6: nothing device-agnostic can be written.
@@ -298,16 +395,12 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
              0, 0);
     return std::move(ctx.result);
   }
-  run_imports(ctx);
-  run_amp(ctx);
-  run_profiler_activity(ctx);  // before TP100, which maps the other targets
-  run_cuda_api(ctx);
-  run_device(ctx);
-  run_distributed(ctx);
-  run_env(ctx);
-  run_custom_args(ctx);
-  // tools/new_rule.py: run
-  run_insertions(ctx);
+  for (const FamilyInfo* f : families()) {
+    if (f->input != Input::PythonFile || !f->run) continue;
+    if ((f->needs & NeedProject) && !opts.custom_ops) continue;  // no project: not judged
+    if ((f->needs & NeedSupportLists) && cat.support_versions(opts.target).empty()) continue;
+    f->run(ctx);
+  }
   std::stable_sort(ctx.result.findings.begin(), ctx.result.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.begin < b.begin; });
   return std::move(ctx.result);

@@ -9,7 +9,10 @@
 
 #include <torchport/fix/edit.h>
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,10 +48,17 @@ struct Finding {
   std::optional<fix::Fix> fix;  ///< absent for Unsupported/Unknown and for display-only notes
 };
 
+/// Custom CUDA operator name -> the project file that defines it (from check_other's cuda_apis).
+using CustomOps = std::map<std::string, std::string, std::less<>>;
+
 struct Options {
-  std::string target;           ///< npu|mlu|musa|xpu|mps|hpu|cpu|accelerator
+  std::string target;           ///< a target of the catalogue (data/targets.json)
   std::string torch_version;    ///< "X.Y"; empty = the catalogue's default for the target
   bool specify_device = false;  ///< Ascend's -s: device index from the DEVICE_ID env variable
+  /// Project-level information (Need::Project): the custom CUDA operators of the project's
+  /// C++/CUDA sources. nullptr when the caller has no project (a single file, `explain`):
+  /// families that need it do not run.
+  const CustomOps* custom_ops = nullptr;
 };
 
 struct FileResult {
@@ -70,14 +80,48 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
 /// Files of any other kind return an empty result.
 FileResult check_other(std::string_view path, std::string_view text, const Options& opts);
 
-/// One registered rule family, for `explain`, docs/rules.md and the reports.
-struct RuleInfo {
-  std::string_view code;     ///< first code of the family, e.g. "TP100"
-  std::string_view name;     ///< kebab-case, e.g. "cuda-module-api"
-  std::string_view summary;  ///< one line
+class Context;  // rules/context.h: the state of one check() run
+
+/// What a rule family needs besides the file's tokens. check() provides it, or skips the
+/// family when the caller cannot (no project information): nothing depends on call order.
+enum Need : std::uint8_t {
+  NeedModel = 1 << 0,         ///< the semantic model (imports, aliases, references)
+  NeedCatalogue = 1 << 1,     ///< the catalogue's API mappings and the target's facts
+  NeedTree = 1 << 2,          ///< the syntax tree's nodes (calls, arguments)
+  NeedProject = 1 << 3,       ///< project-level information: Options::custom_ops
+  NeedSupportLists = 1 << 4,  ///< the vendor's per-torch-version API lists for the target
+  /// The findings (and insertion flags) of every family without this need: it runs after them.
+  NeedFindings = 1 << 5,
 };
 
-/// The single registry, in code order.
+/// What a family reads: a parsed Python file (check()) or another project file (check_other()).
+enum class Input : std::uint8_t { PythonFile, OtherFile };
+
+/// One rule family: one file src/torchport/rules/<name>.cc with its doc comment.
+struct FamilyInfo {
+  std::string_view name;  ///< "cuda_api"
+  Input input = Input::PythonFile;
+  std::uint8_t needs = 0;  ///< Need bits
+  /// Families whose claims (Context::handled, their findings) this one respects: they run
+  /// first. Every other order between families is free.
+  std::array<std::string_view, 2> after{};
+  void (*run)(Context&) = nullptr;  ///< Python-file families; check_other() runs the others
+};
+
+/// One registered code, for `explain`, docs/rules.md and the reports.
+struct RuleInfo {
+  std::string_view code;     ///< e.g. "TP100"
+  std::string_view name;     ///< kebab-case, e.g. "cuda-module-api"
+  std::string_view summary;  ///< one line
+  std::string_view family;   ///< the FamilyInfo::name that emits it
+};
+
+/// The single registry of codes, in code order. Every code a run can emit is here.
 std::span<const RuleInfo> registry();
+/// The rule families, in the order check() runs them: a stable topological order of their
+/// `after` lists, families that need the findings last.
+std::span<const FamilyInfo* const> families();
+/// The registry row of `code`, or nullptr.
+const RuleInfo* find_rule(std::string_view code);
 
 }  // namespace torchport::rules

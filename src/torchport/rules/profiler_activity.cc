@@ -70,8 +70,8 @@ bool is_display(const semantic::Model& m, TokenIndex open) {
 }  // namespace
 
 void run_profiler_activity(Context& ctx) {
+  if (!ctx.target.host && !ctx.accelerator()) return;
   const std::string& t = ctx.target.name;
-  if (t != "cpu" && !ctx.accelerator()) return;
   const semantic::Model& m = ctx.m;
   for (const semantic::Reference& ref : m.references()) {
     if (ref.qualified != kCuda || ctx.handled.contains(ref.first)) continue;

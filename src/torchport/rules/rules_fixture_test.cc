@@ -1,7 +1,10 @@
 // Rule fixtures: tests/fixtures/rules/<case>/input.py with, per target, the expected output
 // <target>.py and the expected findings <target>.findings ("LINE OP API" per line, in source
 // order). Unexpected findings fail the test, as clang-tidy's CHECK-MESSAGES do. Each output is
-// also re-parsed and migrated again, which must change nothing (idempotence).
+// also re-parsed and migrated again, which must change nothing (idempotence). A project file
+// (input.sh, input.txt, input.cu, ...) goes through check_other() under the name its
+// <target>.options gives (path=requirements.txt). A directory without an expected output, an
+// output without its findings file, and a registered code without a fixture fail the test.
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/fix/apply.h>
@@ -11,6 +14,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -57,17 +61,35 @@ std::string findings_text(const std::string& text, const FileResult& r) {
 struct Case {
   fs::path dir;
   std::string target;
+  fs::path input;  ///< input.py, or input.<ext> for a project file (see <target>.options path=)
 };
+
+fs::path fixtures_root() { return fs::path(TORCHPORT_SOURCE_DIR) / "tests" / "fixtures" / "rules"; }
+
+// The one input.* file of a fixture directory ("" when there is none or several).
+fs::path input_of(const fs::path& dir) {
+  fs::path found;
+  int n = 0;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    if (f.path().stem() == "input") {
+      found = f.path();
+      ++n;
+    }
+  }
+  return n == 1 ? found : fs::path();
+}
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const fs::path root = fs::path(TORCHPORT_SOURCE_DIR) / "tests" / "fixtures" / "rules";
+  const fs::path root = fixtures_root();
   if (!fs::exists(root)) return out;
   for (const auto& d : fs::directory_iterator(root)) {
     if (!d.is_directory()) continue;
+    const fs::path input = input_of(d.path());
+    if (input.empty()) continue;  // reported by FixtureDirectoriesAreComplete
     for (const auto& f : fs::directory_iterator(d.path())) {
-      if (f.path().extension() == ".py" && f.path().stem() != "input") {
-        out.push_back({d.path(), f.path().stem().string()});
+      if (f.path().extension() == input.extension() && f.path().stem() != "input") {
+        out.push_back({d.path(), f.path().stem().string(), input});
       }
     }
   }
@@ -77,15 +99,152 @@ std::vector<Case> cases() {
   return out;
 }
 
+// <target>.options, one per line: "specify_device", "torch_version=X.Y", "rules=FILE" (a
+// --rules file of the fixture directory), "custom_op=NAME:FILE" (project information: a custom
+// CUDA operator and the file defining it), "path=NAME" (the name a non-Python input is checked
+// under, e.g. requirements.txt).
+struct FixtureOptions {
+  bool specify_device = false;
+  std::string torch_version;
+  std::string rules;
+  CustomOps custom_ops;
+  std::string path;
+};
+
+FixtureOptions read_options(const Case& c) {
+  FixtureOptions o;
+  const fs::path p = c.dir / (c.target + ".options");
+  if (!fs::exists(p)) return o;
+  std::istringstream in(slurp(p));
+  for (std::string line; std::getline(in, line);) {
+    if (line == "specify_device") {
+      o.specify_device = true;
+    } else if (line.starts_with("torch_version=")) {
+      o.torch_version = line.substr(14);
+    } else if (line.starts_with("rules=")) {
+      o.rules = line.substr(6);
+    } else if (line.starts_with("custom_op=") && line.find(':') != std::string::npos) {
+      const auto colon = line.find(':');
+      o.custom_ops.emplace(line.substr(10, colon - 10), line.substr(colon + 1));
+    } else if (line.starts_with("path=")) {
+      o.path = line.substr(5);
+    } else if (!line.empty()) {
+      ADD_FAILURE() << p << ": unknown option line: " << line;
+    }
+  }
+  return o;
+}
+
 FileResult migrate(const std::string& name, const std::string& text, const std::string& target,
-                   bool specify_device = false, const std::string& torch_version = "") {
+                   bool specify_device = false, const std::string& torch_version = "",
+                   const catalogue::Catalogue& cat = catalogue::Catalogue::builtin(),
+                   const CustomOps* custom_ops = nullptr) {
   syntax::Tree tree = syntax::parse(name, text);
   EXPECT_TRUE(tree.ok()) << name;
   Options o;
   o.target = target;
   o.specify_device = specify_device;
   o.torch_version = torch_version;
-  return check(tree, catalogue::Catalogue::builtin(), o);
+  o.custom_ops = custom_ops;
+  return check(tree, cat, o);
+}
+
+// Runs one fixture case: the findings, and the output text.
+std::pair<FileResult, std::string> run_case(const Case& c, const FixtureOptions& o) {
+  const std::string input = slurp(c.input);
+  if (c.input.extension() != ".py") {
+    Options ro;
+    ro.target = c.target;
+    FileResult r = check_other(o.path.empty() ? c.input.filename().string() : o.path, input, ro);
+    std::string out = apply_fixes(input, r);
+    return {std::move(r), std::move(out)};
+  }
+  std::optional<catalogue::Catalogue> with_rules;
+  if (!o.rules.empty()) {
+    std::string error;
+    with_rules = catalogue::Catalogue::builtin().with_rules(o.rules, slurp(c.dir / o.rules),
+                                                            c.target, &error);
+    EXPECT_TRUE(with_rules) << error;
+  }
+  const catalogue::Catalogue& cat = with_rules ? *with_rules : catalogue::Catalogue::builtin();
+  const CustomOps* ops = o.custom_ops.empty() ? nullptr : &o.custom_ops;
+  FileResult r = migrate("input.py", input, c.target, o.specify_device, o.torch_version, cat, ops);
+  std::string out = apply_fixes(input, r);
+  // The output parses, and migrating it again changes nothing.
+  FileResult again =
+      migrate("output.py", out, c.target, o.specify_device, o.torch_version, cat, ops);
+  EXPECT_EQ(apply_fixes(out, again), out) << "not idempotent";
+  return {std::move(r), std::move(out)};
+}
+
+// Every fixture directory has exactly one input and at least one expected output, and every
+// expected output has its findings file: a fixture cannot pass by checking nothing.
+TEST(RuleFixtures, FixtureDirectoriesAreComplete) {
+  for (const auto& d : fs::directory_iterator(fixtures_root())) {
+    if (!d.is_directory()) continue;
+    const std::string name = d.path().filename().string();
+    const fs::path input = input_of(d.path());
+    if (input.empty()) {
+      ADD_FAILURE() << name << ": no input file (or several named input.*)";
+      continue;
+    }
+    const std::string ext = input.extension().string();
+    int outputs = 0;
+    for (const auto& f : fs::directory_iterator(d.path())) {
+      const fs::path& p = f.path();
+      if (p.extension() == ext && p.stem() != "input") {
+        ++outputs;
+        EXPECT_TRUE(fs::exists(d.path() / (p.stem().string() + ".findings")))
+            << name << "/" << p.filename().string() << " has no findings file";
+      }
+      if (p.extension() == ".findings") {
+        EXPECT_TRUE(fs::exists(d.path() / (p.stem().string() + ext)))
+            << name << "/" << p.filename().string() << " has no expected output";
+      }
+    }
+    EXPECT_GT(outputs, 0) << name << ": no expected output (<target>" << ext << ")";
+  }
+}
+
+// Every registered code is emitted, and checked, by at least one fixture; no fixture emits a
+// code that is not registered.
+TEST(RuleFixtures, EveryRegisteredCodeHasAFixture) {
+  std::set<std::string> seen;
+  for (const Case& c : cases()) {
+    FileResult r = run_case(c, read_options(c)).first;
+    for (const Finding& f : r.findings) {
+      EXPECT_NE(find_rule(f.code), nullptr)
+          << c.dir.filename().string() << " --target " << c.target << ": unregistered " << f.code;
+      seen.insert(f.code);
+    }
+  }
+  for (const RuleInfo& info : registry())
+    EXPECT_TRUE(seen.contains(std::string(info.code))) << info.code << " has no fixture";
+}
+
+// The family table: every code's family exists, and every family runs after the ones it names.
+TEST(RuleRegistry, FamiliesDeclareTheirOrder) {
+  std::vector<std::string_view> order;
+  for (const FamilyInfo* f : families()) order.push_back(f->name);
+  for (const RuleInfo& info : registry())
+    EXPECT_NE(std::find(order.begin(), order.end(), info.family), order.end()) << info.code;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const FamilyInfo& f = *families()[i];
+    for (std::string_view a : f.after) {
+      if (a.empty()) continue;
+      auto it = std::find(order.begin(), order.end(), a);
+      ASSERT_NE(it, order.end()) << f.name << " runs after unknown family " << a;
+      EXPECT_LT(it - order.begin(), static_cast<long>(i)) << f.name << " must run after " << a;
+    }
+    if (!(f.needs & NeedFindings)) {
+      for (std::size_t j = 0; j < i; ++j) {
+        EXPECT_FALSE(families()[j]->needs & NeedFindings) << f.name << " after " << order[j];
+      }
+    }
+  }
+  // Python-file families run from check(), the others from check_other().
+  for (const FamilyInfo* f : families())
+    EXPECT_EQ(f->run != nullptr, f->input == Input::PythonFile) << f->name;
 }
 
 TEST(RuleFixtures, ThereAreFixturesForEveryTarget) {
@@ -99,32 +258,16 @@ TEST(RuleFixtures, ThereAreFixturesForEveryTarget) {
 TEST(RuleFixtures, OutputsAndFindingsMatchTheHandWrittenExpectations) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.dir.filename().string() + " --target " + c.target);
-    const std::string input = slurp(c.dir / "input.py");
-    // <target>.options: "specify_device" and/or "torch_version=X.Y", one per line.
-    bool specify = false;
-    std::string version;
-    if (fs::exists(c.dir / (c.target + ".options"))) {
-      std::istringstream opts(slurp(c.dir / (c.target + ".options")));
-      for (std::string line; std::getline(opts, line);) {
-        if (line == "specify_device") specify = true;
-        if (line.starts_with("torch_version=")) version = line.substr(14);
-      }
-    }
-    FileResult r = migrate("input.py", input, c.target, specify, version);
-    const std::string out = apply_fixes(input, r);
-    EXPECT_EQ(out, slurp(c.dir / (c.target + ".py")));
-    const fs::path fpath = c.dir / (c.target + ".findings");
-    if (fs::exists(fpath)) {
-      EXPECT_EQ(findings_text(input, r), slurp(fpath));
-    }
+    const FixtureOptions o = read_options(c);
+    const std::string input = slurp(c.input);
+    auto [r, out] = run_case(c, o);
+    EXPECT_EQ(out, slurp(c.dir / (c.target + c.input.extension().string())));
+    EXPECT_EQ(findings_text(input, r), slurp(c.dir / (c.target + ".findings")));
     if (fs::exists(c.dir / (c.target + ".min_torch"))) {
       std::string want = slurp(c.dir / (c.target + ".min_torch"));
       want.erase(want.find_last_not_of("\n") + 1);
       EXPECT_EQ(r.min_torch_version, want);
     }
-    // The output parses, and migrating it again changes nothing.
-    FileResult again = migrate("output.py", out, c.target, specify, version);
-    EXPECT_EQ(apply_fixes(out, again), out) << "not idempotent";
     if (std::getenv("TORCHPORT_FIXTURE_DUMP")) {
       std::ofstream(c.dir / (c.target + ".actual")) << out;
       std::ofstream(c.dir / (c.target + ".findings.actual")) << findings_text(input, r);

@@ -1,0 +1,42 @@
+// Rule family TP903: calls of the project's own custom CUDA operators.
+//
+// What it does:
+//   The operators TP901 finds in the project's C++/CUDA sources (`m.def("fused_adam", ...)`)
+//   are project-level information; every Python call whose called name ends in one of them
+//   (`ext.fused_adam(...)`, `fused_adam(...)`, matched by the last name as Ascend's tool does)
+//   is reported UNSUPPORTED with the file that defines the operator.
+// Why:
+//   A custom CUDA kernel has no implementation on the target until it is ported: the call
+//   fails at run time however well the rest of the file is migrated.
+// Example:
+//   import fused_ops
+//   y = fused_ops.fused_adam(p, g)
+// Becomes (npu):
+//   y = fused_ops.fused_adam(p, g)   (reported: defined in csrc/ops.cu, port it)
+// Safety:
+//   Nothing is rewritten. The family runs only where the project is known (migrate and
+//   analyze of a directory); a single file has no project information and is not judged.
+#include <torchport/rules/context.h>
+#include <torchport/syntax/tree.h>
+
+namespace torchport::rules {
+
+void run_custom_op_calls(Context& ctx) {
+  const CustomOps& ops = *ctx.opts.custom_ops;
+  if (ops.empty()) return;
+  const syntax::Tree& tree = ctx.tree;
+  for (const syntax::Node* call : tree.find_all(syntax::NodeKind::Call)) {
+    const syntax::Node* fn = call->func();
+    if (!fn || (fn->kind() != syntax::NodeKind::Name && fn->kind() != syntax::NodeKind::Attribute))
+      continue;
+    auto it = ops.find(tree.name(*fn));
+    if (it == ops.end()) continue;
+    const syntax::ByteRange r = tree.byte_range(*call);
+    ctx.flag("TP903", Operation::Unsupported, std::string(tree.text(*fn)),
+             "User-defined CUDA Operator (defined in " + it->second +
+                 "): port it to the target or replace it",
+             r.begin, r.end);
+  }
+}
+
+}  // namespace torchport::rules
