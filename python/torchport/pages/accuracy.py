@@ -227,7 +227,10 @@ def render_accuracy_page(page: AccuracyPage) -> str:
         status = str(r.get("status", "pass"))
         bg = ROW_BACKGROUND.get(status, "")
         style = f" style='background:{bg}'" if bg else ""
-        cells = "".join(f"<td>{_esc(_fmt(r.get(c)))}</td>" for c in page.columns)
+        texts = [_fmt(r.get(c)) for c in page.columns]
+        cells = "".join(
+            f"<td title='{_esc(t)}'>{_esc(t)}</td>" if len(t) > 40 else f"<td>{_esc(t)}</td>" for t in texts
+        )
         body.append(f"<tr class='{_esc(status)}'{style}>{cells}</tr>")
     template = (Path(__file__).parent / "accuracy.html").read_text(encoding="utf-8")
     cards = "".join(
