@@ -203,24 +203,25 @@ def _input_of(argv: Sequence[str]) -> Optional[str]:
 
 
 def to_flags(cfg: Config, argv: Sequence[str]) -> list[str]:
-    """The core flags the configuration adds in front of `argv` (which wins)."""
+    """The core flags the configuration adds in front of `argv` (which wins), as `--flag=value`
+    (a repeatable option given `--flag value` would also take the INPUT after it)."""
     flags: list[str] = []
     base = cfg.path.parent
     for key, value in cfg.values.items():
         flag, kind = KEYS[key]
         if kind in ("str", "int"):
             if not _has_flag(argv, flag):
-                flags += [flag, str(value)]
+                flags.append(f"{flag}={value}")
         elif kind == "bool":
             if value and not _has_flag(argv, flag):
                 flags.append(flag)
         elif kind == "list":
             for v in value:
                 # Rules files are relative to the configuration file; globs to the INPUT.
-                flags += [flag, str((base / v).resolve()) if key == "rules" else v]
+                flags.append(f"{flag}={(base / v).resolve() if key == 'rules' else v}")
         else:
             for glob, codes in value.items():
-                flags += [flag, f"{glob}:{','.join(codes)}"]
+                flags.append(f"{flag}={glob}:{','.join(codes)}")
     return flags
 
 
