@@ -1,9 +1,10 @@
-"""Progress display: `compare` draws a tqdm bar on a terminal only, and -q turns it off."""
+"""Progress: `compare` draws a tqdm bar, migrate/analyze a `\\r` line; on a terminal only, -q: off."""
 
 from __future__ import annotations
 
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +57,27 @@ def test_compare_cli_progress_on_a_terminal_and_quiet_with_q(tmp_path):
     # not a terminal: nothing on stderr
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and proc.stderr == ""
+
+
+def test_migrate_progress_line_on_a_terminal_only(tmp_path):
+    """The C++ core rewrites one `\\r` line on a terminal (the first file at once, then at most ten
+    updates a second) and clears it at the end; nothing off a terminal or with -q."""
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "cuda_project")
+    cmd = [
+        sys.executable,
+        "-m",
+        "torchport",
+        "migrate",
+        example,
+        "-t",
+        "npu",
+        "-o",
+        str(tmp_path),
+        "--no-config",
+    ]
+    shown = _run_on_pty([*cmd, "--force"], tmp_path)
+    assert re.search(r"\rtorchport migrate: [1-4]/4 files", shown), shown
+    assert shown.endswith("\r\x1b[K")  # the line is cleared at the end
+    assert _run_on_pty([*cmd, "--force", "-q"], tmp_path) == ""
+    proc = subprocess.run([*cmd, "--force"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and proc.stderr == ""

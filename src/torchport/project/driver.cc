@@ -536,10 +536,11 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   OpMap ops;
   const unsigned max_jobs =
       opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
-  // The progress line: at most ten updates a second, from whichever worker passes the mark.
+  // The progress line: from the first file on, at most ten updates a second, from whichever
+  // worker passes the mark.
   std::atomic<std::size_t> done{0};
   std::mutex progress_mutex;
-  auto last_shown = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_shown{};  // the first file shows at once
   auto show_progress = [&](bool final) {
     if (!opts.progress_line) return;
     std::unique_lock lock(progress_mutex, std::try_to_lock);
