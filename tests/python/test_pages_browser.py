@@ -170,6 +170,7 @@ def test_analyze_page_shows_the_source_with_findings(browser, tmp_path):
     wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail table.diff"))
     assert browser.find_element(By.CSS_SELECTOR, "#detail th").text.startswith("source (analyze")
     assert browser.find_elements(By.CSS_SELECTOR, "#detail tr.finding")
+    browser.save_screenshot(str(SHOTS / "analyze_file.png"))
     assert console_errors(browser) == []
 
 
