@@ -22,14 +22,14 @@ if(NOT nlohmann_json_FOUND)
                                "${TORCHPORT_NLOHMANN_INCLUDE}")
     message(STATUS "nlohmann-json: the PyPI package's headers in ${TORCHPORT_NLOHMANN_INCLUDE}")
   else()
-    message(FATAL_ERROR "torchport: building from source needs nlohmann-json >= 3: "
+    message(FATAL_ERROR " torchport: building from source needs nlohmann-json >= 3: "
                         "`apt-get install nlohmann-json3-dev` or `pip install nlohmann-json`")
   endif()
 endif()
 
 find_package(CLI11 QUIET)
 if(NOT CLI11_FOUND)
-  message(FATAL_ERROR "torchport: building from source needs the CLI11 headers: "
+  message(FATAL_ERROR " torchport: building from source needs the CLI11 headers: "
                       "`apt-get install libcli11-dev` (or -DCLI11_DIR=<dir with CLI11Config.cmake>); "
                       "the prebuilt wheel needs nothing")
 endif()

