@@ -83,3 +83,21 @@ def test_script_end_tags_in_sources_cannot_break_the_page(tmp_path):
     assert page.count("</script>") == 2  # the data block and the page's script
     chunk = next((tmp_path / "r" / "files").iterdir()).read_text()
     assert "</script>" not in chunk
+
+
+def test_page_of_an_in_place_migration_diffs_against_the_backup(tmp_path):
+    import shutil
+
+    proj = tmp_path / "proj"
+    shutil.copytree(ROOT / "examples" / "cuda_project", proj)
+    proc = torchport("migrate", str(proj), "--inplace", "-t", "cpu", "-q")
+    assert proc.returncode == 0, proc.stderr
+    reports = tmp_path / "proj.torchport-backup" / "torchport-report"
+    page = (reports / "index.html").read_text()
+    data = json.loads(
+        re.search(r'<script id="tp-data" type="application/json">(.*?)</script>', page, re.S)[1]
+    )
+    train = next(f for f in data["files"] if f[0] == "train.py")
+    chunk = json.loads((reports / "files" / f"{train[7]}.js").read_text()[len(f"tpChunk({train[7]},") : -3])
+    changed = [r for r in chunk["rows"] if r[0] != "gap" and r[4] == "~"]
+    assert any("cuda" in r[1] and "cuda" not in r[3] for r in changed)  # original | rewritten in place

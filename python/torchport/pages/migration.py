@@ -159,6 +159,8 @@ def write_migration_page(report_dir: Path) -> Path:
         chunk = -1
         if found or f.get("changed"):
             before = _read_lines(source(before_root, f["file"]))
+            if before is None and inplace and not f.get("changed"):
+                before = _read_lines(source(input_root, f["file"]))  # unchanged: not backed up
             after = None
             if f.get("changed") and after_root is not None:
                 after = _read_lines(source(after_root, f["file"]))
