@@ -10,12 +10,12 @@ namespace {
 
 using nlohmann::json;
 
-/// The registered family a code belongs to: the last family whose first code is <= it.
+/// The registry's entry of a code, if it has one (TP950, the vendor-list judging done by the
+/// driver, has none).
 const rules::RuleInfo* family_of(std::string_view code) {
-  const rules::RuleInfo* best = nullptr;
   for (const rules::RuleInfo& info : rules::registry())
-    if (info.code <= code) best = &info;
-  return best;
+    if (info.code == code) return &info;
+  return nullptr;
 }
 
 /// "path:line:col: message" (a Failure's reason) split into its parts; line 0 when absent.
