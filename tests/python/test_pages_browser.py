@@ -216,3 +216,36 @@ def test_accuracy_page_charts_and_flagged_rows(browser, tmp_path):
     browser.execute_script("arguments[0].scrollIntoView()", wrap)
     browser.save_screenshot(str(SHOTS / "accuracy_table.png"))
     assert console_errors(browser) == []
+
+
+def test_summary_per_target_links_the_other_targets(browser, migrated):
+    out = migrated.parent.parent  # OUTDIR, which holds cuda_project_npu
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchport",
+            "migrate",
+            str(EXAMPLE),
+            "-o",
+            str(out),
+            "-t",
+            "cpu",
+            "--no-config",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    load(browser, out / "cuda_project_cpu" / "torchport-report" / "index.html")
+    rows = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#targets tbody tr"))
+    cells = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")] for tr in rows]
+    npu = json.loads((migrated / "report.json").read_text())["summary"]
+    assert [c[0] for c in cells] == ["cpu", "npu"]
+    assert cells[1][3] == str(npu["unsupported"]) and cells[1][1] == str(npu["changed"])
+    browser.save_screenshot(str(SHOTS / "migration_targets.png"))
+    browser.find_element(By.LINK_TEXT, "npu").click()
+    wait_for(browser, lambda d: d.find_element(By.ID, "title").text == "torchport migration for npu")
+    assert console_errors(browser) == []

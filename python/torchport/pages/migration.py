@@ -108,6 +108,38 @@ def _script_json(data: Any) -> str:
     )
 
 
+def _other_targets(report_dir: Path, rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """The same project migrated for other targets into the same OUTDIR
+    (OUTDIR/<name>_<target>/torchport-report/report.json): one summary row each, with a link."""
+    result = report_dir.parent
+    suffix = "_" + str(rep.get("target"))
+    if not result.name.endswith(suffix):
+        return []
+    stem = result.name[: -len(suffix)]
+    rows = []
+    for other in sorted(result.parent.glob(f"{stem}_*/torchport-report/report.json")):
+        try:
+            o = json.loads(other.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if o.get("input") != rep.get("input") or other.parent.parent.name != f"{stem}_{o.get('target')}":
+            continue
+        s = o.get("summary", {})
+        rows.append(
+            {
+                "target": o.get("target"),
+                "href": f"../../{other.parent.parent.name}/torchport-report/index.html",
+                "changed": s.get("changed", 0),
+                "changes": s.get("insert", 0) + s.get("modify", 0) + s.get("delete", 0),
+                "unsupported": s.get("unsupported", 0),
+                "unknown": s.get("unknown", 0),
+                "cuda_ops": s.get("cuda_ops", 0),
+                "third_party": len({f["api"] for f in o.get("findings", []) if f.get("code") == "TP002"}),
+            }
+        )
+    return rows
+
+
 def write_migration_page(report_dir: Path) -> Path:
     """Writes index.html and files/*.js into `report_dir` (which holds report.json)."""
     report_dir = Path(report_dir)
@@ -202,6 +234,7 @@ def write_migration_page(report_dir: Path) -> Path:
         "cuda_ops": [[c.get("file", ""), c.get("api", "")] for c in rep.get("cuda_ops", [])],
         "third_party": third_party,
         "csvs": sorted(p.name for p in report_dir.glob("*.csv")),
+        "targets": _other_targets(report_dir, rep) if migrate and not inplace else [],
     }
     template = (Path(__file__).parent / "migration.html").read_text(encoding="utf-8")
     page = template.replace("/*DATA*/", _script_json(data), 1)
