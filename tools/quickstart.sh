@@ -24,4 +24,5 @@ head -n 12 "$OUT/cuda_project_npu/torchport-report/change_list.csv"
 echo; echo "=== torchport migrate examples/cuda_project -o $OUT --target cpu, then train it ==="
 torchport migrate examples/cuda_project -o "$OUT" --target cpu --force -q
 (cd "$OUT/cuda_project_cpu" && python train.py --steps 3 --out "$PWD/ckpt.pt")
-echo; echo "Done. The npu project is in $OUT/cuda_project_npu, its reports in torchport-report/."
+echo; echo "Done. The npu project is in $OUT/cuda_project_npu, its reports in torchport-report/"
+echo "(open $OUT/cuda_project_npu/torchport-report/index.html in a browser)."

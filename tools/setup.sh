@@ -15,6 +15,11 @@ $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 inst
   g++ cmake ninja-build python3-venv \
   googletest libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev \
   clang-14 libclang-rt-14-dev >/dev/null
+if [ "${1:-}" = "--test" ]; then
+  # the report pages' browser tests (tests/python/test_pages_browser.py)
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
+    chromium chromium-driver >/dev/null
+fi
 
 echo "=== Python environment (.venv) ==="
 [ -x "$ROOT/.venv/bin/python" ] || python3 -m venv "$ROOT/.venv"

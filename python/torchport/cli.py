@@ -80,8 +80,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     name, rest = args[0], args[1:]
     if name in PYTHON_COMMANDS:
         return _load(PYTHON_COMMANDS[name])(rest)
-    if name == "migrate" and any(a in ("--object-storage", "--modelarts") for a in rest):
-        return _load(("torchport.cloud.cli", "main", ""))(args)
+    if name in ("analyze", "migrate"):
+        # [tool.torchport] configuration, then the core, then torchport-report/index.html
+        from torchport.static_cli import main as static_main
+
+        return static_main(name, rest)
     if name == "dev" and rest and rest[0] in PYTHON_DEV_COMMANDS:
         return _load(PYTHON_DEV_COMMANDS[rest[0]])(rest[1:])
     return _exec_core(args)

@@ -204,6 +204,7 @@ def _compare_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--jobs", "-j", type=int, default=min(4, os.cpu_count() or 1), help="threads for tensors")
     p.add_argument("--limit", type=int, default=40, help="flagged rows listed in the text report")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     return p
 
 
@@ -231,6 +232,7 @@ def compare_main(argv: Sequence[str]) -> int:
             force=ns.force,
             workers=max(1, ns.jobs),
             full=False if ns.stats_only else None,
+            progress=not ns.quiet and sys.stderr.isatty(),
         )
     except DumpError as e:
         print(f"torchport compare: error: {e}", file=sys.stderr)

@@ -398,10 +398,12 @@ def compare_dumps(
     force: bool = False,
     workers: int = 2,
     full: Optional[bool] = None,
+    progress: bool = False,
 ) -> Result:
     """Compare dump A (the run under test) against dump B (the reference).
 
     ``full``: use the saved tensors when both dumps have them (default), or only statistics.
+    ``progress``: a tqdm progress bar on stderr over the tensor bytes compared.
     Raises DumpError for unreadable, truncated or mismatched dumps.
     """
     th = thresholds or Thresholds()
@@ -437,7 +439,7 @@ def compare_dumps(
             f"programs; pass --force to compare anyway"
         )
     use_full = (full is not False) and any(r.a.get("tensor") and r.b.get("tensor") for r in rows)
-    without = _compute(rows, a, b, use_full, workers)
+    without = _compute(rows, a, b, use_full, workers, progress)
     groups: dict[tuple[str, str, int], list[Row]] = {}
     for row in rows:
         _flag_single(row, th, use_full)
@@ -449,7 +451,7 @@ def compare_dumps(
     return Result(a, b, th, rows, only_a, only_b, use_full, first_nf_a, first_nf_b, without)
 
 
-def _compute(rows: list[Row], a: Dump, b: Dump, use_full: bool, workers: int) -> int:
+def _compute(rows: list[Row], a: Dump, b: Dump, use_full: bool, workers: int, progress: bool = False) -> int:
     """Statistics differences for every row, tensor metrics where both tensors were saved;
     returns how many rows needed tensors that were not saved."""
     without = 0
@@ -477,14 +479,39 @@ def _compute(rows: list[Row], a: Dump, b: Dump, use_full: bool, workers: int) ->
             without += 1
     if not jobs:
         return without
-    if workers > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for (row, _), m in zip(jobs, pool.map(_pair_metrics, [j for _, j in jobs])):
-                row.metrics = m
+    bar = None
+    if progress:
+        # tqdm: one small pure-Python package that draws on a terminal only (see docs/probe.md)
+        from tqdm import tqdm
+
+        sizes = [_file_size(pa) + _file_size(pb) for _, (pa, pb, _, _) in jobs]
+        bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="torchport compare", leave=False)
     else:
-        for row, job in jobs:
-            row.metrics = _pair_metrics(job)
+        sizes = [0] * len(jobs)
+    try:
+        if workers > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = pool.map(_pair_metrics, [j for _, j in jobs])
+                for (row, _), m, size in zip(jobs, results, sizes):
+                    row.metrics = m
+                    if bar is not None:
+                        bar.update(size)
+        else:
+            for (row, job), size in zip(jobs, sizes):
+                row.metrics = _pair_metrics(job)
+                if bar is not None:
+                    bar.update(size)
+    finally:
+        if bar is not None:
+            bar.close()
     return without
+
+
+def _file_size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
 
 
 def iter_csv_fields(rows: Iterable[Row]) -> Iterator[dict[str, Any]]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import csv
-import html
 import io
 from typing import Any, Optional
 
+from torchport.pages.accuracy import AccuracyPage, LayerPoint, render_accuracy_page
 from torchport.probe.compare import Result, Row, describe, iter_csv_fields
 
 
@@ -121,28 +121,82 @@ def write_csv(res: Result) -> str:
     return buf.getvalue()
 
 
-_COLORS = {"pass": "", "warn": "#fff3c4", "fail": "#ffd6d6"}
+_COLUMNS = [
+    "status",
+    "seq",
+    "direction",
+    "name",
+    "type",
+    "call",
+    "io",
+    "slot",
+    "step",
+    "shape_a",
+    "dtype_a",
+    "dtype_b",
+    "cosine",
+    "max_abs_err",
+    "max_rel_err",
+    "rel_max",
+    "rel_norm",
+    "nan_a",
+    "inf_a",
+    "reason",
+]
+
+
+def _deviation(r: Row) -> Optional[float]:
+    if r.identical:
+        return 0.0
+    if r.metrics and r.metrics.get("cosine") is not None:
+        return max(0.0, 1.0 - float(r.metrics["cosine"]))
+    rels = [v for v in (r.rel.get("max"), r.rel.get("norm")) if v is not None]
+    return max(rels) if rels else None
+
+
+def _loss_curves(res: Result) -> dict[str, list[tuple[float, float]]]:
+    """Loss per step where the model returns it: the root module's scalar forward output."""
+    curves: dict[str, list[tuple[float, float]]] = {"A (under test)": [], "B (reference)": []}
+    for r in res.rows:
+        if r.a.get("name") or r.direction != "forward" or r.a.get("io") != "out" or r.a.get("shape") != []:
+            continue
+        step = r.a.get("step", r.a.get("call", 0))
+        for label, rec in (("A (under test)", r.a), ("B (reference)", r.b)):
+            v = rec.get("mean")
+            if isinstance(v, (int, float)):
+                curves[label].append((float(step), float(v)))
+    return curves if all(curves.values()) else {}
+
+
+def accuracy_page(res: Result) -> AccuracyPage:
+    """The comparison as the data of the accuracy page (torchport.pages.accuracy)."""
+    order = {"forward": 0, "backward": 0}
+    points = []
+    for r in res.rows:
+        direction = "forward" if r.direction == "forward" and r.a["io"] != "grad" else "backward"
+        points.append(LayerPoint(order[direction], direction, r.where(), _deviation(r), r.status))
+        order[direction] += 1
+    flat = list(iter_csv_fields(res.rows))
+    for d in flat:
+        d["name"] = d["name"] or "<root>"
+    metric = "1 - cosine similarity" if res.full else "relative difference of max / L2 norm"
+    threshold = 1.0 - res.thresholds.cosine if res.full else res.thresholds.rtol
+    curves = _loss_curves(res)
+    return AccuracyPage(
+        title="torchport compare",
+        summary=summary_lines(res),
+        metric=metric,
+        points=points,
+        columns=_COLUMNS,
+        rows=flat,
+        curves=curves,
+        curves_note=""
+        if curves
+        else "No loss curve: the model's own output is not a scalar loss in these dumps "
+        "(probe records module inputs and outputs; a model that returns its loss gets one).",
+        threshold=threshold,
+    )
 
 
 def write_html(res: Result) -> str:
-    out = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>torchport compare</title>",
-        "<style>body{font-family:sans-serif}table{border-collapse:collapse;font-size:12px}"
-        "td,th{border:1px solid #ccc;padding:2px 6px}pre{background:#f6f6f6;padding:8px}</style>",
-        "</head><body><h1>torchport compare</h1><pre>",
-        html.escape("\n".join(summary_lines(res))),
-        "</pre>",
-    ]
-    rows = list(iter_csv_fields(res.rows))
-    if rows:
-        cols = list(rows[0].keys())
-        out.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>")
-        for d in rows:
-            color = _COLORS[d["status"]]
-            style = f" style='background:{color}'" if color else ""
-            out.append(
-                f"<tr{style}>" + "".join(f"<td>{html.escape(_fmt(d[c]))}</td>" for c in cols) + "</tr>"
-            )
-        out.append("</table>")
-    out.append("</body></html>\n")
-    return "\n".join(out)
+    return render_accuracy_page(accuracy_page(res))

@@ -2,8 +2,11 @@
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/cli/cli.h>
 #include <torchport/project/driver.h>
+#include <torchport/report/sarif.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -21,6 +24,8 @@ struct CommonArgs {
   bool specify_device = false;
   unsigned jobs = 0;
   std::vector<std::string> rules;
+  std::vector<std::string> exclude, ignore, per_file_ignores;
+  bool unsafe_fixes = false;
 };
 
 void add_common(CLI::App& app, CommonArgs& a) {
@@ -37,6 +42,23 @@ void add_common(CLI::App& app, CommonArgs& a) {
   app.add_option("--rules,-r", a.rules,
                  "custom rules on top of the catalogue: torchport's catalogue format or Ascend's "
                  "{\"rules\": {...}} JSON (repeatable)");
+  app.add_option("--exclude", a.exclude,
+                 "GLOB: files not looked at, still copied and reported as Skip (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--ignore", a.ignore,
+                 "rule code or code prefix (TP5) neither reported nor applied (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--per-file-ignores", a.per_file_ignores,
+                 "GLOB:CODE[,CODE...]: --ignore for the files GLOB matches (repeatable)")
+      ->check(CLI::Validator(
+          [](std::string& spec) {
+            project::PathCodes pc;
+            return project::parse_path_codes(spec, pc);
+          },
+          "GLOB:CODE[,CODE...]"))
+      ->allow_extra_args(false);
+  app.add_flag("--unsafe-fixes", a.unsafe_fixes,
+               "also apply fixes marked unsafe (they may change behaviour)");
 }
 
 project::Options to_options(const CommonArgs& a) {
@@ -48,6 +70,13 @@ project::Options to_options(const CommonArgs& a) {
   o.rules.specify_device = a.specify_device;
   o.jobs = a.jobs;
   for (const std::string& r : a.rules) o.rule_files.emplace_back(r);
+  o.selection.exclude = a.exclude;
+  o.selection.ignore = a.ignore;
+  for (const std::string& spec : a.per_file_ignores) {
+    project::PathCodes pc;
+    if (project::parse_path_codes(spec, pc).empty()) o.selection.per_file_ignores.push_back(pc);
+  }
+  if (a.unsafe_fixes) o.fixes = fix::Applicability::Unsafe;
   return o;
 }
 
@@ -61,6 +90,18 @@ std::string all_findings_csv(const report::Report& r) {
            report::csv_cell(row.message) + "\n";
   }
   return out;
+}
+
+/// Paths in GitHub annotations are relative to where torchport ran: INPUT as typed, then the
+/// report's path (relative to INPUT, or the file itself when INPUT is one file).
+std::string github_prefix(const std::string& input) {
+  std::filesystem::path p(input);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(p, ec)) p = p.parent_path();
+  std::string s = p.generic_string();
+  if (s.empty() || s == ".") return {};
+  if (s.back() != '/') s += '/';
+  return s.starts_with("./") ? s.substr(2) : s;
 }
 
 }  // namespace
@@ -98,6 +139,7 @@ void setup_migrate(CLI::App& app, int& exit_code) {
     o.inplace = a->inplace;
     o.backup = a->backup;
     o.force = a->force;
+    o.progress_line = !a->quiet && ::isatty(STDERR_FILENO);
     project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
     if (!r.error.empty()) {
       std::cerr << "torchport migrate: error: " << r.error << "\n";
@@ -120,14 +162,16 @@ void setup_analyze(CLI::App& app, int& exit_code) {
   };
   auto a = std::make_shared<Args>();
   add_common(app, *a);
-  app.add_option("--format", a->format, "text, json or csv (on stdout)")
-      ->check(CLI::IsMember({"text", "json", "csv"}));
+  app.add_option("--format", a->format,
+                 "text, json, csv, sarif (SARIF 2.1.0) or github (workflow annotations), on stdout")
+      ->check(CLI::IsMember({"text", "json", "csv", "sarif", "github"}));
   app.add_option("--output,-o", a->outdir,
                  "also write the report files (CSV, report.json, log) into this directory");
   app.footer("Exit status: 0 nothing CUDA-specific found, 1 findings, 2 error.");
   app.callback([a, &exit_code] {
     project::Options o = to_options(*a);
     o.analyze_only = true;
+    o.progress_line = ::isatty(STDERR_FILENO);
     project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), nullptr);
     if (!r.error.empty()) {
       std::cerr << "torchport analyze: error: " << r.error << "\n";
@@ -138,6 +182,10 @@ void setup_analyze(CLI::App& app, int& exit_code) {
       std::cout << report::report_json(r.report);
     } else if (a->format == "csv") {
       std::cout << all_findings_csv(r.report);
+    } else if (a->format == "sarif") {
+      std::cout << report::sarif_json(r.report);
+    } else if (a->format == "github") {
+      std::cout << report::github_annotations(r.report, github_prefix(a->input));
     } else {
       std::cout << report::findings_text(r.report) << report::summary_table(r.report);
     }

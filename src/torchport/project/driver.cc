@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <iomanip>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <regex>
@@ -63,7 +65,8 @@ std::pair<std::size_t, std::size_t> raw_line_col(std::string_view bytes, std::si
 std::string apply_findings(const std::string& rel, std::string_view text,
                            const std::vector<rules::Finding>& findings, bool analyze_only,
                            FileWork& work, std::vector<fix::AppliedEdit>& applied,
-                           const text::LineIndex* lines = nullptr) {
+                           const text::LineIndex* lines = nullptr,
+                           fix::Applicability allowed = fix::Applicability::Safe) {
   std::optional<text::LineIndex> own;
   if (!lines && !findings.empty()) lines = &own.emplace(text);
   std::vector<fix::Fix> fixes;
@@ -75,7 +78,7 @@ std::string apply_findings(const std::string& rel, std::string_view text,
       fixes.push_back(*findings[i].fix);
     }
   }
-  fix::ApplyResult ar = fix::apply_fixes(text, fixes, fix::Applicability::Safe);
+  fix::ApplyResult ar = fix::apply_fixes(text, fixes, allowed);
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const rules::Finding& f = findings[i];
     auto clamp = [&](std::uint32_t o) {
@@ -96,6 +99,12 @@ std::string apply_findings(const std::string& rel, std::string_view text,
     if (fix_of[i] != SIZE_MAX) {
       fix::FixOutcome o = ar.outcomes[fix_of[i]];
       row.applied = o == fix::FixOutcome::Applied || o == fix::FixOutcome::Duplicate;
+      if (o == fix::FixOutcome::NotApplicable)
+        row.message = "not applied (" +
+                      std::string(f.fix->applicability == fix::Applicability::Unsafe
+                                      ? "unsafe fix: --unsafe-fixes applies it"
+                                      : "display-only fix") +
+                      "): " + f.message;
       if (o == fix::FixOutcome::Overlap || o == fix::FixOutcome::Invalid) {
         // Never drop a change silently: it stays in place and is reported as not done.
         row.op = rules::Operation::Unsupported;
@@ -119,6 +128,18 @@ bool is_cxx_source(const ProjectFile& f) {
   for (const char* e : kExt)
     if (ext == e) return true;
   return false;
+}
+
+/// Removes the findings the user's selection ignores (--ignore, --per-file-ignores); the file's
+/// log line says how many.
+void drop_ignored(const std::string& rel, const Options& opts,
+                  std::vector<rules::Finding>& findings, FileWork& w) {
+  const Selection& sel = opts.selection;
+  if (sel.ignore.empty() && sel.per_file_ignores.empty()) return;
+  std::size_t before = findings.size();
+  std::erase_if(findings, [&](const rules::Finding& f) { return sel.ignored(rel, f.code); });
+  if (std::size_t n = before - findings.size())
+    w.entry.reason = std::to_string(n) + " finding(s) ignored by the rule selection";
 }
 
 FileWork process_python(const ProjectFile& f, const std::string& bytes,
@@ -148,12 +169,13 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   rules::Options ropts = opts.rules;
   ropts.custom_ops = &ops;  // project information for TP903
   rules::FileResult fr = rules::check(tree, model, cat, ropts);
+  drop_ignored(f.rel, opts, fr.findings, w);
   w.entry.min_torch = fr.min_torch_version;
   w.cuda_ops = fr.cuda_apis;
   std::vector<fix::AppliedEdit> applied;
   std::string text(tree.text());
-  std::string after =
-      apply_findings(f.rel, text, fr.findings, opts.analyze_only, w, applied, &tree.lines());
+  std::string after = apply_findings(f.rel, text, fr.findings, opts.analyze_only, w, applied,
+                                     &tree.lines(), opts.fixes);
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
   if (after == text) return w;
   // Self-check: the output must parse, else the original is kept and the failure reported.
@@ -178,9 +200,11 @@ FileWork process_scanned(const ProjectFile& f, const std::string& bytes, const O
   w.entry.file = f.rel;
   w.entry.outcome = Outcome::Success;
   rules::FileResult fr = rules::check_other(f.rel, bytes, opts.rules);
+  drop_ignored(f.rel, opts, fr.findings, w);
   w.cuda_ops = fr.cuda_apis;
   std::vector<fix::AppliedEdit> applied;
-  std::string after = apply_findings(f.rel, bytes, fr.findings, opts.analyze_only, w, applied);
+  std::string after =
+      apply_findings(f.rel, bytes, fr.findings, opts.analyze_only, w, applied, nullptr, opts.fixes);
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
   if (after != bytes) {
     w.entry.changed = true;
@@ -195,6 +219,11 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = f.kind == FileKind::Python;
+  if (std::string pattern = opts.selection.excluded_by(f.rel); !pattern.empty()) {
+    w.entry.outcome = Outcome::Skip;
+    w.entry.reason = "excluded by '" + pattern + "': copied unchanged";
+    return w;
+  }
   if (f.kind == FileKind::Symlink) {
     w.entry.outcome = Outcome::Skip;
     w.entry.reason = "symbolic link: not followed";
@@ -401,6 +430,27 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   OpMap ops;
   const unsigned max_jobs =
       opts.jobs ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
+  // The progress line: from the first file on, at most ten updates a second, from whichever
+  // worker passes the mark.
+  std::atomic<std::size_t> done{0};
+  std::mutex progress_mutex;
+  std::chrono::steady_clock::time_point last_shown{};  // the first file shows at once
+  auto show_progress = [&](bool final) {
+    if (!opts.progress_line) return;
+    std::unique_lock lock(progress_mutex, std::try_to_lock);
+    if (!lock.owns_lock() && !final) return;
+    if (!lock.owns_lock()) lock.lock();
+    auto now = std::chrono::steady_clock::now();
+    if (!final && now - last_shown < std::chrono::milliseconds(100)) return;
+    last_shown = now;
+    if (final) {
+      std::fputs("\r\033[K", stderr);
+    } else {
+      std::fprintf(stderr, "\rtorchport %s: %zu/%zu files",
+                   opts.analyze_only ? "analyze" : "migrate", done.load(), files.size());
+    }
+    std::fflush(stderr);
+  };
   auto run_pass = [&](std::vector<std::size_t> todo) {
     const auto jobs = static_cast<unsigned>(
         std::min<std::size_t>(max_jobs, std::max<std::size_t>(1, todo.size())));
@@ -434,6 +484,8 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
           }
         }
         works[i] = std::move(w);
+        ++done;
+        show_progress(false);
       }
     };
     if (jobs <= 1) {
@@ -451,6 +503,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   for (std::size_t i : first)
     for (const std::string& op : works[i].cuda_ops) ops.emplace(op, files[i].rel);
   run_pass(second);
+  show_progress(true);
 
   // In place: back up every original that changes, then replace each file atomically.
   if (opts.inplace) {

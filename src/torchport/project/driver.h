@@ -4,6 +4,8 @@
 // Failure or Skip with a reason, and files that cannot be handled are still copied.
 #pragma once
 
+#include <torchport/fix/edit.h>
+#include <torchport/project/selection.h>
 #include <torchport/report/report.h>
 #include <torchport/rules/engine.h>
 
@@ -31,6 +33,12 @@ struct Options {
   unsigned jobs = 0;             ///< worker threads; 0 = one per hardware thread
   std::string command_line;      ///< for the log
   std::vector<std::filesystem::path> rule_files;  ///< --rules: custom rules on top of the catalogue
+  Selection selection;                            ///< --exclude, --ignore, --per-file-ignores
+  /// The highest applicability migrate applies: Safe, or Unsafe with --unsafe-fixes.
+  fix::Applicability fixes = fix::Applicability::Safe;
+  /// A `\r`-rewritten "files done" line on stderr while the files are processed (the CLI sets
+  /// it when stderr is a terminal and -q is not given).
+  bool progress_line = false;
 };
 
 struct RunResult {

@@ -1,0 +1,114 @@
+"""`torchport analyze` and `torchport migrate`: configuration, the C++ core, then the report page.
+
+1. `[tool.torchport]` / torchport.toml becomes core flags (torchport.config; the command line wins).
+2. The C++ core does the work. Without a report directory (analyze without -o) it is exec'd,
+   as before; otherwise it runs as a child process, and
+3. `torchport-report/index.html` is written from its report.json (torchport.pages.migration).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from torchport._core import CoreNotFoundError, core_binary
+from torchport.config import ConfigError, _input_of
+from torchport.config import apply as apply_config
+
+
+def _value(args: Sequence[str], *names: str) -> Optional[str]:
+    """The last value of an option (`--name V`, `--name=V`, `-nV`) before `--`, or None."""
+    found: Optional[str] = None
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        for n in names:
+            if a == n and i + 1 < len(args):
+                found = args[i + 1]
+            elif n.startswith("--") and a.startswith(n + "="):
+                found = a[len(n) + 1 :]
+            elif not n.startswith("--") and a.startswith(n) and len(a) > len(n):
+                found = a[len(n) :]
+    return found
+
+
+def report_dir(command: str, args: Sequence[str]) -> Optional[Path]:
+    """Where the core writes its reports for these arguments (None: it writes none)."""
+    out = _value(args, "--output", "-o")
+    if command == "analyze":
+        return Path(out) if out else None
+    given = _input_of(args)
+    if given is None:
+        return None
+    src = Path(given).resolve()
+    if "--inplace" in args:
+        if out:
+            return Path(out) / "torchport-report"
+        backup = _value(args, "--backup")
+        base = Path(backup) if backup else src.parent / (src.name + ".torchport-backup")
+        return base / "torchport-report"
+    target = _value(args, "--target", "-t")
+    if not out or not target:
+        return None
+    name = src.name if src.is_dir() else src.stem
+    return Path(out) / f"{name or 'project'}_{target}" / "torchport-report"
+
+
+def main(command: str, argv: Sequence[str]) -> int:
+    try:
+        args = apply_config(argv)
+    except ConfigError as e:
+        print(f"torchport {command}: error: {e}", file=sys.stderr)
+        return 2
+    storage: Optional[tuple[str, Optional[str]]] = None
+    if command == "migrate":
+        from torchport.cloud import cli as cloud
+
+        if cloud.wants_storage(args):
+            try:
+                args, platform, entry = cloud.split(args)
+            except cloud.StorageSetupError as e:
+                print(f"torchport migrate: error: {e}", file=sys.stderr)
+                return 2
+            storage = (platform, entry)
+    try:
+        binary = core_binary()
+    except CoreNotFoundError as e:
+        print(f"torchport: error: {e}", file=sys.stderr)
+        return 2
+    helping = any(a in ("-h", "--help") for a in args)
+    where = None if helping else report_dir(command, args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if where is None:
+        if storage is not None and not helping:
+            print(
+                "torchport migrate: error: --object-storage/--modelarts need -o and --target", file=sys.stderr
+            )
+            return 2
+        os.execv(binary, [binary, command, *args])
+    kept: dict[Path, bytes] = {}
+    if storage is not None:
+        project = cloud.project_of(where, _input_of(args) if "--inplace" in args else None)
+        kept = cloud.keep_configs(project, storage[0])
+    rc = subprocess.call([binary, command, *args])
+    if storage is not None and rc in (0, 1) and (where / "report.json").is_file():
+        quiet = "-q" in args or "--quiet" in args
+        if cloud.finish(project, where, storage[0], storage[1], kept, quiet) != 0:
+            return 2
+    if rc in (0, 1) and (where / "report.json").is_file():
+        from torchport.pages.migration import write_migration_page
+
+        try:
+            page = write_migration_page(where)
+        except (OSError, ValueError, KeyError) as e:
+            print(
+                f"torchport {command}: error: cannot write the report page in {where}: {e}", file=sys.stderr
+            )
+            return 2
+        if "-q" not in args and "--quiet" not in args and _value(args, "--format") in (None, "text"):
+            print(f"report page: {page}")
+    return rc
