@@ -111,3 +111,18 @@ def test_emulated_device_properties_are_complete() -> None:
         missing = [n for n in names if not hasattr(props, n)]
         assert not missing, missing
         assert props.total_memory > 0 and props.major == 0
+
+
+def test_compiled_branch_on_is_available_matches_eager() -> None:
+    # dynamo constant-folds torch.cuda.is_available() inside a compiled function from its own frame: the
+    # callers.json rule for torch._dynamo.variables gives it the user's answer, so both take the same branch
+    def f(a: torch.Tensor) -> torch.Tensor:
+        return a + 1 if torch.cuda.is_available() else a - 1
+
+    for mode, want in (("target", 1.0), ("user", 1.0), ("truth", -1.0)):
+        torch._dynamo.reset()
+        with enabled("cpu", cuda_available=mode):
+            x = torch.zeros(1).cuda()
+            assert f(x).item() == want
+            assert torch.compile(f, backend="eager")(x).item() == want, mode
+    torch._dynamo.reset()

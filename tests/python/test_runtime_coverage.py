@@ -126,3 +126,25 @@ def test_docs_table_is_generated_from_the_data() -> None:
         text=True,
     )
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("target", ["xpu", "mps"])
+def test_table_cells_match_the_runtime_on_in_tree_accelerators(target: str) -> None:
+    # without their hardware (check=False): the runtime's choice per torch.cuda function equals the generated
+    # table's cell (device_names.json says which names the device module has)
+    import torch
+
+    from runtime_testlib import enabled
+    from torchport.runtime import _cuda_ns
+
+    names = json.loads((ROOT / "data" / "runtime" / "device_names.json").read_text(encoding="utf-8"))["names"]
+    rules = {r["api"]: r["device"] for r in ROWS}
+    checked = 0
+    with enabled(target, check=False) as s:
+        for name in _cuda_ns.FUNCTIONS:
+            if not hasattr(torch.cuda, name) or rules.get(f"torch.cuda.{name}") != "same-name":
+                continue
+            _, cls, _, shown = _cuda_ns.resolve(s, name)
+            assert (shown == f"torch.{target}.{name}") == (name in names[target]), (name, shown, cls)
+            checked += 1
+    assert checked > 40

@@ -69,7 +69,9 @@ class CallerPolicy:
         module = frame.f_globals.get("__name__", "") or ""
         return module, f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
 
-    def _caller_truth(self, frame: Any) -> Optional[bool]:
+    def _caller_rule(self, frame: Any) -> Optional[str]:
+        """What the first caller rule matching the asking frame's module says ("truth", "user", "mode"), or
+        None when no rule names it (cached per code object)."""
         code = frame.f_code
         r = self._by_code.get(code, 0)
         if r == 0:
@@ -77,7 +79,7 @@ class CallerPolicy:
             r = None
             for rule in self.caller_rules:
                 if _matches(module, rule["caller"]):
-                    r = rule["sees"] == "truth"
+                    r = rule["sees"]
                     break
             self._by_code[code] = r
         return r  # type: ignore[return-value]
@@ -104,7 +106,7 @@ class CallerPolicy:
         """True when the caller `depth` frames above the caller of this method must see the truth whatever
         the mode (torch internals, the data's `during` functions)."""
         frame = sys._getframe(depth + 1)
-        if self._caller_truth(frame):
+        if self._caller_rule(frame) == "truth":
             return True
         return self.mode != "truth" and self._inside_during(frame)
 
@@ -115,8 +117,9 @@ class CallerPolicy:
         if mode == "truth":
             return False
         frame = sys._getframe(depth + 1)
-        if self._caller_truth(frame) or self._inside_during(frame):
+        rule = self._caller_rule(frame)
+        if rule == "truth" or self._inside_during(frame):
             return False
-        if mode == "target":
+        if mode == "target" or rule == "user":  # "user": answered as the user's own code is
             return True
         return not os.path.abspath(frame.f_code.co_filename).startswith(self.libs)

@@ -96,11 +96,19 @@ FUNCTIONS: dict[str, Optional[int]] = {
     "caching_allocator_enable": None,
     "caching_allocator_disabled": None,
     "get_allocator_backend": None,
-    "MemPool": None,
     "use_mem_pool": 1,
 }
 # torch.cuda classes that are redirected as a whole.
-CLASSES: tuple[str, ...] = ("Stream", "Event", "device", "device_of", "StreamContext", "CUDAGraph", "graph")
+CLASSES: tuple[str, ...] = (
+    "Stream",
+    "Event",
+    "device",
+    "device_of",
+    "StreamContext",
+    "CUDAGraph",
+    "graph",
+    "MemPool",
+)
 TYPED_TENSORS: tuple[str, ...] = (
     "FloatTensor",
     "DoubleTensor",
@@ -439,7 +447,6 @@ def _emulations(s: Session) -> dict[str, tuple[Callable[..., Any], str, str]]:
             f"{dst} has no device caching allocator",
         ),
         "get_allocator_backend": (lambda: "native", MISMATCH, f"{dst} has no device allocator"),
-        "MemPool": (_HostMemPool, MODIFIED, f"{dst} has no device memory pools: a pool with no memory"),
         "use_mem_pool": (
             lambda pool=None, device=None: contextlib.nullcontext(),
             MODIFIED,
@@ -781,6 +788,7 @@ def _class_redirect(s: Session, name: str) -> Any:
             "device_of": _NoDevice,
             "CUDAGraph": _HostGraph,
             "graph": _HostGraphContext,
+            "MemPool": _HostMemPool,
         }
         impl = own[name]
         cls_, why = (
@@ -788,6 +796,8 @@ def _class_redirect(s: Session, name: str) -> Any:
             if name in ("Stream", "Event", "StreamContext")
             else (MODIFIED, f"{dst} has one device")
             if name in ("device", "device_of")
+            else (MODIFIED, f"{dst} has no device memory pools: a pool with no memory")
+            if name == "MemPool"
             else (MISMATCH, f"{dst} has no graph capture: replay() raises")
         )
         shown = f"torchport.{impl.__name__}"
