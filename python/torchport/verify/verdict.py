@@ -19,6 +19,13 @@ from typing import TYPE_CHECKING, Any, Optional
 if TYPE_CHECKING:
     from torchport.verify.core import Options, SideRun
 
+# What both runs get before the script starts (recorder.py, core.run_side).
+DETERMINISM = [
+    "torch.manual_seed, random.seed, numpy.random.seed and PYTHONHASHSEED from --seed",
+    "torch.use_deterministic_algorithms(True, warn_only=True); cuDNN deterministic, no benchmark",
+    "one thread (torch.set_num_threads(1), OMP_NUM_THREADS=MKL_NUM_THREADS=1)",
+    "DataLoader num_workers=0, so the data order is the sampler's",
+]
 EXIT = {"identical": 0, "equivalent": 0, "diverged": 1, "could not compare": 2}
 
 
@@ -400,6 +407,7 @@ def build_report(
         "original": _proc_json(a),
         "migrated": _proc_json(b),
         "expected_differences": expected,
+        "determinism": DETERMINISM,
         "not_deterministic": notes,
         "fallback_ops": _fallbacks(b.stderr) if b.mode == "rehearse" else [],
     }
