@@ -110,3 +110,28 @@ def test_the_probe_takes_a_script_module(tmp_path: Path) -> None:
     with probe:
         model(torch.ones(1, 2)).sum().backward()
     assert probe._seq >= 2  # forward input and output at least
+
+
+def test_what_is_not_made_deterministic_is_noted(tmp_path: Path) -> None:
+    # In a child process: the recorder patches torch globally.
+    import json
+    import subprocess
+    import sys
+
+    code = f"""
+import json, torch, torch._prims_common
+from torchport.verify.recorder import Recorder
+rec = Recorder({{"out": {str(tmp_path / "trace")!r}, "steps": 1, "seed": 0, "level": "module"}})
+rec.install()
+loader = torch.utils.data.DataLoader(list(range(8)), batch_size=4, num_workers=2, persistent_workers=True)
+torch.set_num_threads(4)
+torch._prims_common.alert_not_deterministic("my_scatter_op")
+print(json.dumps([loader.num_workers, torch.get_num_threads(), rec.notes]))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    workers, threads, notes = json.loads(p.stdout)
+    assert (workers, threads) == (0, 1)
+    assert notes[0] == "DataLoader num_workers=2 was set to 0 (one process, the same order)"
+    assert notes[1] == "torch.set_num_threads(4) was kept at 1 thread"
+    assert "not deterministic: my_scatter_op does not have a deterministic implementation" in notes[2]

@@ -211,6 +211,8 @@ def render_text(rep: dict[str, Any]) -> str:
             lines.append(f"cross-rank check ({side}): {cr[side]['detail']}")
     for e in rep.get("expected_differences") or []:
         lines.append(f"expected difference: {e['where']}: {e['message']}")
+    if rep.get("determinism"):
+        lines.append("made deterministic: " + "; ".join(rep["determinism"]))
     for n in rep.get("not_deterministic") or []:
         lines.append(f"not made deterministic: {n}")
     for f in rep.get("fallback_ops") or []:

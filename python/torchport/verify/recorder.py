@@ -230,19 +230,24 @@ class Recorder:
             return
         h = 0
         total = 0.0
+        sq = 0.0
         params = []
         for name, p in self._params(optimizer):
             c = _crc_tensor(p, 0)
-            s = float(p.detach().double().sum().item())
+            x = p.detach().double()
+            s = float(x.sum().item())
+            n = float(torch.linalg.vector_norm(x).item())
             h = zlib.crc32(c.to_bytes(4, "little"), h)
             total += s
-            params.append([name, f"{c:08x}", s])
+            sq += n * n
+            params.append([name, f"{c:08x}", s, n])
         rec = {
             "step": self.step,
             "losses": self.losses,
             "grad_norm": self.grad_norm,
             "param_crc": f"{h:08x}",
             "param_sum": total,
+            "param_norm": math.sqrt(sq),
             "params": params,
         }
         self._steps_file.write(json.dumps(rec) + "\n")
