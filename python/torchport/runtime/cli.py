@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Optional, Sequence
@@ -24,6 +25,8 @@ options:
                         mp.spawn; the rank comes from $RANK or torch.distributed)
   --no-shims            do not serve apex / pynvml replacements
   --quiet               no summary on stderr at exit
+  --shapes[=FILE]       dynamic-shape analysis: record each call site's tensor shapes across steps and write
+                        Ascend's report (default FILE: ./msft_dynamic_shape_analysis_report.csv)
 """
 
 
@@ -41,6 +44,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     all_ranks = False
     shims: tuple[str, ...] = ("apex", "pynvml")
     quiet = False
+    shapes: Optional[str] = None
     script: Optional[str] = None
     module: Optional[str] = None
     rest: list[str] = []
@@ -84,6 +88,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             shims = ()
         elif a == "--quiet":
             quiet = True
+        elif a == "--shapes" or a.startswith("--shapes="):
+            from torchport.runtime._shapes import DEFAULT_NAME
+
+            shapes = a.split("=", 1)[1] if "=" in a else DEFAULT_NAME
+            if not shapes:
+                return _error("--shapes= needs a file name")
         elif a == "-m":
             if i + 1 >= len(args):
                 return _error("-m needs a module name")
@@ -146,12 +156,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     }
     saved = {k: os.environ.get(k) for k in exported}
     os.environ.update(exported)
+    recorder = None
+    if shapes is not None:
+        from torchport.runtime._shapes import ShapeRecorder
+
+        recorder = ShapeRecorder()
     try:
-        if module is not None:
-            code = rt.run_module(module, rest)
-        else:
-            assert script is not None
-            code = rt.run_script(script, rest)
+        with recorder if recorder is not None else contextlib.nullcontext():
+            if module is not None:
+                code = rt.run_module(module, rest)
+            else:
+                assert script is not None
+                code = rt.run_script(script, rest)
+        if recorder is not None and shapes is not None:
+            try:
+                written = recorder.write(shapes)
+            except OSError as e:
+                return _error(f"cannot write the shape report {shapes!r}: {e.strerror}")
+            print(f"torchport run: {recorder.summary()}; wrote {written}", file=sys.stderr)
     finally:
         for k, v in saved.items():
             if v is None:
