@@ -31,6 +31,15 @@ pip_install --upgrade pip
 pip_install torch==2.13.0
 if [ "${1:-}" = "--test" ]; then
   pip_install ".[test]"
+  # The corpus projects' own dependencies (never torchport's), apart from .venv, for
+  # tests/corpus/entry.py; reinstalled only when tests/corpus/requirements.txt changes.
+  deps="$ROOT/build/corpus-deps"
+  if ! cat tests/corpus/requirements*.txt | cmp -s - "$deps/.requirements.txt"; then
+    rm -rf "$deps"
+    pip_install --target "$deps" -r tests/corpus/requirements.txt
+    pip_install --target "$deps" --no-deps -r tests/corpus/requirements-nodeps.txt
+    cat tests/corpus/requirements*.txt > "$deps/.requirements.txt"
+  fi
 else
   pip_install .
 fi

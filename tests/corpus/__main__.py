@@ -33,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     if corpus is None:
         print("corpus not found: set TORCHPORT_CORPUS or put it at ../shared/corpus", file=sys.stderr)
         return 2
+    unknown = sorted(set(args.project or []) - {p.name for p in static.projects(corpus)})
+    if unknown:
+        print(f"not in {corpus}: {', '.join(unknown)}", file=sys.stderr)
+        return 2
     status = 0
     if not args.entry_only:
         status = run_static(args, corpus)

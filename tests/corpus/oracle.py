@@ -92,8 +92,19 @@ class _Finder(ast.NodeVisitor):
     # -- helpers ---------------------------------------------------------------------------
     def add(self, node: ast.AST, kind: str) -> None:
         seg = ast.get_source_segment(self.source, node) or ""
-        seg = seg.splitlines()[0] if seg else ""
-        self.refs.append(Reference(node.lineno, node.col_offset, kind, seg[:80]))  # type: ignore[attr-defined]
+        if (
+            isinstance(node, ast.Attribute)
+            and node.end_lineno is not None
+            and node.end_col_offset is not None
+        ):
+            # an attribute is where its name is: `Model(\n ...\n).cuda()` is on the `.cuda` line,
+            # as a report row about it is
+            line, col = node.end_lineno, node.end_col_offset - len(node.attr)
+            seg = seg.splitlines()[-1].strip() if seg else ""
+        else:
+            line, col = node.lineno, node.col_offset  # type: ignore[attr-defined]
+            seg = seg.splitlines()[0] if seg else ""
+        self.refs.append(Reference(line, col, kind, seg[:80]))
 
     def qualname(self, node: ast.AST) -> Optional[str]:
         parts = _dotted(node)

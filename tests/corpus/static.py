@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -271,10 +272,11 @@ def compare(committed: dict, cells: list[Cell]) -> tuple[list[str], list[str]]:
             now, was = getattr(c, k), int(old.get(k, 0))
             if now > was:
                 lines = [f"{c.project} {c.target}: {k} {was} -> {now}"]
-                seen = {p for p in old.get("problems", [])}
-                new = [p for p in c.problems if p.kind == k and str(p) not in seen] or [
-                    p for p in c.problems if p.kind == k
-                ]
+                # compare without the output line, which moves when an earlier line changes
+                seen = {re.sub(r":\d+: ", ": ", p, count=1) for p in old.get("problems", [])}
+                new = [
+                    p for p in c.problems if p.kind == k and f"{p.file}: {p.kind}: {p.reason}" not in seen
+                ] or [p for p in c.problems if p.kind == k]
                 lines += [f"  {c.project} {c.target} {p}" for p in new[:20]]
                 worse.append("\n".join(lines))
             elif now < was:

@@ -43,6 +43,8 @@ def kinds(src: str) -> list[tuple[int, str]]:
         ("model = model.cuda()\n", [(1, "cuda-call")]),
         ("x = x.cuda(non_blocking=True)\n", [(1, "cuda-call")]),
         ("if x.is_cuda: pass\n", [(1, "is-cuda")]),
+        # a call spanning lines: the reference is on the line of `.cuda`
+        ("m = Wrapper(\n    a,\n).cuda()\n", [(3, "cuda-call")]),
         # device strings and nccl
         ("x = x.to('cuda')\n", [(1, "device-string")]),
         ("d = torch.device('cuda:0')\n", [(1, "device-string")]),

@@ -61,3 +61,36 @@ def test_no_cell_gets_worse() -> None:
             stacklevel=1,
         )
     assert not worse, "corpus cells got worse than docs/fidelity.json:\n" + "\n".join(worse)
+
+
+def _cell(**kw: int) -> static.Cell:
+    c = static.Cell("proj", "cpu")
+    for k, v in kw.items():
+        setattr(c, k, v)
+    return c
+
+
+def test_compare_flags_a_worse_cell_with_its_problem() -> None:
+    table = {
+        "cells": {
+            "proj/cpu": {"unflagged": 1, "problems": ["a.py:3: unflagged: cuda-call `x.cuda` (input line 3)"]}
+        }
+    }
+    now = _cell(unflagged=1)
+    now.problems.append(static.Problem("unflagged", "a.py", 4, "cuda-call `x.cuda` (input line 3)"))
+    assert static.compare(table, [now]) == ([], [])  # the same problem on a moved output line
+    now.add("unflagged", "b.py", 7, "device-string `'cuda'` (input line 7) has no report row")
+    worse, better = static.compare(table, [now])
+    assert better == []
+    assert worse[0].splitlines()[0] == "proj cpu: unflagged 1 -> 2"
+    assert worse[0].splitlines()[1:] == [
+        "  proj cpu b.py:7: unflagged: device-string `'cuda'` (input line 7) has no report row"
+    ]
+
+
+def test_compare_reports_improvements_and_unknown_cells() -> None:
+    table = {"cells": {"proj/cpu": {"parse": 2, "unflagged": 0}}}
+    worse, better = static.compare(table, [_cell(parse=1)])
+    assert (worse, better) == ([], ["proj cpu: parse 2 -> 1"])
+    worse, _ = static.compare({"cells": {}}, [_cell()])
+    assert worse == ["proj cpu: not in docs/fidelity.json (a new project or target)"]
