@@ -172,13 +172,14 @@ class Stream(torch.Stream):
         self.wait_event(stream.record_event())
 
 
-class Event(torch.Event):
-    def __new__(
+class Event:
+    """Makes a torch.Event on the rehearsal device (host-timed). torch checks the exact type of an event
+    (elapsed_time, wait), so the object made is a torch.Event, not an instance of this class."""
+
+    def __new__(  # type: ignore[misc]
         cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
-    ) -> Event:
-        return super().__new__(
-            cls, device=torch.device(_target(), current_device()), enable_timing=enable_timing
-        )
+    ) -> torch.Event:
+        return torch.Event(device=torch.device(_target(), current_device()), enable_timing=enable_timing)
 
 
 def _wrap_stream(s: torch.Stream) -> Stream:

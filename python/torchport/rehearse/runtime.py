@@ -94,7 +94,7 @@ def _site_callback(sess: Session) -> Any:
     from torchport.check_ops._trace import user_site
 
     def site() -> str:
-        s = user_site(sys._getframe(1))
+        s = user_site(sys._getframe(0).f_back)
         if s is not None:
             return f"{s[0]}:{s[1]}"
         return sess.backward_site or "<no Python frame>"
@@ -106,7 +106,7 @@ def _warn_callback() -> Any:
     from torchport.check_ops._trace import user_site
 
     def warn(msg: str) -> None:
-        s = user_site(sys._getframe(1))
+        s = user_site(sys._getframe(0).f_back)
         if s is not None:
             warnings.warn_explicit(msg, UserWarning, s[0], s[1])
         else:
@@ -125,7 +125,7 @@ def _patch_backward(sess: Session) -> None:
     original = torch.autograd.backward
 
     def backward(*args: Any, **kwargs: Any) -> Any:
-        s = user_site(sys._getframe(1))
+        s = user_site(sys._getframe(0).f_back)
         if s is not None:
             sess.backward_site = f"{s[0]}:{s[1]} (backward)"
         return original(*args, **kwargs)

@@ -283,7 +283,9 @@ struct ArgScan {
   void see(const at::Tensor& t) {
     if (!is_dev(t)) return;
     if (dev < 0) dev = t.device().index();
-    if (bad == c10::ScalarType::Undefined && refused(t.scalar_type())) bad = t.scalar_type();
+    // A 0-dim tensor is a scalar: torch.amp.GradScaler computes its inverse scale in float64 on the
+    // device (torch/amp/grad_scaler.py), which the vendors' devices run; only real float64 data is refused.
+    if (bad == c10::ScalarType::Undefined && refused(t.scalar_type()) && t.dim() > 0) bad = t.scalar_type();
   }
 };
 
@@ -424,14 +426,6 @@ void rehearse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/
 
 // ---- kernels of the device itself ----
 
-void check_refused(const char* op, c10::ScalarType st) {
-  if (refused(st)) {
-    std::string site = user_site();
-    record_dtype_violation(op, c10::toString(st), site);
-    TORCH_CHECK(false, refused_message(op, st));
-  }
-}
-
 at::Tensor rh_empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
                     std::optional<c10::Device> device, std::optional<bool> /*pin*/,
                     std::optional<c10::MemoryFormat> mf) {
@@ -440,7 +434,6 @@ at::Tensor rh_empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
   const c10::DeviceIndex idx = d.index() < 0 ? current_device() : d.index();
   check_device(idx);
   const c10::ScalarType st = dtype.value_or(at::get_default_dtype_as_scalartype());
-  check_refused("empty.memory_format", st);
   c10::DeviceIndex prev = current_device();
   set_current_device(idx);
   at::Tensor t = at::detail::empty_generic(size, device_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
@@ -456,7 +449,6 @@ at::Tensor rh_empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std:
   const c10::DeviceIndex idx = d.index() < 0 ? current_device() : d.index();
   check_device(idx);
   const c10::ScalarType st = dtype.value_or(at::get_default_dtype_as_scalartype());
-  check_refused("empty_strided", st);
   c10::DeviceIndex prev = current_device();
   set_current_device(idx);
   at::Tensor t = at::detail::empty_strided_generic(size, stride, device_allocator(),
@@ -466,8 +458,6 @@ at::Tensor rh_empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std:
 }
 
 at::Tensor rh_copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
-  if (is_dev(self)) check_refused("_copy_from", self.scalar_type());
-  if (is_dev(dst)) check_refused("_copy_from", dst.scalar_type());
   ViewCache cache;
   at::Tensor s = as_cpu_in(self, cache);
   at::Tensor d = as_cpu_in(dst, cache);
@@ -510,6 +500,11 @@ at::Tensor& rh_set_storage(at::Tensor& self, c10::Storage source, int64_t offset
   return self;
 }
 
+at::Tensor& rh_set_storage_whole(at::Tensor& self, c10::Storage source) {
+  const int64_t n = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return rh_set_storage(self, std::move(source), 0, {n}, {1});
+}
+
 at::Tensor& rh_set_tensor(at::Tensor& self, const at::Tensor& src) {
   return rh_set_storage(self, src.storage(), src.storage_offset(), src.sizes(), src.strides());
 }
@@ -524,7 +519,7 @@ at::Tensor rh_conv(const at::Tensor& input, const at::Tensor& weight, const std:
                    c10::IntArrayRef output_padding, int64_t groups) {
   static auto handle = c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_overrideable", "");
   OpEntry& e = op_entry(handle);
-  admit(e, refused(input.scalar_type()) ? input.scalar_type() : c10::ScalarType::Undefined);
+  admit(e, refused(input.scalar_type()) && input.dim() > 0 ? input.scalar_type() : c10::ScalarType::Undefined);
   std::optional<at::Tensor> b = bias.has_value() ? std::optional<at::Tensor>(as_cpu(*bias)) : std::nullopt;
   const c10::DeviceIndex dev = input.device().index();
   auto t0 = std::chrono::steady_clock::now();
@@ -545,7 +540,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> rh_conv_backward(
     int64_t groups, std::array<bool, 3> mask) {
   static auto handle = c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_backward_overrideable", "");
   OpEntry& e = op_entry(handle);
-  admit(e, refused(input.scalar_type()) ? input.scalar_type() : c10::ScalarType::Undefined);
+  admit(e, refused(input.scalar_type()) && input.dim() > 0 ? input.scalar_type() : c10::ScalarType::Undefined);
   const c10::DeviceIndex dev = input.device().index();
   auto t0 = std::chrono::steady_clock::now();
   std::tuple<at::Tensor, at::Tensor, at::Tensor> r;
@@ -576,6 +571,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(rh::rh_copy_from_and_resize));
   m.impl("resize_", TORCH_FN(rh::rh_resize));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(rh::rh_set_storage));
+  m.impl("set_.source_Storage", TORCH_FN(rh::rh_set_storage_whole));
   m.impl("set_.source_Tensor", TORCH_FN(rh::rh_set_tensor));
   m.impl("set_", TORCH_FN(rh::rh_set_empty));
   m.impl("convolution_overrideable", TORCH_FN(rh::rh_conv));
