@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from rehearse_testlib import env, losses, rehearsal_built, rehearse  # noqa: F401
+from rehearse_testlib import env, free_port, losses, rehearsal_built, rehearse  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "rehearse"
@@ -30,7 +30,7 @@ def migrate(src: Path, out: Path, target: str) -> Path:
 
 def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=0", *args],
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -33,7 +33,7 @@ REQUIRED_BY_TORCH: frozenset[str] = frozenset(
         "set_rng_state",
         "is_available",
         "current_device",
-        "amp",
+        "amp",  # not a torch requirement: the vendors' amp submodule (torch_npu/npu/amp, reference §1.1)
     }
 )
 # Files of the vendors' published __all__ lists, per target (None: not published).
@@ -399,6 +399,110 @@ _TYPES = {
 }  # fmt: skip
 
 
+# ---- small APIs with a plain meaning on a host device ----
+def is_current_stream_capturing() -> bool:
+    return False
+
+
+_sync_debug_mode = [0]
+
+
+def get_sync_debug_mode() -> int:
+    return _sync_debug_mode[0]
+
+
+def set_sync_debug_mode(debug_mode: Union[int, str]) -> None:
+    _sync_debug_mode[0] = {"default": 0, "warn": 1, "error": 2}.get(str(debug_mode), 0) if isinstance(
+        debug_mode, str
+    ) else int(debug_mode)
+
+
+def get_allocator_backend() -> str:
+    return "native"
+
+
+def host_memory_stats() -> dict[str, int]:
+    return {}
+
+
+def host_memory_stats_as_nested_dict() -> dict[str, Any]:
+    return {}
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    return None
+
+
+def reset_peak_host_memory_stats() -> None:
+    return None
+
+
+def check_error(res: int) -> None:
+    if res != 0:
+        raise RuntimeError(f"{_target()} runtime error {res}")
+
+
+class _Marker:
+    """Profiler range markers (nvtx / cnpx / mstx style): no-ops on the rehearsal device."""
+
+    @staticmethod
+    def mark(msg: str) -> None:
+        return None
+
+    @staticmethod
+    def range_push(msg: str) -> int:
+        return 0
+
+    @staticmethod
+    def range_pop() -> int:
+        return 0
+
+    class range:  # noqa: N801
+        def __init__(self, msg: str, *args: Any, **kwargs: Any) -> None:
+            self.msg = msg
+
+        def __enter__(self) -> None:
+            return None
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+
+# Names of the vendors' lists that the rehearsal device does not emulate: they exist and raise
+# NotImplementedError when used (graphs, pluggable allocators, memory pools, raw allocations, handles).
+NOT_EMULATED: dict[str, frozenset[str]] = {
+    "npu": frozenset(
+        {
+            "ExternalStream", "MemPool", "NPUGraph", "NPUPluggableAllocator", "caching_allocator_alloc",
+            "caching_allocator_delete", "change_current_allocator", "current_blas_handle", "graph",
+            "graph_pool_handle", "make_graphed_callables", "use_mem_pool",
+        }
+    ),
+    "mlu": frozenset(
+        {
+            "ExternalStream", "MLUGraph", "MLUPluggableAllocator", "caching_allocator_alloc",
+            "caching_allocator_delete", "change_current_allocator", "graph", "graph_pool_handle",
+            "make_graphed_callables",
+        }
+    ),
+}  # fmt: skip
+
+
+def _not_emulated(target: str, name: str) -> Any:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"torch.{target}.{name} is not emulated by torchport rehearse")
+
+    return type(name, (), {"__new__": lambda cls, *a, **k: fail(), "__call__": fail, "__doc__": fail.__doc__})
+
+
+def _musa_names() -> frozenset[str]:
+    """torch_musa mirrors torch.cuda (reference peer-migration-tools.md 3.3); it publishes no __all__ of
+    its own, so its stand-in offers the names of the installed torch.cuda, CUDA in a name becoming MUSA."""
+    import torch.cuda
+
+    return frozenset(n.replace("CUDA", "MUSA") for n in dir(torch.cuda) if not n.startswith("_"))
+
+
 def _pool() -> dict[str, Any]:
     me = sys.modules[__name__]
     names = [n for n in dir(me) if not n.startswith("__")]
@@ -411,7 +515,8 @@ def _pool() -> dict[str, Any]:
         pool[f"{k}Tensor"] = _tensor_type(dt, f"{k}Tensor")
         pool[f"{k}Storage"] = _storage_type(dt, f"{k}Storage")
     for private in ("_index", "_ext", "_target", "_gen", "_wrap_stream", "_device_type_code", "_pool",
-                    "_tensor_type", "_storage_type", "_mem_get_info", "_Props", "build", "vendor_all"):
+                    "_tensor_type", "_storage_type", "_mem_get_info", "_Props", "build", "vendor_all",
+                    "_Marker", "_not_emulated", "_musa_names"):
         pool.pop(private, None)
     return pool
 
@@ -431,13 +536,35 @@ def build(target: str) -> ModuleType:
         return sys.modules[name]
     mod = ModuleType(name, f"torchport rehearsal stand-in of the {target} device module")
     pool = _pool()
-    allowed = vendor_all(target)
-    for k, v in pool.items():
-        if allowed is None or k in allowed or k in REQUIRED_BY_TORCH or k.startswith("_"):
-            setattr(mod, k, v)
     from torchport.rehearse import amp as amp_mod
 
-    mod.amp = amp_mod.build(target)  # type: ignore[attr-defined]
+    pool["amp"] = amp_mod.build(target)
+    pool["default_generators"] = tuple(_ext().default_generator(i) for i in range(device_count()))
+    markers = ModuleType(f"{name}.markers")
+    for k in ("mark", "range_push", "range_pop", "range"):
+        setattr(markers, k, getattr(_Marker, k))
+    for sub, names in (
+        ("memory", ("empty_cache", "memory_allocated", "memory_reserved", "max_memory_allocated",
+                    "max_memory_reserved", "memory_stats", "reset_peak_memory_stats", "mem_get_info")),
+        ("random", ("manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
+                    "set_rng_state", "get_rng_state_all", "set_rng_state_all")),
+        ("streams", ("Stream", "Event")),
+        ("graphs", ()),
+    ):
+        m = ModuleType(f"{name}.{sub}")
+        for k in names:
+            setattr(m, k, pool[k])
+        pool[sub] = m
+    pool["profiler"] = ModuleType(f"{name}.profiler")
+    for k in ("cnpx", "nvtx", "mstx"):
+        pool[k] = markers
+    allowed = vendor_all(target) if target != "musa" else _musa_names()
+    assert allowed is not None
+    for k in sorted(allowed | REQUIRED_BY_TORCH):
+        if k in pool:
+            setattr(mod, k, pool[k])
+        elif k in NOT_EMULATED.get(target, ()) or target == "musa":
+            setattr(mod, k, _not_emulated(target, k))
     mod.__all__ = sorted(k for k in vars(mod) if not k.startswith("_"))  # type: ignore[attr-defined]
     sys.modules[name] = mod
     return mod
