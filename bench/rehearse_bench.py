@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-CHILD = r'''
+CHILD = r"""
 import json, os, resource, sys, time
 import torch
 mode, model_name, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -74,14 +74,19 @@ times = []
 for _ in range(steps):
     t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
 rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"step_s": sorted(times)[len(times)//2], "rss_growth_kib": rss1 - rss0, "rss_kib": rss1, "startup_s": startup}))
-'''
+print(json.dumps({"step_s": sorted(times)[len(times)//2], "rss_growth_kib": rss1 - rss0,
+                  "rss_kib": rss1, "startup_s": startup}))
+"""
 
 
 def run_child(mode: str, model: str, steps: int) -> dict[str, float]:
     env = dict(os.environ, OMP_NUM_THREADS="1")
     p = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, model, str(steps)], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-c", CHILD, mode, model, str(steps)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     if p.returncode != 0:
         raise SystemExit(f"{mode} {model} failed:\n{p.stderr}")
@@ -115,8 +120,14 @@ def main() -> int:
         reh_m = [r["rss_kib"] / 1024 for r in res["rehearse"]]
         mem = [b / a - 1 for a, b in zip(cpu_m, reh_m)]
         startup = [r["startup_s"] for r in res["rehearse"]]
-        print(f"{model}: step ms cpu {spread(cpu_t)}, rehearse {spread(reh_t)}; ratio {spread(ratios)} (goal <= 1.3)")
-        print(f"{model}: peak RSS MiB cpu {spread(cpu_m)}, rehearse {spread(reh_m)}; overhead {spread([100 * x for x in mem])} % (goal <= 10)")
+        print(
+            f"{model}: step ms cpu {spread(cpu_t)}, rehearse {spread(reh_t)}; "
+            f"ratio {spread(ratios)} (goal <= 1.3)"
+        )
+        print(
+            f"{model}: peak RSS MiB cpu {spread(cpu_m)}, rehearse {spread(reh_m)}; "
+            f"overhead {spread([100 * x for x in mem])} % (goal <= 10)"
+        )
         print(f"{model}: rehearsal start-up (activate, cached build) s {spread(startup)}")
     print(f"load average at end: {os.getloadavg()}")
     return 0

@@ -21,7 +21,7 @@ PYTHON_COMMANDS: dict[str, tuple[str, str, str]] = {
     "check-ops": ("torchport.check_ops.cli", "main", "predict CPU fallbacks and failures per target"),
     "probe": ("torchport.probe.cli", "probe_main", "dump per-layer statistics of a run"),
     "compare": ("torchport.probe.cli", "compare_main", "find the first layer where two dumps drift"),
-    "rehearse": ("torchport.rehearse.cli", "main", "run npu/mlu/musa code on a CPU-backed copy of the device"),
+    "rehearse": ("torchport.rehearse.cli", "main", "run npu/mlu/musa code on a CPU-backed rehearsal device"),
 }
 # `torchport dev SUB` commands implemented in Python; every other `dev` command is C++.
 PYTHON_DEV_COMMANDS: dict[str, tuple[str, str, str]] = {

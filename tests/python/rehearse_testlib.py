@@ -44,7 +44,9 @@ def rehearse(
     )
 
 
-def run_python(script: Path, args: Sequence[str] = (), timeout: int = 180) -> subprocess.CompletedProcess[str]:
+def run_python(
+    script: Path, args: Sequence[str] = (), timeout: int = 180
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(script), *args],
         cwd=script.parent,

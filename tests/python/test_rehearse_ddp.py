@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from rehearse_testlib import env, free_port, losses, rehearsal_built, rehearse  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
@@ -30,7 +31,14 @@ def migrate(src: Path, out: Path, target: str) -> Path:
 
 def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}", *args],
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            f"--master_port={free_port()}",
+            *args,
+        ],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -70,7 +78,13 @@ def test_ddp_train_spawns_two_ranks_under_rehearsal(rehearsal_built: None, tmp_p
     shutil.copy(E2E / "ddp_train.py", src / "ddp_train.py")
     cpu = migrate(src, tmp_path / "out", "cpu")
     ref = subprocess.run(
-        [sys.executable, "ddp_train.py"], cwd=cpu, capture_output=True, text=True, check=False, env=env(), timeout=300
+        [sys.executable, "ddp_train.py"],
+        cwd=cpu,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env(),
+        timeout=300,
     )
     assert ref.returncode == 0, ref.stderr
     for target in ("npu", "musa"):

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from rehearse_testlib import losses, read_report, rehearsal_built, rehearse, run_python  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
@@ -61,7 +62,18 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     result: dict[str, Path] = {}
     for target in ["cpu", *TARGETS]:
         p = subprocess.run(
-            [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "--target", target, "-q"],
+            [
+                sys.executable,
+                "-m",
+                "torchport",
+                "migrate",
+                str(src),
+                "-o",
+                str(out),
+                "--target",
+                target,
+                "-q",
+            ],
             capture_output=True,
             text=True,
             check=False,

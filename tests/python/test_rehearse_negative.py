@@ -29,7 +29,9 @@ def test_float64_is_refused_on_npu_with_the_device_error_and_call_site(
 
 def test_float64_is_fine_on_mlu(rehearsal_built: None, tmp_path: Path) -> None:  # noqa: F811
     script = tmp_path / "f64.py"
-    script.write_text("import torch\nx = torch.ones(3, dtype=torch.float64, device='mlu')\nprint((x * 2).sum().item())\n")
+    script.write_text(
+        "import torch\nx = torch.ones(3, dtype=torch.float64, device='mlu')\nprint((x * 2).sum().item())\n"
+    )
     p = rehearse("--target", "mlu", str(script))
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "6.0"
@@ -59,13 +61,18 @@ def test_unlisted_op_on_npu_warns_once_in_the_vendor_words_and_is_counted_at_its
 def test_unlisted_op_raises_with_strict_like_the_vendor_switch(rehearsal_built: None) -> None:  # noqa: F811
     p = rehearse("--target", "npu", "--strict", str(FIX / "unlisted_op.py"), "npu")
     assert p.returncode == 1
-    assert "NotImplementedError: The operator 'aten::mode' is not currently supported on the NPU backend" in p.stderr
+    assert (
+        "NotImplementedError: The operator 'aten::mode' is not currently supported on the NPU backend"
+        in p.stderr
+    )
     assert "TORCH_NPU_FALLBACK_CPU_DISABLE=1" in p.stderr
-    assert "unlisted_op.py\", line 9" in p.stderr  # the traceback points at the user's line
+    assert 'unlisted_op.py", line 9' in p.stderr  # the traceback points at the user's line
 
 
 def test_the_vendor_switch_itself_means_strict(rehearsal_built: None) -> None:  # noqa: F811
-    p = rehearse("--target", "mlu", str(FIX / "unlisted_op.py"), "mlu", extra_env={"ENABLE_FALLBACK_TO_CPU": "0"})
+    p = rehearse(
+        "--target", "mlu", str(FIX / "unlisted_op.py"), "mlu", extra_env={"ENABLE_FALLBACK_TO_CPU": "0"}
+    )
     assert p.returncode == 1
     assert "ENABLE_FALLBACK_TO_CPU=0" in p.stderr
 
@@ -83,7 +90,10 @@ def test_memory_beyond_capacity_raises_oom_and_nothing_leaks(rehearsal_built: No
     p = rehearse("--target", "npu", "--memory", "4MiB", "--report", str(rep), str(FIX / "oom.py"))
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    assert "OOM after 4 MiB: NPU out of memory. Tried to allocate 1.00 MiB (NPU 0; 4.00 MiB total capacity;" in out
+    assert (
+        "OOM after 4 MiB: NPU out of memory. Tried to allocate 1.00 MiB (NPU 0; 4.00 MiB total capacity;"
+        in out
+    )
     assert "allocated while full 4194304" in out
     assert "allocated after del 0" in out
     assert "reserved after empty_cache 0" in out
@@ -121,7 +131,10 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         "torchport rehearse: error: unknown target 'cuda'; choose one of: npu, mlu, musa",
     )
     p = rehearse("--target", "npu", str(tmp_path / "missing.py"))
-    assert (p.returncode, p.stderr.strip()) == (2, f"torchport rehearse: error: {tmp_path / 'missing.py'}: no such file")
+    assert (p.returncode, p.stderr.strip()) == (
+        2,
+        f"torchport rehearse: error: {tmp_path / 'missing.py'}: no such file",
+    )
     p = rehearse("--target", "npu", "--memory", "lots", str(FIX / "oom.py"))
     assert p.returncode == 2
     assert p.stderr.startswith("torchport rehearse: error: --memory: not a size: 'lots'")
@@ -132,7 +145,11 @@ def test_a_missing_compiler_names_the_package(tmp_path: Path) -> None:
         "--target",
         "npu",
         str(FIX / "oom.py"),
-        extra_env={"CXX": "no-such-compiler-xyz", "TORCHPORT_CACHE": str(tmp_path / "cache"), "TORCHPORT_REHEARSE_BUILD_DIR": ""},
+        extra_env={
+            "CXX": "no-such-compiler-xyz",
+            "TORCHPORT_CACHE": str(tmp_path / "cache"),
+            "TORCHPORT_REHEARSE_BUILD_DIR": "",
+        },
     )
     assert p.returncode == 2
     assert p.stderr.strip() == (

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from rehearse_testlib import REPO, rehearsal_built, rehearse  # noqa: F401
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "rehearse"
@@ -66,17 +67,25 @@ def test_every_api_migrate_can_write_exists_in_the_stand_in(
 
 
 def _vendor_all(target: str) -> frozenset[str]:
-    rel = {"npu": "ascend-torch_npu/torch_npu.npu.__all__.txt", "mlu": "cambricon-torch_mlu/torch_mlu.mlu.__all__.txt"}
+    rel = {
+        "npu": "ascend-torch_npu/torch_npu.npu.__all__.txt",
+        "mlu": "cambricon-torch_mlu/torch_mlu.mlu.__all__.txt",
+    }
     src = UPSTREAM / rel[target]
     path = src if src.is_file() else STANDINS / f"{target}_all.txt"
     return frozenset(
-        ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")
+        ln.strip()
+        for ln in path.read_text(encoding="utf-8").splitlines()
+        if ln.strip() and not ln.startswith("#")
     )
 
 
 @pytest.mark.parametrize("target", ["npu", "mlu"])
 def test_the_shipped_copy_of_the_vendor_list_is_the_upstream_list(target: str) -> None:
-    rel = {"npu": "ascend-torch_npu/torch_npu.npu.__all__.txt", "mlu": "cambricon-torch_mlu/torch_mlu.mlu.__all__.txt"}
+    rel = {
+        "npu": "ascend-torch_npu/torch_npu.npu.__all__.txt",
+        "mlu": "cambricon-torch_mlu/torch_mlu.mlu.__all__.txt",
+    }
     src = UPSTREAM / rel[target]
     if not src.is_file():
         pytest.skip(f"{src} is not beside this checkout")

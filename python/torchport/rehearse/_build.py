@@ -77,7 +77,8 @@ def _check_toolchain() -> None:
     inc = sysconfig.get_paths().get("include") or ""
     if not (Path(inc) / "Python.h").is_file():
         raise BuildError(
-            f"Python.h not found in {inc}: install the Debian package python3-dev (apt-get install -y python3-dev)"
+            f"Python.h not found in {inc}: install the Debian package python3-dev "
+            "(apt-get install -y python3-dev)"
         )
 
 
@@ -95,8 +96,11 @@ def load(verbose: bool = False, quiet: bool = False) -> ModuleType:
     if fresh:
         _check_toolchain()
         if not quiet:
-            print(f"torchport rehearse: building the rehearsal device for torch (once; cached in {out})...",
-                  file=sys.stderr, flush=True)
+            print(
+                f"torchport rehearse: building the rehearsal device for torch (once; cached in {out})...",
+                file=sys.stderr,
+                flush=True,
+            )
     out.mkdir(parents=True, exist_ok=True)
     from torch.utils import cpp_extension
 
@@ -112,8 +116,10 @@ def load(verbose: bool = False, quiet: bool = False) -> ModuleType:
     except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
         log = str(e).strip().splitlines()
         first_error = next((ln for ln in log if "error" in ln.lower()), log[-1] if log else "")
-        raise BuildError(f"building the rehearsal device failed ({first_error.strip()}); rerun with "
-                         "`torchport rehearse --build --verbose` for the compiler output") from None
+        raise BuildError(
+            f"building the rehearsal device failed ({first_error.strip()}); rerun with "
+            "`torchport rehearse --build --verbose` for the compiler output"
+        ) from None
     if fresh and not quiet:
         print(f"torchport rehearse: built in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     _loaded = mod

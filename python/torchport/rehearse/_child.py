@@ -1,4 +1,4 @@
-"""Imported first by a child process started with the 'spawn' method under rehearsal (see runtime._patch_spawn):
+"""Imported first by a child process started with the 'spawn' method under rehearsal (runtime._patch_spawn):
 turns the rehearsal device on in the child before it imports the main script."""
 
 from torchport.rehearse import runtime, summary

@@ -12,7 +12,9 @@ from torchport.rehearse import runtime
 def device_module(target: str) -> ModuleType:
     s = runtime.session()
     if s is None or s.target != target:
-        raise ImportError(f"the {target} stand-in is only available under `torchport rehearse --target {target}`")
+        raise ImportError(
+            f"the {target} stand-in is only available under `torchport rehearse --target {target}`"
+        )
     mod: ModuleType = getattr(torch, target)
     if target == "npu" and not hasattr(mod, "matmul"):
         # torch_npu.npu.matmul.allow_tf32 (catalogue backends.json); the NPU computes fp32 matmuls its own way

@@ -33,8 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--target", help="the device to rehearse: " + ", ".join(REHEARSE_TARGETS))
     p.add_argument("--devices", type=int, default=1, help="number of devices (default 1)")
     p.add_argument("--memory", help="capacity of each device, e.g. 64GiB, 32GB, or a card preset")
-    p.add_argument("--strict", action="store_true", help="every CPU fallback is an error, as with the "
-                   "vendor's switch (TORCH_NPU_FALLBACK_CPU_DISABLE=1, ENABLE_FALLBACK_TO_CPU=0)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="every CPU fallback is an error, as with the "
+        "vendor's switch (TORCH_NPU_FALLBACK_CPU_DISABLE=1, ENABLE_FALLBACK_TO_CPU=0)",
+    )
     p.add_argument("--report", metavar="FILE.json", help="write the summary as JSON")
     p.add_argument("--build", action="store_true", help="build the rehearsal device now (for CI) and exit")
     p.add_argument("--verbose", action="store_true", help="with --build: show the compiler's output")

@@ -52,7 +52,9 @@ class HostProcessGroup(dist.ProcessGroup):
         return self._gloo.broadcast(_cpu(tensors), opts or dist.BroadcastOptions())
 
     def allgather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
-        return self._gloo.allgather(_cpu(output_tensors), _cpu(input_tensors), opts or dist.AllgatherOptions())
+        return self._gloo.allgather(
+            _cpu(output_tensors), _cpu(input_tensors), opts or dist.AllgatherOptions()
+        )
 
     def _allgather_base(self, output: Any, input: Any, opts: Any = None) -> Any:
         return self._gloo._allgather_base(_cpu(output), _cpu(input), opts or dist.AllgatherOptions())
@@ -75,7 +77,9 @@ class HostProcessGroup(dist.ProcessGroup):
         return self._gloo.scatter(_cpu(output_tensors), _cpu(input_tensors), opts or dist.ScatterOptions())
 
     def alltoall_base(self, output: Any, input: Any, out_split: Any, in_split: Any, opts: Any = None) -> Any:
-        return self._gloo.alltoall_base(_cpu(output), _cpu(input), out_split, in_split, opts or dist.AllToAllOptions())
+        return self._gloo.alltoall_base(
+            _cpu(output), _cpu(input), out_split, in_split, opts or dist.AllToAllOptions()
+        )
 
     def send(self, tensors: Any, dst: int, tag: int = 0) -> Any:
         return self._gloo.send(_cpu(tensors), dst, tag)

@@ -412,9 +412,11 @@ def get_sync_debug_mode() -> int:
 
 
 def set_sync_debug_mode(debug_mode: Union[int, str]) -> None:
-    _sync_debug_mode[0] = {"default": 0, "warn": 1, "error": 2}.get(str(debug_mode), 0) if isinstance(
-        debug_mode, str
-    ) else int(debug_mode)
+    _sync_debug_mode[0] = (
+        {"default": 0, "warn": 1, "error": 2}.get(str(debug_mode), 0)
+        if isinstance(debug_mode, str)
+        else int(debug_mode)
+    )
 
 
 def get_allocator_backend() -> str:
@@ -506,17 +508,41 @@ def _musa_names() -> frozenset[str]:
 def _pool() -> dict[str, Any]:
     me = sys.modules[__name__]
     names = [n for n in dir(me) if not n.startswith("__")]
-    pool = {n: getattr(me, n) for n in names if callable(getattr(me, n)) and getattr(getattr(me, n), "__module__", "") == __name__}
-    for n in ("memory_cached", "max_memory_cached", "reset_max_memory_allocated", "reset_max_memory_cached",
-              "reset_accumulated_memory_stats"):
+    pool = {
+        n: getattr(me, n)
+        for n in names
+        if callable(getattr(me, n)) and getattr(getattr(me, n), "__module__", "") == __name__
+    }
+    for n in (
+        "memory_cached",
+        "max_memory_cached",
+        "reset_max_memory_allocated",
+        "reset_max_memory_cached",
+        "reset_accumulated_memory_stats",
+    ):
         pool[n] = getattr(me, n)
     pool["mem_get_info"] = _mem_get_info
     for k, dt in _TYPES.items():
         pool[f"{k}Tensor"] = _tensor_type(dt, f"{k}Tensor")
         pool[f"{k}Storage"] = _storage_type(dt, f"{k}Storage")
-    for private in ("_index", "_ext", "_target", "_gen", "_wrap_stream", "_device_type_code", "_pool",
-                    "_tensor_type", "_storage_type", "_mem_get_info", "_Props", "build", "vendor_all",
-                    "_Marker", "_not_emulated", "_musa_names"):
+    for private in (
+        "_index",
+        "_ext",
+        "_target",
+        "_gen",
+        "_wrap_stream",
+        "_device_type_code",
+        "_pool",
+        "_tensor_type",
+        "_storage_type",
+        "_mem_get_info",
+        "_Props",
+        "build",
+        "vendor_all",
+        "_Marker",
+        "_not_emulated",
+        "_musa_names",
+    ):
         pool.pop(private, None)
     return pool
 
@@ -526,7 +552,11 @@ def vendor_all(target: str) -> Optional[frozenset[str]]:
     if ALL_LISTS.get(target) is None:
         return None
     path = STANDIN_DIR / f"{target}_all.txt"
-    return frozenset(ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#"))
+    return frozenset(
+        ln.strip()
+        for ln in path.read_text(encoding="utf-8").splitlines()
+        if ln.strip() and not ln.startswith("#")
+    )
 
 
 def build(target: str) -> ModuleType:
@@ -544,10 +574,33 @@ def build(target: str) -> ModuleType:
     for k in ("mark", "range_push", "range_pop", "range"):
         setattr(markers, k, getattr(_Marker, k))
     for sub, names in (
-        ("memory", ("empty_cache", "memory_allocated", "memory_reserved", "max_memory_allocated",
-                    "max_memory_reserved", "memory_stats", "reset_peak_memory_stats", "mem_get_info")),
-        ("random", ("manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-                    "set_rng_state", "get_rng_state_all", "set_rng_state_all")),
+        (
+            "memory",
+            (
+                "empty_cache",
+                "memory_allocated",
+                "memory_reserved",
+                "max_memory_allocated",
+                "max_memory_reserved",
+                "memory_stats",
+                "reset_peak_memory_stats",
+                "mem_get_info",
+            ),
+        ),
+        (
+            "random",
+            (
+                "manual_seed",
+                "manual_seed_all",
+                "seed",
+                "seed_all",
+                "initial_seed",
+                "get_rng_state",
+                "set_rng_state",
+                "get_rng_state_all",
+                "set_rng_state_all",
+            ),
+        ),
         ("streams", ("Stream", "Event")),
         ("graphs", ()),
     ):
@@ -568,4 +621,3 @@ def build(target: str) -> ModuleType:
     mod.__all__ = sorted(k for k in vars(mod) if not k.startswith("_"))  # type: ignore[attr-defined]
     sys.modules[name] = mod
     return mod
-

@@ -14,12 +14,10 @@ import importlib.util
 import json
 import os
 import sys
-import threading
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Optional, Sequence
 
 REHEARSE_TARGETS: tuple[str, ...] = ("npu", "mlu", "musa")
@@ -292,5 +290,3 @@ def activate_from_env() -> Optional[Session]:
     cfg = json.loads(raw)
     return activate(cfg["target"], cfg["devices"], cfg["memory"], cfg["strict"], None)
 
-
-_lock = threading.Lock()
