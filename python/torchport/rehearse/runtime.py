@@ -71,8 +71,17 @@ def _make_classifier(target: str) -> Any:
     version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
     clf = cl.Classifier(opdb.load(target, version))
     codes = {cl.NATIVE: 0, cl.FALLBACK: 1, cl.UNKNOWN: 2, cl.DTYPE: 3}
+    # out= overload -> the functional / in-place overloads that delegate to it (aten.json structured_delegate).
+    # The device reaches the out= overload through torch's generic kernel of the functional one when it has
+    # no kernel of its own; a vendor that lists the functional one runs that instead.
+    family: dict[str, list[str]] = {}
+    for fn, out in clf.db.delegates.items():
+        family.setdefault(out, []).append(fn)
 
     def classify(name: str) -> tuple[int, str]:
+        for fn in family.get(name, ()):
+            if clf.db.is_native(fn):
+                return 0, f"reached through {fn}, which is listed ({clf.db.source_of(fn).rsplit('/', 1)[-1]})"
         op = "aten::" + _OWN_KERNELS.get(name, name)
         try:
             units = clf.classify_op(op, [])
@@ -100,11 +109,14 @@ def _site_callback(sess: Session) -> Any:
     return site
 
 
-def _warn_callback() -> Any:
+def _warn_callback(sess: Session) -> Any:
     from torchport.check_ops._trace import user_site
 
     def warn(msg: str) -> None:
         s = user_site(sys._getframe(0).f_back)
+        if s is None and sess.backward_site:
+            path, _, line = sess.backward_site.split(" ")[0].rpartition(":")
+            s = (path, int(line))
         if s is not None:
             warnings.warn_explicit(msg, UserWarning, s[0], s[1])
         else:
@@ -262,7 +274,7 @@ def activate(
         refused,
         _make_classifier(target),
         _site_callback(sess),
-        _warn_callback(),
+        _warn_callback(sess),
     )
     torch.utils.rename_privateuse1_backend(target)
     _session = sess
