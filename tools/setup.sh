@@ -12,7 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 echo "=== Debian packages ==="
 $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
-  g++ cmake ninja-build python3-venv \
+  g++ cmake ninja-build python3-venv python3-dev \
   googletest libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev \
   clang-14 libclang-rt-14-dev >/dev/null
 if [ "${1:-}" = "--test" ]; then

@@ -22,6 +22,7 @@ PYTHON_COMMANDS: dict[str, tuple[str, str, str]] = {
     "probe": ("torchport.probe.cli", "probe_main", "dump per-layer statistics of a run"),
     "compare": ("torchport.probe.cli", "compare_main", "find the first layer where two dumps drift"),
     "verify": ("torchport.verify.cli", "main", "prove that the migrated project trains like the original"),
+    "rehearse": ("torchport.rehearse.cli", "main", "run npu/mlu/musa code on a CPU-backed rehearsal device"),
 }
 # `torchport dev SUB` commands implemented in Python; every other `dev` command is C++.
 PYTHON_DEV_COMMANDS: dict[str, tuple[str, str, str]] = {

@@ -1,0 +1,109 @@
+"""`torchport rehearse`: run a program migrated for npu / mlu / musa on this machine, on a CPU-backed
+rehearsal copy of the vendor's device, and report what the real device would do differently."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import traceback
+from typing import Optional, Sequence
+
+from torchport.rehearse.runtime import REHEARSE_TARGETS
+
+USAGE = (
+    "torchport rehearse --target {npu,mlu,musa} [--devices N] [--memory SIZE] [--strict] "
+    "[--report FILE.json] (script.py | -m module) [args ...]\n"
+    "       torchport rehearse --build [--verbose]"
+)
+
+
+def _error(msg: str) -> int:
+    print(f"torchport rehearse: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="torchport rehearse",
+        usage=USAGE,
+        description=__doc__,
+    )
+    p.add_argument("--target", help="the device to rehearse: " + ", ".join(REHEARSE_TARGETS))
+    p.add_argument("--devices", type=int, default=1, help="number of devices (default 1)")
+    p.add_argument("--memory", help="capacity of each device, e.g. 64GiB, 32GB, or a card preset")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="every CPU fallback is an error, as with the "
+        "vendor's switch (TORCH_NPU_FALLBACK_CPU_DISABLE=1, ENABLE_FALLBACK_TO_CPU=0)",
+    )
+    p.add_argument("--report", metavar="FILE.json", help="write the summary as JSON")
+    p.add_argument("--build", action="store_true", help="build the rehearsal device now (for CI) and exit")
+    p.add_argument("--verbose", action="store_true", help="with --build: show the compiler's output")
+    p.add_argument("-m", dest="module", help="run a module as a script (python -m)")
+    p.add_argument("program", nargs=argparse.REMAINDER, help="script.py and its arguments")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    from torchport.rehearse import _build
+
+    if args.build:
+        try:
+            _build.load(verbose=args.verbose)
+        except _build.BuildError as e:
+            return _error(str(e))
+        print(f"torchport rehearse: the rehearsal device is built ({_build.cache_root()})")
+        return 0
+    if args.target is None:
+        return _error("--target is required (one of: " + ", ".join(REHEARSE_TARGETS) + ")")
+    if args.target not in REHEARSE_TARGETS:
+        return _error(f"unknown target {args.target!r}; choose one of: {', '.join(REHEARSE_TARGETS)}")
+    if args.devices < 1:
+        return _error(f"--devices must be at least 1, not {args.devices}")
+    memory = -1
+    if args.memory is not None:
+        from torchport.rehearse.runtime import parse_size
+
+        try:
+            memory = parse_size(args.memory)
+        except ValueError as e:
+            return _error(f"--memory: {e}")
+    program = list(args.program)
+    if program and program[0] == "--":
+        program = program[1:]
+    if args.module is None:
+        if not program:
+            return _error("no script given (torchport rehearse --target T script.py [args])")
+        script = program[0]
+        if not os.path.isfile(script):
+            return _error(f"{script}: no such file")
+    from torchport.rehearse import runtime, summary
+
+    try:
+        runtime.activate(args.target, args.devices, memory, args.strict, args.report)
+    except _build.BuildError as e:
+        return _error(str(e))
+    summary.install_exit_summary()
+    code = 0
+    try:
+        if args.module is not None:
+            sys.argv = [args.module, *program]
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = [script, *program[1:]]
+            sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    summary.finish()
+    return code

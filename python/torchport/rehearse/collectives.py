@@ -1,0 +1,98 @@
+"""The vendor's collective backend name (hccl / cncl / mccl) as a torch.distributed backend that runs on gloo.
+
+Device memory is host memory, so each collective hands gloo CPU views of the device tensors (same memory,
+no copy) and the results land in the device tensors.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+
+
+def _cpu(x: Any) -> Any:
+    from torchport.rehearse import runtime
+
+    if isinstance(x, torch.Tensor):
+        return runtime.ext().as_cpu(x)
+    if isinstance(x, (list, tuple)):
+        return [_cpu(y) for y in x]
+    return x
+
+
+class HostProcessGroup(dist.ProcessGroup):
+    """A process group named after the vendor's backend, forwarding to a gloo backend on CPU views."""
+
+    def __init__(self, name: str, store: Any, rank: int, size: int, timeout: timedelta) -> None:
+        super().__init__(rank, size)
+        self._name = name
+        self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+
+    def getBackendName(self) -> str:  # noqa: N802 (torch's name)
+        return self._name
+
+    def name(self) -> str:
+        return self._name
+
+    def allreduce(self, tensors: Any, opts: Any = None) -> Any:
+        if opts is None:
+            opts = dist.AllreduceOptions()
+        elif not isinstance(opts, dist.AllreduceOptions):
+            op, opts = opts, dist.AllreduceOptions()
+            opts.reduceOp = op
+        return self._gloo.allreduce(_cpu(tensors), opts)
+
+    def allreduce_coalesced(self, tensors: Any, opts: Any = None) -> Any:
+        return self._gloo.allreduce_coalesced(_cpu(tensors), opts or dist.AllreduceCoalescedOptions())
+
+    def broadcast(self, tensors: Any, opts: Any = None) -> Any:
+        return self._gloo.broadcast(_cpu(tensors), opts or dist.BroadcastOptions())
+
+    def allgather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
+        return self._gloo.allgather(
+            _cpu(output_tensors), _cpu(input_tensors), opts or dist.AllgatherOptions()
+        )
+
+    def _allgather_base(self, output: Any, input: Any, opts: Any = None) -> Any:
+        return self._gloo._allgather_base(_cpu(output), _cpu(input), opts or dist.AllgatherOptions())
+
+    def reduce_scatter(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
+        return self._gloo.reduce_scatter(
+            _cpu(output_tensors), _cpu(input_tensors), opts or dist.ReduceScatterOptions()
+        )
+
+    def _reduce_scatter_base(self, output: Any, input: Any, opts: Any = None) -> Any:
+        return self._gloo._reduce_scatter_base(_cpu(output), _cpu(input), opts or dist.ReduceScatterOptions())
+
+    def reduce(self, tensors: Any, opts: Any = None) -> Any:
+        return self._gloo.reduce(_cpu(tensors), opts or dist.ReduceOptions())
+
+    def gather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
+        return self._gloo.gather(_cpu(output_tensors), _cpu(input_tensors), opts or dist.GatherOptions())
+
+    def scatter(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> Any:
+        return self._gloo.scatter(_cpu(output_tensors), _cpu(input_tensors), opts or dist.ScatterOptions())
+
+    def alltoall_base(self, output: Any, input: Any, out_split: Any, in_split: Any, opts: Any = None) -> Any:
+        return self._gloo.alltoall_base(
+            _cpu(output), _cpu(input), out_split, in_split, opts or dist.AllToAllOptions()
+        )
+
+    def send(self, tensors: Any, dst: int, tag: int = 0) -> Any:
+        return self._gloo.send(_cpu(tensors), dst, tag)
+
+    def recv(self, tensors: Any, src: int, tag: int = 0) -> Any:
+        return self._gloo.recv(_cpu(tensors), src, tag)
+
+    def barrier(self, opts: Any = None) -> Any:
+        return self._gloo.barrier(opts or dist.BarrierOptions())
+
+
+def make_creator(name: str) -> Callable[..., HostProcessGroup]:
+    def create(store: Any, rank: int, size: int, timeout: timedelta) -> HostProcessGroup:
+        return HostProcessGroup(name, store, rank, size, timeout)
+
+    return create

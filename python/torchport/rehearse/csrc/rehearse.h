@@ -1,0 +1,112 @@
+// The rehearsal device: a PrivateUse1 backend whose memory is host memory and whose kernels are
+// PyTorch's CPU kernels. Shared declarations of the allocator, the device state and the op table.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/core/Allocator.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace torchport::rehearse {
+
+// ---- configuration (set once by configure(), read everywhere) ----
+struct Config {
+  std::string target = "npu";     // npu | mlu | musa
+  std::string vendor = "NPU";     // upper-case device name used in messages
+  int devices = 1;                // --devices
+  int64_t capacity = -1;          // bytes per device, -1: unlimited
+  bool strict = false;            // every fallback is an error
+  std::string fallback = "cpu";   // "cpu": run on the CPU (with a warning on npu/mlu); "error"
+  std::string strict_switch;      // "TORCH_NPU_FALLBACK_CPU_DISABLE=1" ...
+  uint64_t refused_dtypes = 0;    // bit per c10::ScalarType
+  bool configured = false;
+};
+Config& config();
+
+// ---- allocator ----
+struct DeviceStats {
+  int64_t allocated = 0;       // bytes in live blocks
+  int64_t requested = 0;       // bytes asked for by live allocations
+  int64_t reserved = 0;        // allocated + cached
+  int64_t peak_allocated = 0;  // since the last reset
+  int64_t peak_reserved = 0;
+  int64_t num_allocs = 0;
+  int64_t num_frees = 0;
+  int64_t num_ooms = 0;
+  int64_t live_blocks = 0;
+};
+
+// Allocates host memory for device `dev`; the DataPtr is labelled with `label` (PrivateUse1:dev for device
+// tensors; CPU while a CPU kernel runs for the device, relabelled when the output is wrapped).
+c10::DataPtr host_allocate(int dev, size_t nbytes, c10::Device label);
+bool host_owns(const void* ptr);
+DeviceStats device_stats(int dev);
+void reset_peak(int dev);
+void empty_cache();
+c10::Allocator* device_allocator();
+void install_cpu_redirect();
+
+// While alive on this thread, CPU allocations (outputs and temporaries of the CPU kernel that runs a device
+// op) come from device `dev`'s memory.
+struct RedirectGuard {
+  explicit RedirectGuard(int dev);
+  ~RedirectGuard();
+  RedirectGuard(const RedirectGuard&) = delete;
+  RedirectGuard& operator=(const RedirectGuard&) = delete;
+
+ private:
+  int prev_;
+};
+
+// ---- device state ----
+c10::DeviceIndex current_device();
+void set_current_device(c10::DeviceIndex d);
+void check_device(c10::DeviceIndex d);
+const at::Generator& default_generator(c10::DeviceIndex d);
+at::Generator new_generator(c10::DeviceIndex d);
+// the CPU generator that draws the numbers of a device generator
+at::Generator host_generator_of(const at::Generator& g);
+
+// ---- op table ----
+enum class Status : int { Native = 0, Fallback = 1, Unknown = 2, Refused = 3 };
+
+struct OpEntry {
+  std::string name;  // "add.Tensor"
+  Status status = Status::Native;
+  std::string reason;
+  std::atomic<int64_t> calls{0};
+  std::atomic<int64_t> ns{0};
+  std::atomic<bool> warned{false};
+  std::mutex mu;                            // guards sites
+  std::map<std::string, int64_t> sites;     // "file:line" -> calls (not recorded for native ops)
+};
+
+// Python callbacks (set by configure()).
+struct Callbacks {
+  std::function<std::pair<int, std::string>(const std::string&)> classify;
+  std::function<std::string()> site;
+  std::function<void(const std::string&)> warn;
+};
+Callbacks& callbacks();
+
+OpEntry& op_entry(const c10::OperatorHandle& op);
+std::vector<OpEntry*> all_entries();
+void record_dtype_violation(const std::string& op, const std::string& dtype, const std::string& site);
+std::vector<std::tuple<std::string, std::string, std::string, int64_t>> dtype_violations();
+void reset_op_stats();
+
+// ---- zero-copy views ----
+// A CPU tensor on the same storage (no copy); for a CPU tensor, itself.
+at::Tensor as_cpu(const at::Tensor& t);
+// A device tensor for a CPU kernel's output `t` (no copy when its memory is device memory).
+at::Tensor as_device(const at::Tensor& t, c10::DeviceIndex dev);
+std::string refused_message(const std::string& op, c10::ScalarType st);
+std::string user_site();
+
+}  // namespace torchport::rehearse

@@ -1,0 +1,304 @@
+"""Turn the rehearsal device on in this process: register it as the target's device, configure what the
+target's lists say about each operator, and make `import torch_npu` / `torch_mlu` / `torch_musa` resolve to
+stand-ins.
+
+The facts come from the places check-ops reads them: the op databases (torchport.check_ops.opdb, data/opdb)
+judged by check-ops' Classifier, and the per-target table torchport.targets.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+REHEARSE_TARGETS: tuple[str, ...] = ("npu", "mlu", "musa")
+ENV_CONFIG = "TORCHPORT_REHEARSE_CONFIG"  # JSON of the session, inherited by spawned children
+STATUS_NAMES = ("native", "fallback", "unknown", "refused")
+STANDINS = Path(__file__).resolve().parent / "standins"
+
+
+@dataclass
+class Session:
+    target: str
+    devices: int = 1
+    memory: int = -1  # bytes per device, -1: no limit
+    strict: bool = False
+    report: Optional[str] = None
+    ext: Any = None
+    started: float = field(default_factory=time.perf_counter)
+    backward_site: str = ""
+
+
+_session: Optional[Session] = None
+
+
+def session() -> Optional[Session]:
+    return _session
+
+
+def ext() -> Any:
+    """The loaded C++ extension (only under rehearsal)."""
+    if _session is None:
+        raise RuntimeError("the rehearsal device is not active in this process")
+    return _session.ext
+
+
+# ---- what the target's lists say about one operator (check-ops' Classifier, one source of truth) ----
+
+# The device kernels the rehearsal device itself registers, and the operator whose verdict they carry
+# (check-ops' DEVICE_EQUIV maps convolution to convolution_overrideable and friends).
+_OWN_KERNELS = {
+    "convolution_overrideable": "convolution",
+    "convolution_backward_overrideable": "convolution_backward",
+}
+
+
+def _make_classifier(target: str) -> Any:
+    import torch
+
+    from torchport.check_ops import classify as cl
+    from torchport.check_ops import opdb
+
+    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    clf = cl.Classifier(opdb.load(target, version))
+    codes = {cl.NATIVE: 0, cl.FALLBACK: 1, cl.UNKNOWN: 2, cl.DTYPE: 3}
+    # out= overload -> the functional / in-place overloads that delegate to it (aten.json structured_delegate).
+    # The device reaches the out= overload through torch's generic kernel of the functional one when it has
+    # no kernel of its own; a vendor that lists the functional one runs that instead.
+    family: dict[str, list[str]] = {}
+    for fn, out in clf.db.delegates.items():
+        family.setdefault(out, []).append(fn)
+
+    def classify(name: str) -> tuple[int, str]:
+        for fn in family.get(name, ()):
+            if clf.db.is_native(fn):
+                return 0, f"reached through {fn}, which is listed ({clf.db.source_of(fn).rsplit('/', 1)[-1]})"
+        op = "aten::" + _OWN_KERNELS.get(name, name)
+        try:
+            units = clf.classify_op(op, [])
+        except Exception as e:  # a classifier failure must not break the user's run
+            return 2, f"could not classify: {e}"
+        statuses = [u[1] for u in units]
+        for st in (cl.FALLBACK, cl.UNKNOWN, cl.NATIVE):
+            if st in statuses:
+                reason = next(u[2] for u in units if u[1] == st)
+                return codes[st], reason
+        return 2, "no verdict"
+
+    return classify
+
+
+def _site_callback(sess: Session) -> Any:
+    from torchport.check_ops._trace import user_site
+
+    def site() -> str:
+        s = user_site(sys._getframe(0).f_back)
+        if s is not None:
+            return f"{s[0]}:{s[1]}"
+        return sess.backward_site or "<no Python frame>"
+
+    return site
+
+
+def _warn_callback(sess: Session) -> Any:
+    from torchport.check_ops._trace import user_site
+
+    def warn(msg: str) -> None:
+        s = user_site(sys._getframe(0).f_back)
+        if s is None and sess.backward_site:
+            path, _, line = sess.backward_site.split(" ")[0].rpartition(":")
+            s = (path, int(line))
+        if s is not None:
+            warnings.warn_explicit(msg, UserWarning, s[0], s[1])
+        else:
+            warnings.warn(msg, UserWarning, stacklevel=2)
+
+    return warn
+
+
+def _patch_backward(sess: Session) -> None:
+    """Backward ops run on the autograd engine's thread, which has no Python frames: remember where
+    backward() was called, as their call site."""
+    import torch
+
+    from torchport.check_ops._trace import user_site
+
+    original = torch.autograd.backward
+
+    def backward(*args: Any, **kwargs: Any) -> Any:
+        s = user_site(sys._getframe(0).f_back)
+        if s is not None:
+            sess.backward_site = f"{s[0]}:{s[1]} (backward)"
+        return original(*args, **kwargs)
+
+    backward.__wrapped__ = original  # type: ignore[attr-defined]
+    torch.autograd.backward = backward  # type: ignore[assignment]
+
+
+# ---- stand-in vendor packages, under rehearsal only ----
+
+
+class StandinFinder(importlib.abc.MetaPathFinder):
+    """Resolves the vendor package of the rehearsed target (and only it) to its stand-in, when no real
+    package is installed. Appended to sys.meta_path, so a real vendor package is found first."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None, target: Any = None) -> Any:
+        top = fullname.split(".")[0]
+        if top != self.package:
+            return None
+        parts = fullname.split(".")
+        base = STANDINS.joinpath(*parts)
+        if base.is_dir() and (base / "__init__.py").is_file():
+            return importlib.util.spec_from_file_location(
+                fullname, base / "__init__.py", submodule_search_locations=[str(base)]
+            )
+        if base.with_suffix(".py").is_file():
+            return importlib.util.spec_from_file_location(fullname, base.with_suffix(".py"))
+        return None
+
+
+def install_import_hook(target: str) -> None:
+    from torchport.targets import get_target
+
+    pkg = get_target(target).vendor_package or ""
+    if not any(isinstance(f, StandinFinder) for f in sys.meta_path):
+        sys.meta_path.append(StandinFinder(pkg))
+
+
+# ---- spawned children (torch.multiprocessing.spawn, multiprocessing 'spawn') ----
+
+
+def _patch_spawn() -> None:
+    """A child started with the 'spawn' method is a fresh interpreter: make it turn the rehearsal on
+    (from ENV_CONFIG) before it imports the main script."""
+    import multiprocessing.spawn as mps
+
+    original = mps.get_command_line
+    root = str(Path(__file__).resolve().parent.parent.parent)
+
+    def get_command_line(**kwds: Any) -> list[str]:
+        cmd = original(**kwds)
+        i = cmd.index("-c") + 1
+        cmd[i] = f"import sys; sys.path.insert(0, {root!r}); import torchport.rehearse._child; " + cmd[i]
+        return cmd
+
+    mps.get_command_line = get_command_line  # type: ignore[assignment]
+
+
+# ---- the distributed backend (hccl / cncl / mccl on gloo) ----
+
+
+def _register_collectives(target: str) -> None:
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    from torchport.rehearse.collectives import make_creator
+    from torchport.targets import get_target
+
+    name = get_target(target).backend
+    if name in dist.Backend.backend_list:
+        return
+    dist.Backend.register_backend(name, make_creator(name), devices=[target])
+
+
+def parse_size(text: str) -> int:
+    """'64GiB', '32GB', '512MiB', '1024' (bytes) -> bytes. Raises ValueError."""
+    from torchport.rehearse.presets import PRESETS
+
+    t = text.strip()
+    if t.lower() in PRESETS:
+        return PRESETS[t.lower()][0]
+    units = {
+        "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+        "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+        "k": 2**10, "m": 2**20, "g": 2**30, "b": 1, "": 1,
+    }  # fmt: skip
+    num = t.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").strip()
+    unit = t[len(num) :].strip().lower()
+    if unit not in units or not num:
+        raise ValueError(f"not a size: {text!r} (use e.g. 64GiB, 32GB, 512MiB or a preset)")
+    value = float(num)
+    if value <= 0:
+        raise ValueError(f"not a size: {text!r} (must be positive)")
+    return int(value * units[unit])
+
+
+def activate(
+    target: str, devices: int = 1, memory: int = -1, strict: bool = False, report: Optional[str] = None
+) -> Session:
+    """Registers the rehearsal device as `target` in this process. Once per process."""
+    global _session
+    if _session is not None:
+        return _session
+    from torchport.check_ops import opdb
+    from torchport.rehearse import _build
+    from torchport.targets import get_target
+
+    tgt = get_target(target)
+    if target not in REHEARSE_TARGETS:
+        raise ValueError(f"unknown rehearsal target {target!r}; choose one of: {', '.join(REHEARSE_TARGETS)}")
+    # The vendor's own switches mean --strict too.
+    if os.environ.get("TORCH_NPU_FALLBACK_CPU_DISABLE") == "1" and target == "npu":
+        strict = True
+    if os.environ.get("ENABLE_FALLBACK_TO_CPU") == "0" and target == "mlu":
+        strict = True
+    sess = Session(target=target, devices=devices, memory=memory, strict=strict, report=report)
+    mod = _build.load()
+    sess.ext = mod
+    import torch
+
+    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    db = opdb.load(target, version)
+    refused = [] if tgt.float64 else ["Double", "ComplexDouble"]
+    mod.configure(
+        target,
+        target.upper(),
+        devices,
+        memory,
+        strict,
+        db.fallback_default,
+        db.fallback_env,
+        refused,
+        _make_classifier(target),
+        _site_callback(sess),
+        _warn_callback(sess),
+    )
+    torch.utils.rename_privateuse1_backend(target)
+    _session = sess
+    from torchport.rehearse import devmod
+
+    module = devmod.build(target)
+    torch._register_device_module(target, module)
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+    )
+    _patch_backward(sess)
+    _register_collectives(target)
+    install_import_hook(target)
+    _patch_spawn()
+    os.environ[ENV_CONFIG] = json.dumps(
+        {"target": target, "devices": devices, "memory": memory, "strict": strict, "report": report}
+    )
+    return sess
+
+
+def activate_from_env() -> Optional[Session]:
+    raw = os.environ.get(ENV_CONFIG)
+    if not raw:
+        return None
+    cfg = json.loads(raw)
+    return activate(cfg["target"], cfg["devices"], cfg["memory"], cfg["strict"], None)
+

@@ -1,0 +1,79 @@
+"""Shared by the tests of `torchport rehearse`: run the command, read its losses and report."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def env(**extra: str) -> dict[str, str]:
+    e = dict(os.environ, E2E_NO_COMPILE="1", OMP_NUM_THREADS="1", MASTER_PORT=str(free_port()))
+    e.pop("TORCHPORT_REHEARSE_CONFIG", None)
+    e.update(extra)
+    return {k: v for k, v in e.items() if v != ""}  # "" removes a variable
+
+
+def rehearse(
+    *args: str, cwd: Optional[Path] = None, timeout: int = 180, extra_env: Optional[dict[str, str]] = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchport", "rehearse", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+        env=env(**(extra_env or {})),
+    )
+
+
+def run_python(
+    script: Path, args: Sequence[str] = (), timeout: int = 180
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=script.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+        env=env(),
+    )
+
+
+def losses(stdout: str) -> list[float]:
+    return [float(m.group(1)) for m in re.finditer(r"^step \d+ loss (\S+)$", stdout, re.M)]
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def rehearsal_built() -> None:
+    """Builds the C++ extension once (a no-op when .ci/run or an earlier run already built it)."""
+    p = subprocess.run(
+        [sys.executable, "-m", "torchport", "rehearse", "--build"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
+    )
+    assert p.returncode == 0, p.stderr

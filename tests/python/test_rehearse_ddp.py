@@ -1,0 +1,95 @@
+"""Distributed rehearsal: the migrated DDP scripts run with 2 ranks on the vendor's collective backend name
+(hccl / cncl / mccl, on gloo underneath) and give the losses of the --target cpu output."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rehearse_testlib import env, free_port, losses, rehearsal_built, rehearse  # noqa: F401
+
+HERE = Path(__file__).resolve().parent
+FIX = HERE / "fixtures" / "rehearse"
+E2E = HERE.parent / "fixtures" / "e2e_scripts"
+BACKEND = {"npu": "hccl", "mlu": "cncl", "musa": "mccl"}
+
+
+def migrate(src: Path, out: Path, target: str) -> Path:
+    p = subprocess.run(
+        [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "--target", target, "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out / f"{src.name}_{target}"
+
+
+def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            f"--master_port={free_port()}",
+            *args,
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env=env(),
+    )
+
+
+@pytest.mark.parametrize("target", ["npu", "mlu"])
+def test_torchrun_two_ranks_on_the_vendor_backend(target: str, rehearsal_built: None, tmp_path: Path) -> None:  # noqa: F811
+    src = tmp_path / "proj"
+    src.mkdir()
+    shutil.copy(FIX / "ddp_torchrun.py", src / "train.py")
+    cpu = migrate(src, tmp_path / "out", "cpu")
+    dev = migrate(src, tmp_path / "out", target)
+    assert f'init_process_group("{BACKEND[target]}")' in (dev / "train.py").read_text()
+    ref = torchrun(str(cpu / "train.py"), cwd=cpu)
+    assert ref.returncode == 0, ref.stderr
+    p = torchrun(
+        "--no-python", "torchport", "rehearse", "--target", target, "--devices", "2", "train.py", cwd=dev
+    )
+    assert p.returncode == 0, p.stderr
+    got = losses(p.stdout)
+    assert len(got) == 3
+    assert got == pytest.approx(losses(ref.stdout), rel=1e-6)
+    # each rank printed its own summary; the collectives ran on the vendor-named backend
+    assert f"[rank 0] torchport rehearse --target {target}:" in p.stderr
+    assert f"[rank 1] torchport rehearse --target {target}:" in p.stderr
+
+
+def test_ddp_train_spawns_two_ranks_under_rehearsal(rehearsal_built: None, tmp_path: Path) -> None:  # noqa: F811
+    """tests/fixtures/e2e_scripts/ddp_train.py starts its 2 ranks itself (torch.multiprocessing.spawn):
+    the spawned interpreters get the rehearsal device too."""
+    src = tmp_path / "proj"
+    src.mkdir()
+    shutil.copy(E2E / "ddp_train.py", src / "ddp_train.py")
+    cpu = migrate(src, tmp_path / "out", "cpu")
+    ref = subprocess.run(
+        [sys.executable, "ddp_train.py"],
+        cwd=cpu,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env(),
+        timeout=300,
+    )
+    assert ref.returncode == 0, ref.stderr
+    for target in ("npu", "musa"):
+        dev = migrate(src, tmp_path / "out", target)
+        assert f'"{BACKEND[target]}"' in (dev / "ddp_train.py").read_text()
+        p = rehearse("--target", target, "--devices", "2", "ddp_train.py", cwd=dev, timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert losses(p.stdout) == pytest.approx(losses(ref.stdout), rel=1e-6)
