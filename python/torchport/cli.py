@@ -42,8 +42,11 @@ CORE_COMMANDS: dict[str, str] = {
 # The exit codes of every command (docs/cli.md; tests/python/test_cli_contract.py runs each one).
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (0, "done"),
-    (1, "findings: analyze found CUDA-specific code (the CI gate), compare flagged a row, explain "
-        "does not know the name; run passes the script's own exit status through"),
+    (
+        1,
+        "findings: analyze found CUDA-specific code (the CI gate), compare flagged a row, explain "
+        "does not know the name; run passes the script's own exit status through",
+    ),
     (2, "usage error, or the run was refused (nothing written): one line names the problem"),
     (3, "incomplete: a file was not migrated or analyzed (a row of not_migrated.csv, a warning)"),
     (4, "internal error: a bug in torchport, please report it"),
@@ -122,7 +125,8 @@ def _python_command(who: str, spec: tuple[str, str, str], argv: list[str]) -> in
         if os.environ.get("TORCHPORT_DEBUG"):
             raise
         print(
-            f"{who}: internal error: {type(e).__name__}: {e} (please report it; TORCHPORT_DEBUG=1 shows the traceback)",
+            f"{who}: internal error: {type(e).__name__}: {e} "
+            "(please report it; TORCHPORT_DEBUG=1 shows the traceback)",
             file=sys.stderr,
         )
         return EXIT_INTERNAL

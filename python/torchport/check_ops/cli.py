@@ -2,7 +2,7 @@
 fall back to the CPU, fail, or hit a dtype the target lacks.
 
     torchport check-ops --target npu [--target mlu ...] [--torch-version X.Y] [--steps N]
-                        [--format text|json|csv] [-o FILE] -- script.py args...
+                        [--format text|json|csv] [-o FILE] -- [python] (script.py | -m module) args...
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from torchport._command import OneLineParser, UsageError, parse_program, usage_error
 from torchport.check_ops.opdb import DB_TARGETS
 
 PROG = "torchport check-ops"
@@ -27,11 +28,13 @@ class _StopScript(SystemExit):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=PROG,
         description="Run a CUDA PyTorch script on this CPU (CUDA redirected to the CPU) and report, per "
         "target, the operators that would fall back to the CPU, fail, or use a dtype the target lacks.",
-        usage=f"{PROG} --target T [--target T ...] [options] -- script.py [args ...]",
+        usage=f"{PROG} --target T [--target T ...] [options] -- [python] (script.py | -m module) [args ...]",
+        epilog="exit status: 0 done; 1 the script failed (the report covers what ran before); 2 usage error; "
+        "4 internal error",
     )
     p.add_argument(
         "--target",
@@ -80,6 +83,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     own, script_argv = _split(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     args = parser.parse_args(own)
+    if not script_argv and "-m" in own:  # `check-ops --target npu -m pkg.train args`: -m ends the options
+        i = own.index("-m")
+        own, script_argv = own[:i], own[i:]
     if not script_argv:
         parser.error("give the script to run after `--`: torchport check-ops --target npu -- train.py")
     if args.steps < 1:
@@ -88,10 +94,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         version = _check_version(args.torch_version)
     except ValueError as e:
         parser.error(str(e))
-    script = Path(script_argv[0])
-    if not script.is_file():
-        print(f"{PROG}: error: {script}: no such file", file=sys.stderr)
-        return 2
+    try:
+        program = parse_program(script_argv)
+        program.check()
+    except UsageError as e:
+        return usage_error(PROG, str(e))
+    script = Path(program.describe())
 
     from torchport.check_ops import _trace, check_callable  # noqa: F401 (bind torch.profiler before enable)
     from torchport.check_ops.opdb import OpDbError
@@ -117,10 +125,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # run_script prints the script's own traceback, like python, and returns its exit code. The
         # script's prints go to stderr when the report is written to stdout, so the report stays parseable.
         if args.output:
-            state["rc"] = rt.run_script(str(script), script_argv[1:])
+            state["rc"] = program.run()
         else:
             with contextlib.redirect_stdout(sys.stderr):
-                state["rc"] = rt.run_script(str(script), script_argv[1:])
+                state["rc"] = program.run()
         if state["rc"] != 0:
             n = state["steps"]
             rc = state["rc"]
