@@ -228,6 +228,12 @@ class Generator:
     def cpu(self, name: str) -> Mapping:
         if name == "Event":
             return self.host_event("cpu")
+        na = self.overrides["cpu_no_accelerator"]
+        if name in na["names"]:  # the call becomes its value on a machine without CUDA
+            value = na["names"][name]
+            mapping = _m("", "supported", na["source"], na["note"].replace("{value}", value))
+            mapping["without_device"] = value
+            return mapping
         wd = self.overrides["without_device"]
         if name in wd["names"]:
             value = wd["names"][name]
