@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -59,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "csv"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--show-native", action="store_true", help="list native operators too (text format)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print the warnings of torch and the script (the profiler's, deprecations) on stderr; "
+        "by default they are counted, and listed in the json report's notes",
+    )
     return p
 
 
@@ -142,8 +150,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as e:  # TargetUnavailable and friends carry a readable message
         print(f"{PROG}: error: cannot redirect CUDA to the CPU: {e}", file=sys.stderr)
         return 2
+    captured: list[str] = []
+
+    def capture(
+        message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
+        text = warnings.formatwarning(message, category, filename, lineno, line).rstrip()
+        captured.append(text)
+        if args.verbose:
+            print(text, file=sys.stderr)
+
     try:
-        report = check_callable(body, args.target, steps=1, torch_version=version)
+        # Third-party warnings (the profiler's, torch's deprecations) must not interleave with the report.
+        with warnings.catch_warnings():
+            warnings.showwarning = capture
+            report = check_callable(body, args.target, steps=1, torch_version=version)
     except OpDbError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
@@ -152,6 +173,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for h in handles:
             h.remove()
     report.steps = state["steps"]
+    if captured:
+        if not args.verbose:
+            print(
+                f"{PROG}: {len(captured)} warning(s) from torch or the script captured (-v prints them)",
+                file=sys.stderr,
+            )
+        if args.format == "json":
+            report.notes.extend(f"warning: {w}" for w in captured)
     if state["error"]:
         report.notes.append(state["error"] + " (the report covers the operators run before that)")
     text = report.to_text(args.show_native) if args.format == "text" else report.render(args.format)
