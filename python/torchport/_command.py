@@ -49,10 +49,14 @@ class Program:
         import importlib.util
 
         assert self.module is not None
+        saved = sys.path[:]
+        sys.path.insert(0, os.getcwd())  # as `python -m` does
         try:
             spec = importlib.util.find_spec(self.module)
         except (ImportError, ValueError):
             spec = None
+        finally:
+            sys.path[:] = saved
         if spec is None:
             raise UsageError(f"no module named {self.module!r}")
 

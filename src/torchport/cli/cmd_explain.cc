@@ -119,6 +119,8 @@ std::string public_source(const std::string& source) {
         break;
       }
     }
+    if (part.find("://") == std::string::npos && part.find("installed torch") != std::string::npos)
+      part += " (https://github.com/pytorch/pytorch)";
     out += (out.empty() ? "" : "; ") + part;
     if (semi == std::string::npos) break;
     start = semi + 2;
