@@ -307,20 +307,6 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
   run_env(ctx);
   run_custom_args(ctx);
   // tools/new_rule.py: run
-  // A file that uses nothing CUDA-specific comes out byte-identical for every target: the
-  // map_location added to its torch.load calls (TP300) would be the only change, and with it the
-  // target's import. It is added only next to other CUDA code.
-  auto is_load_location = [](const Finding& f) {
-    return f.code == "TP300" && f.api == "torch.load" &&
-           f.message.starts_with("insert map_location");
-  };
-  if (!ctx.result.findings.empty() &&
-      std::all_of(ctx.result.findings.begin(), ctx.result.findings.end(), is_load_location)) {
-    ctx.result.findings.clear();
-    ctx.result.min_torch_version.clear();
-    ctx.changed = false;
-    ctx.used_device_var = false;
-  }
   run_insertions(ctx);
   std::stable_sort(ctx.result.findings.begin(), ctx.result.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.begin < b.begin; });
