@@ -228,6 +228,12 @@ class Generator:
     def cpu(self, name: str) -> Mapping:
         if name == "Event":
             return self.host_event("cpu")
+        na = self.overrides["cpu_no_accelerator"]
+        if name in na["names"]:  # the call becomes its value on a machine without CUDA
+            value = na["names"][name]
+            mapping = _m("", "supported", na["source"], na["note"].replace("{value}", value))
+            mapping["without_device"] = value
+            return mapping
         hv = self.overrides["host_values"]
         if name in hv["names"]:
             value, note = hv["names"][name]

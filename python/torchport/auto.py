@@ -2,7 +2,7 @@
 
 Put it at the top of the entry script, before code that uses CUDA. Other variables: TORCHPORT_LOG (per-call
 log file), TORCHPORT_STRICT=1 (fail on float64 where the target has none), TORCHPORT_CUDA_AVAILABLE
-(truth | target | user, see docs/runtime.md), TORCHPORT_LOG_ALL_RANKS=1, TORCHPORT_SHIMS (comma-separated,
+(user, the default as for `torchport run` | target | truth, see docs/runtime.md), TORCHPORT_LOG_ALL_RANKS=1, TORCHPORT_SHIMS (comma-separated,
 default "apex,pynvml"; empty: none), TORCHPORT_QUIET=1 (no summary on stderr). `torchport run` sets all of
 them for the processes the script starts.
 
@@ -30,7 +30,7 @@ def enable() -> None:
         os.environ.get("TORCHPORT_TARGET") or "auto",
         log=log,
         strict=_flag("TORCHPORT_STRICT"),
-        cuda_available=os.environ.get("TORCHPORT_CUDA_AVAILABLE") or "truth",
+        cuda_available=os.environ.get("TORCHPORT_CUDA_AVAILABLE") or "user",
         log_all_ranks=_flag("TORCHPORT_LOG_ALL_RANKS"),
         shims=("apex", "pynvml") if shims is None else tuple(x for x in shims.split(",") if x),
     )

@@ -41,6 +41,32 @@ CORE_COMMANDS: dict[str, str] = {
 }
 
 
+# The exit codes of every command (docs/cli.md; tests/python/test_cli_contract.py runs each one).
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (0, "done"),
+    (
+        1,
+        "findings: analyze found CUDA-specific code (the CI gate), compare flagged a row, explain "
+        "does not know the name; run passes the script's own exit status through",
+    ),
+    (2, "usage error, or the run was refused (nothing written): one line names the problem"),
+    (3, "incomplete: a file was not migrated or analyzed (a row of not_migrated.csv, a warning)"),
+    (4, "internal error: a bug in torchport, please report it"),
+)
+EXIT_USAGE = 2
+EXIT_INTERNAL = 4
+
+
+def exit_codes_help() -> str:
+    return "exit status:\n" + "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES)
+
+
+def usage_error(command: str, message: str) -> int:
+    """The one line of a usage error, pointing to --help; returns the usage exit code."""
+    print(f"{command}: error: {message} (see `{command} --help`)", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def _load(spec: tuple[str, str, str]) -> Callable[[Sequence[str]], int]:
     module = importlib.import_module(spec[0])
     fn: Callable[[Sequence[str]], int] = getattr(module, spec[1])
@@ -55,6 +81,8 @@ def _usage() -> str:
         lines.append(f"  {name:<11} {spec[2]}")
     lines.append("")
     lines.append("`torchport COMMAND --help` describes one command.")
+    lines.append("")
+    lines.append(exit_codes_help())
     return "\n".join(lines)
 
 
@@ -72,20 +100,40 @@ def _exec_core(argv: Sequence[str]) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help", "help"):
+    if not args:
+        return usage_error("torchport", "a command is required")
+    if args[0] in ("-h", "--help", "help"):
         print(_usage())
-        return 0 if args else 2
+        return 0
     if args[0] in ("-V", "--version"):
         print(f"torchport {__version__}")
         return 0
     name, rest = args[0], args[1:]
     if name in PYTHON_COMMANDS:
-        return _load(PYTHON_COMMANDS[name])(rest)
+        return _python_command(f"torchport {name}", PYTHON_COMMANDS[name], rest)
     if name in ("analyze", "migrate"):
         # [tool.torchport] configuration, then the core, then torchport-report/index.html
         from torchport.static_cli import main as static_main
 
         return static_main(name, rest)
     if name == "dev" and rest and rest[0] in PYTHON_DEV_COMMANDS:
-        return _load(PYTHON_DEV_COMMANDS[rest[0]])(rest[1:])
+        return _python_command(f"torchport dev {rest[0]}", PYTHON_DEV_COMMANDS[rest[0]], rest[1:])
     return _exec_core(args)
+
+
+def _python_command(who: str, spec: tuple[str, str, str], argv: list[str]) -> int:
+    """Runs a Python subcommand; a defect in torchport is one line and exit code 4, not a traceback
+    (TORCHPORT_DEBUG=1 shows it)."""
+    try:
+        return _load(spec)(argv)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # noqa: BLE001 - the last resort: an internal error
+        if os.environ.get("TORCHPORT_DEBUG"):
+            raise
+        print(
+            f"{who}: internal error: {type(e).__name__}: {e} "
+            "(please report it; TORCHPORT_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

@@ -126,4 +126,4 @@ def test_bad_arguments(argv, message, capsys):
 
 def test_missing_script(tmp_path, capsys):
     assert cli.main(["--target", "npu", "--", str(tmp_path / "nope.py")]) == 2
-    assert f"{tmp_path / 'nope.py'}: no such file" in capsys.readouterr().err
+    assert f"{tmp_path / 'nope.py'}: no such script" in capsys.readouterr().err

@@ -22,10 +22,10 @@ def test_help_lists_every_command() -> None:
         assert f"  {name} " in p.stdout, name
 
 
-def test_no_arguments_prints_usage_and_fails() -> None:
+def test_no_arguments_is_a_one_line_usage_error() -> None:
     p = run()
     assert p.returncode == 2
-    assert "commands:" in p.stdout
+    assert p.stderr == "torchport: error: a command is required (see `torchport --help`)\n"
 
 
 def test_version_matches_package() -> None:

@@ -189,7 +189,7 @@ def test_run_passes_every_option_to_child_processes(tmp_path: Path) -> None:
     env_line, child_line = done.stdout.splitlines()
     assert env_line == str(
         {
-            "TORCHPORT_CUDA_AVAILABLE": "truth",
+            "TORCHPORT_CUDA_AVAILABLE": "user",
             "TORCHPORT_LOG": str(log),
             "TORCHPORT_LOG_ALL_RANKS": "1",
             "TORCHPORT_QUIET": "1",

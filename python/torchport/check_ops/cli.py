@@ -2,7 +2,7 @@
 fall back to the CPU, fail, or hit a dtype the target lacks.
 
     torchport check-ops --target npu [--target mlu ...] [--torch-version X.Y] [--steps N]
-                        [--format text|json|csv] [-o FILE] -- script.py args...
+                        [--format text|json|csv] [-o FILE] -- [python] (script.py | -m module) args...
 """
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from torchport._command import OneLineParser, UsageError, parse_program, usage_error
 from torchport.check_ops.opdb import DB_TARGETS
 
 PROG = "torchport check-ops"
@@ -27,11 +29,13 @@ class _StopScript(SystemExit):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=PROG,
         description="Run a CUDA PyTorch script on this CPU (CUDA redirected to the CPU) and report, per "
         "target, the operators that would fall back to the CPU, fail, or use a dtype the target lacks.",
-        usage=f"{PROG} --target T [--target T ...] [options] -- script.py [args ...]",
+        usage=f"{PROG} --target T [--target T ...] [options] -- [python] (script.py | -m module) [args ...]",
+        epilog="exit status: 0 done; 1 the script failed (the report covers what ran before); 2 usage error; "
+        "4 internal error",
     )
     p.add_argument(
         "--target",
@@ -56,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "csv"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--show-native", action="store_true", help="list native operators too (text format)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print the warnings of torch and the script (the profiler's, deprecations) on stderr; "
+        "by default they are counted, and listed in the json report's notes",
+    )
     return p
 
 
@@ -80,6 +91,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     own, script_argv = _split(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     args = parser.parse_args(own)
+    if not script_argv and "-m" in own:  # `check-ops --target npu -m pkg.train args`: -m ends the options
+        i = own.index("-m")
+        own, script_argv = own[:i], own[i:]
     if not script_argv:
         parser.error("give the script to run after `--`: torchport check-ops --target npu -- train.py")
     if args.steps < 1:
@@ -88,10 +102,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         version = _check_version(args.torch_version)
     except ValueError as e:
         parser.error(str(e))
-    script = Path(script_argv[0])
-    if not script.is_file():
-        print(f"{PROG}: error: {script}: no such file", file=sys.stderr)
-        return 2
+    try:
+        program = parse_program(script_argv)
+        program.check()
+    except UsageError as e:
+        return usage_error(PROG, str(e))
+    script = Path(program.describe())
 
     from torchport.check_ops import _trace, check_callable  # noqa: F401 (bind torch.profiler before enable)
     from torchport.check_ops.opdb import OpDbError
@@ -117,10 +133,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # run_script prints the script's own traceback, like python, and returns its exit code. The
         # script's prints go to stderr when the report is written to stdout, so the report stays parseable.
         if args.output:
-            state["rc"] = rt.run_script(str(script), script_argv[1:])
+            state["rc"] = program.run()
         else:
             with contextlib.redirect_stdout(sys.stderr):
-                state["rc"] = rt.run_script(str(script), script_argv[1:])
+                state["rc"] = program.run()
         if state["rc"] != 0:
             n = state["steps"]
             rc = state["rc"]
@@ -134,8 +150,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as e:  # TargetUnavailable and friends carry a readable message
         print(f"{PROG}: error: cannot redirect CUDA to the CPU: {e}", file=sys.stderr)
         return 2
+    captured: list[str] = []
+
+    def capture(
+        message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
+        text = warnings.formatwarning(message, category, filename, lineno, line).rstrip()
+        captured.append(text)
+        if args.verbose:
+            print(text, file=sys.stderr)
+
     try:
-        report = check_callable(body, args.target, steps=1, torch_version=version)
+        # Third-party warnings (the profiler's, torch's deprecations) must not interleave with the report.
+        with warnings.catch_warnings():
+            warnings.showwarning = capture
+            report = check_callable(body, args.target, steps=1, torch_version=version)
     except OpDbError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
@@ -144,6 +173,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for h in handles:
             h.remove()
     report.steps = state["steps"]
+    if captured:
+        if not args.verbose:
+            print(
+                f"{PROG}: {len(captured)} warning(s) from torch or the script captured (-v prints them)",
+                file=sys.stderr,
+            )
+        if args.format == "json":
+            report.notes.extend(f"warning: {w}" for w in captured)
     if state["error"]:
         report.notes.append(state["error"] + " (the report covers the operators run before that)")
     text = report.to_text(args.show_native) if args.format == "text" else report.render(args.format)

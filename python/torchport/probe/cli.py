@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import runpy
 import sys
-import traceback
 from pathlib import Path
 from typing import Optional, Sequence
 
+from torchport._command import OneLineParser, UsageError, parse_program, usage_error
 from torchport.probe.dump import DumpError, atomic_write_text
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
+class _Parser(OneLineParser):
+    pass
 
 
 def _size(text: str) -> int:
@@ -58,28 +54,34 @@ def _probe_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", metavar="REGEX", help="record only modules/ops whose name matches")
     p.add_argument("--param-grads", action="store_true", help="also record each parameter's gradient")
     p.add_argument("--target", help="run the CUDA script on this target via torchport.runtime (e.g. cpu)")
-    p.add_argument("script", help="the Python script to run (after --)")
+    p.add_argument("script", help="the Python script to run (after --): [python] script.py, or -m module")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    p.usage = "torchport probe --out DUMP [options] -- [python] (script.py | -m module) [args ...]"
     return p
 
 
 def probe_main(argv: Sequence[str]) -> int:
     argv = list(argv)
     p = _probe_parser()
+    if "--" not in argv and "-m" in argv:  # `probe --out D -m pkg.train args`: -m ends the options
+        i = argv.index("-m")
+        argv = [*argv[:i], "--", *argv[i:]]
     if "--" in argv:
         i = argv.index("--")
         ns = p.parse_args([*argv[:i], "_"])
         rest = argv[i + 1 :]
         if not rest or ns.args:
             p.error("give the script after --: torchport probe --out DUMP -- script.py args...")
-        ns.script, args = rest[0], rest[1:]
     else:
         ns = p.parse_args(argv)
-        args = list(ns.args)
-    script = Path(ns.script)
-    if not script.is_file():
-        print(f"torchport probe: error: {script}: no such script", file=sys.stderr)
-        return 2
+        rest = [ns.script, *ns.args]
+    try:
+        program = parse_program(rest)
+        program.check()
+    except UsageError as e:
+        return usage_error("torchport probe", str(e))
+    script = Path(program.describe())
+    args = program.args
     if ns.steps is not None and ns.steps < 1:
         print("torchport probe: error: --steps must be at least 1", file=sys.stderr)
         return 2
@@ -125,22 +127,15 @@ def probe_main(argv: Sequence[str]) -> int:
     except (DumpError, OSError) as e:
         print(f"torchport probe: error: {e}", file=sys.stderr)
         return 2
-    old_argv, old_path = sys.argv[:], sys.path[:]
-    sys.argv = [str(script), *args]
-    sys.path.insert(0, str(script.resolve().parent))
     code = 0
     status = "ok"
     try:
-        runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        # The runner sets sys.argv / sys.path as python does, prints the script's own traceback if it
+        # raises, and returns its exit status.
+        code = program.run()
         if code:
             status = f"script exited with {code}"
-    except BaseException:  # the user's script failed: show its traceback, keep what was recorded
-        traceback.print_exc()
-        code, status = 1, "script raised an exception"
     finally:
-        sys.argv, sys.path[:] = old_argv, old_path
         out = probe.close(status=status)
         if ns.target:
             from torchport import runtime

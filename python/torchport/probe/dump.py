@@ -90,9 +90,17 @@ def decode_float(v: Any) -> Optional[float]:
     return float(v)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
     try:
+        # mkstemp creates the file 0600; the result is a report for people: the user's umask decides
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -117,6 +125,7 @@ class DumpWriter:
             raise DumpError(f"{self.out}: already exists")
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix=f"{self.out.name}.partial-", dir=str(self.out.parent)))
+        os.chmod(self.tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700: the dump follows the user's umask
         self._records = open(self.tmp / RECORDS, "w", encoding="utf-8")
         self.count = 0
         self.tensor_bytes = 0

@@ -291,6 +291,14 @@ def install(s: Session) -> None:
 
         def is_cuda(self: torch.Tensor) -> bool:
             if s.live and self.device.type == dst and sees_target(1):
+                if dst != "cuda":  # an answer that differs from the truth is logged as such
+                    log.hit(
+                        "Tensor.is_cuda",
+                        "Tensor.is_cuda",
+                        f"True (the tensor is on {dst})",
+                        MODIFIED,
+                        f"answers for {dst} (--cuda-available={s.cuda_available})",
+                    )
                 return True
             return bool(orig_is_cuda.__get__(self))
 

@@ -291,10 +291,23 @@ class CallLog:
             f"torchport: {who}{total} redirected call site(s): {c[MATCH]} match, {c[MODIFIED]} modified, "
             f"{c[MISMATCH]} mismatch"
         ]
-        ranked = sorted(self.sites.values(), key=lambda s: (-s.count, s.filename, s.lineno))[:top]
-        for s in ranked:
+        # Every site whose answer differs from the original (mismatch, then modified) is listed: none can
+        # hide behind the most frequent matches. `top` bounds only the match sites shown.
+        shown = sorted(
+            (s for s in self.sites.values() if s.cls != MATCH),
+            key=lambda s: (s.cls != MISMATCH, s.filename, s.lineno),
+        )
+        matches = sorted(
+            (s for s in self.sites.values() if s.cls == MATCH), key=lambda s: (-s.count, s.filename, s.lineno)
+        )
+        for s in shown + matches[:top]:
             where = f"{s.filename}:{s.lineno}" if s.lineno > 0 else s.filename
-            lines.append(f"torchport:   {s.count:>7}x {where} {s.api} [{s.cls}]")
+            why = f" ({s.why})" if s.why and s.cls != MATCH else ""
+            lines.append(f"torchport:   {s.count:>7}x {where} {s.api} [{s.cls}]{why}")
+        if len(matches) > top:
+            rest = f"{len(matches) - top} more match site(s)"
+            where = f"see {self.path}" if self.path else "--log FILE lists them"
+            lines.append(f"torchport: {rest}: {where}")
         if self.path:
             lines.append(f"torchport: per-call log: {self.path}")
         return "\n".join(lines)

@@ -66,6 +66,8 @@ def run_module(name: str, argv: list[str]) -> int:
     """Run module `name` as __main__ (like python -m); return its exit code."""
     import importlib.util
 
+    saved_path = sys.path[:]
+    sys.path.insert(0, os.getcwd())  # as `python -m` does: the current directory is searched first
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError) as e:
@@ -73,6 +75,8 @@ def run_module(name: str, argv: list[str]) -> int:
         err = str(e)
     else:
         err = "no such module"
+    finally:
+        sys.path[:] = saved_path
     if spec is None:
         print(f"torchport run: no module named {name!r} ({err})", file=sys.stderr)
         return 2

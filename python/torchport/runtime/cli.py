@@ -7,8 +7,10 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from torchport._command import UsageError, parse_program
+
 USAGE = """usage: torchport run [--target T] [--log FILE] [--strict] [--cuda-available MODE] [--log-all-ranks]
-                     [--no-shims] [--quiet] (script.py | -m module) [args...]
+                     [--no-shims] [--quiet] [--] [python] (script.py | -m module) [args...]
 
 Run an unchanged CUDA PyTorch script on another target: CUDA APIs, device arguments, checkpoints, collectives,
 AMP, the profiler and CUDA environment variables are redirected at run time (docs/runtime.md).
@@ -18,20 +20,24 @@ options:
   --log FILE            per-call log, one line per redirected call site with its class
                         (default: $TORCHPORT_LOG)
   --strict              fail (instead of warning) when float64 is used on a target without float64
-  --cuda-available MODE what torch.cuda.is_available() answers: truth (default: False without CUDA),
-                        target (the target's availability, as transfer_to_npu does), user (the target's for
-                        your code, the truth for installed libraries)
+  --cuda-available MODE what torch.cuda.is_available(), Tensor.is_cuda and device_count() answer:
+                        user (the default: the target's for your code, so a script written for CUDA takes
+                        its CUDA paths; the truth for installed libraries), target (the target's everywhere,
+                        as transfer_to_npu does), truth (False without CUDA); every answer that differs
+                        from the truth is logged as `modified`
   --log-all-ranks       every rank N > 0 writes FILE.rankN too (default: rank 0 only, under torchrun and
                         mp.spawn; the rank comes from $RANK or torch.distributed)
   --no-shims            do not serve apex / pynvml replacements
   --quiet               no summary on stderr at exit
   --shapes[=FILE]       dynamic-shape analysis: record each call site's tensor shapes across steps and write
                         Ascend's report (default FILE: ./msft_dynamic_shape_analysis_report.csv)
+
+exit status: the script's own (1 if it raised); 2 usage error; 4 internal error in torchport
 """
 
 
 def _error(msg: str) -> int:
-    print(f"torchport run: error: {msg}", file=sys.stderr)
+    print(f"torchport run: error: {msg} (see `torchport run --help`)", file=sys.stderr)
     return 2
 
 
@@ -40,7 +46,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     target = os.environ.get("TORCHPORT_TARGET") or "auto"
     log = os.environ.get("TORCHPORT_LOG") or None
     strict = False
-    cuda_available = os.environ.get("TORCHPORT_CUDA_AVAILABLE") or "truth"
+    # user: a script written for CUDA takes its CUDA paths (on the target), libraries see the truth
+    cuda_available = os.environ.get("TORCHPORT_CUDA_AVAILABLE") or "user"
     all_ranks = False
     shims: tuple[str, ...] = ("apex", "pynvml")
     quiet = False
@@ -94,32 +101,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             shapes = a.split("=", 1)[1] if "=" in a else DEFAULT_NAME
             if not shapes:
                 return _error("--shapes= needs a file name")
-        elif a == "-m":
-            if i + 1 >= len(args):
-                return _error("-m needs a module name")
-            module, rest = args[i + 1], args[i + 2 :]
+        elif a == "-m" or a == "--" or not a.startswith("-"):
+            # the program: [--] [python] (script.py | -m module) args...
+            try:
+                program = parse_program(args[i + 1 :] if a == "--" else args[i:])
+            except UsageError as e:
+                return _error(str(e))
+            script, module, rest = program.script, program.module, program.args
             break
-        elif a == "--":
-            if i + 1 >= len(args):
-                return _error("no script given")
-            script, rest = args[i + 1], args[i + 2 :]
-            break
-        elif a.startswith("-"):
-            return _error(f"unknown option {a!r} (see torchport run --help)")
         else:
-            script, rest = a, args[i + 1 :]
-            break
+            return _error(f"unknown option {a!r}")
         i += 1
     if script is None and module is None:
-        print(USAGE, file=sys.stderr)
-        return _error("no script given")
+        return _error("no script given: add `script.py args...` or `-m module args...`")
 
     from torchport.targets import TARGET_NAMES
 
     if target not in TARGET_NAMES:
         return _error(f"unknown target {target!r}; choose one of: {', '.join(TARGET_NAMES)}")
     if script is not None and not os.path.isfile(script):
-        return _error(f"can't open file {script!r}: no such file")
+        return _error(f"{script}: no such script")
 
     import torchport.runtime as rt
     from torchport.targets import TargetUnavailable

@@ -41,7 +41,22 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are "errors" with exit code 0 in CLI11.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    // A usage error: one line naming the problem, pointing to --help, and exit status 2 (as
+    // argparse, ruff and clang do), never CLI11's own codes.
+    std::string who = "torchport";
+    for (const CLI::App* sub : app.get_subcommands()) who += " " + sub->get_name();
+    if (who == "torchport" && argc > 1 && argv[1][0] != '-') who += std::string(" ") + argv[1];
+    std::string what = e.what();
+    if (e.get_name() == "RequiredError" && what.find("subcommand") != std::string::npos)
+      what = "a command is required";
+    std::fprintf(stderr, "%s: error: %s (see `%s --help`)\n", who.c_str(), what.c_str(),
+                 who.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "torchport: internal error: %s (please report it)\n", e.what());
+    return 4;
   }
   return exit_code;
 }

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,98 @@ std::vector<std::string> suggestions(const Catalogue& cat, const std::string& na
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 
+/// The catalogue names its sources as the project's developers saw them (the vendors' files in
+/// a folder of upstream data, notes on the peer tools). A user has only the installed package, so
+/// each cited part becomes the public URL it came from (PROVENANCE of the upstream data, the
+/// public pages the notes cite) or a file installed with torchport.
+std::string public_source(const std::string& source) {
+  struct Prefix {
+    std::string_view from, to;
+  };
+  static constexpr Prefix kPrefixes[] = {
+      {"upstream ascend-msfmktransplt/",
+       "https://github.com/xiaobingling93-pixel/Ascend-mstt/tree/"
+       "99c2e0f990a17d328f487062acc9c490f7f6ff26/msfmktransplt/src/ms_fmk_transplt/resource/"},
+      {"upstream ascend-torch_npu/",
+       "https://github.com/Ascend/pytorch/tree/9e73e708ab9350d203475609f36f8a43f6a0c2ab "
+       "(torch_npu/npu/__init__.py __all__): "},
+      {"upstream ascend-op-plugin/",
+       "https://github.com/Ascend/op-plugin/tree/517f2e7d0f202f38b76310706cb977ca2388ad21/"
+       "op_plugin/config/"},
+      {"upstream cambricon-torch_mlu/",
+       "https://github.com/Cambricon/torch_mlu/tree/9e95f972d3bfda0a855f9500aec852664ceecb6a "
+       "(tools/autogen_torch_api/api_support_lists/, torch_mlu/mlu/__init__.py __all__): "},
+      {"upstream moorethreads-torch_musa/",
+       "https://github.com/MooreThreads/torch_musa/tree/8b583b3f2fd0d9d3d9e74b9ec588a25d8bed1a30 "
+       ": "},
+      {"upstream intel-torch-xpu-ops/",
+       "https://github.com/intel/torch-xpu-ops/blob/ab84f925a234f33ee70a29af59c03aefdeff68c3/"
+       "src/ATen/native/xpu/XPUFallback.cpp: "},
+      {"GUIDE.md section 2", "torchport/targets.py (installed with torchport: the target table)"},
+      {"python/torchport/", "torchport/"},
+      {"installed torch ", "the installed torch (https://github.com/pytorch/pytorch) "},
+      {"no upstream data", "no public source: torchport's own rule"},
+      {"PyTorch docs: ", "https://docs.pytorch.org/ "},
+  };
+  // The notes on peer tools, by section: the public page each section is about.
+  static constexpr Prefix kNotes[] = {
+      {"1.",
+       "https://github.com/xiaobingling93-pixel/Ascend-mstt/tree/"
+       "99c2e0f990a17d328f487062acc9c490f7f6ff26/msfmktransplt (Ascend GPU2Ascend)"},
+      {"2",
+       "https://github.com/Ascend/pytorch/blob/master/torch_npu/contrib/transfer_to_npu.py "
+       "(Ascend transfer_to_npu)"},
+      {"3.1", "https://github.com/Cambricon/torch_mlu (Cambricon)"},
+      {"3.2",
+       "https://docs.habana.ai/en/latest/PyTorch/PyTorch_Model_Porting/GPU_Migration_Toolkit/"
+       "Intel_Gaudi_Migration_APIs.html (Intel Gaudi GPU Migration Toolkit)"},
+      {"3.3", "https://github.com/MooreThreads/torch_musa (Moore Threads)"},
+      {"5.4",
+       "https://github.com/Dao-AILab/flash-attention/issues/1781, "
+       "https://github.com/triton-lang/triton-ascend/issues/808"},
+      {"5.7", "https://github.com/microsoft/DeepSpeed/tree/master/op_builder"},
+      {"6", "https://github.com/Dao-AILab/flash-attention/issues/1781"},
+  };
+  constexpr std::string_view kNotesFile = "shared/reference/peer-migration-tools.md ";
+  std::string out;
+  std::size_t start = 0;
+  while (start <= source.size()) {
+    std::size_t semi = source.find("; ", start);
+    std::string part = source.substr(start, semi == std::string::npos ? semi : semi - start);
+    if (part.starts_with(kNotesFile)) {
+      std::size_t sec_end = part.find(' ', kNotesFile.size());
+      std::string section = part.substr(kNotesFile.size(), sec_end - kNotesFile.size());
+      std::string rest = sec_end == std::string::npos ? "" : part.substr(sec_end);
+      for (const Prefix& p : kNotes) {
+        if (section.starts_with(p.from)) {
+          part = std::string(p.to) + rest;
+          break;
+        }
+      }
+    }
+    for (const Prefix& p : kPrefixes) {
+      if (part.starts_with(p.from)) {
+        part = std::string(p.to) + part.substr(p.from.size());
+        break;
+      }
+    }
+    if (part.find("://") == std::string::npos && part.find("installed torch") != std::string::npos)
+      part += " (https://github.com/pytorch/pytorch)";
+    out += (out.empty() ? "" : "; ") + part;
+    if (semi == std::string::npos) break;
+    start = semi + 2;
+  }
+  return out;
+}
+
+/// True for a name that is CUDA-specific by its spelling, whatever the catalogue knows.
+bool cuda_by_name(std::string_view name) {
+  for (std::string_view p : {"torch.cuda", "cuda.", "torch.backends.cud", "torch.Tensor.cuda",
+                             "torch.Tensor.is_cuda", ".cuda"})
+    if (name.starts_with(p)) return true;
+  return false;
+}
+
 void print_mapping(const std::string& target, const Mapping& m) {
   std::cout << "\n"
             << target << ": " << (m.replacement.empty() ? "(no replacement)" : m.replacement)
@@ -52,13 +145,13 @@ void print_mapping(const std::string& target, const Mapping& m) {
   if (!m.note.empty()) std::cout << "  note:          " << m.note << "\n";
   if (!m.without_device.empty())
     std::cout << "  no device:     a call becomes " << m.without_device << "\n";
-  std::cout << "  source:        " << m.source << "\n";
+  std::cout << "  source:        " << public_source(m.source) << "\n";
 }
 
 nlohmann::ordered_json mapping_json(const Mapping& m) {
   return {{"replacement", m.replacement},       {"status", catalogue::to_string(m.status)},
           {"min_torch", m.min_torch},           {"note", m.note},
-          {"without_device", m.without_device}, {"source", m.source}};
+          {"without_device", m.without_device}, {"source", public_source(m.source)}};
 }
 
 }  // namespace
@@ -66,40 +159,69 @@ nlohmann::ordered_json mapping_json(const Mapping& m) {
 void setup_explain(CLI::App& app, int& exit_code) {
   struct Args {
     std::string name, target, torch_version, format = "text";
+    bool all_sources = false;
   };
   auto a = std::make_shared<Args>();
-  app.add_option("NAME", a->name,
-                 "a CUDA API (torch.cuda.max_memory_allocated), method (.cuda), string (nccl, "
-                 "cuda:0), environment variable or package")
-      ->required();
+  auto* name = app.add_option("NAME", a->name,
+                              "a CUDA API (torch.cuda.max_memory_allocated), method (.cuda), "
+                              "string (nccl, cuda:0), environment variable or package");
+  app.add_flag("--all-sources", a->all_sources,
+               "print every source explain can cite, one a line, and exit")
+      ->excludes(name);
   app.add_option("--target,-t", a->target, "one target (default: all)");
   app.add_option("--torch-version,-v", a->torch_version,
                  "for APIs judged by the vendor's per-version lists");
   app.add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  app.footer(
+      "Exit status: 0 the name is known; 1 it is unknown to torchport's knowledge base; 2 usage "
+      "error; 4 internal error. Every source cited is a public URL or a file installed with "
+      "torchport.");
   app.callback([a, &exit_code] {
     const Catalogue& cat = Catalogue::builtin();
+    if (a->all_sources) {
+      std::set<std::string> all;
+      for (const catalogue::Target& t : cat.targets()) {
+        for (const Entry& e : cat.entries())
+          if (const Mapping* m = cat.lookup(e.api, t.name)) all.insert(public_source(m->source));
+        for (const std::string& v : cat.support_versions(t.name))
+          if (auto sup = cat.api_support("torch.nn.Linear", t.name, v))
+            all.insert(public_source(sup->source));
+      }
+      for (const std::string& x : all) std::cout << x << "\n";
+      exit_code = 0;
+      return;
+    }
+    if (a->name.empty()) {
+      std::cerr << "torchport explain: error: NAME is required (see `torchport explain --help`)\n";
+      exit_code = 2;
+      return;
+    }
     if (!a->target.empty() && !cat.target(a->target)) {
-      std::cerr << "torchport explain: error: unknown target '" << a->target << "'\n";
+      std::cerr << "torchport explain: error: unknown target '" << a->target
+                << "' (see `torchport targets`)\n";
       exit_code = 2;
       return;
     }
     const Entry* e = resolve(cat, a->name);
     if (!e) {
-      // Not CUDA-specific: say what the vendor lists say about it, if anything.
+      // Not in the knowledge base: a general torch API may still be judged by a vendor's list,
+      // but a CUDA name never is "not CUDA-specific", and "no list confirms it" is not an answer.
       bool any = false;
       nlohmann::ordered_json j;
       for (const catalogue::Target& t : cat.targets()) {
+        if (cuda_by_name(a->name)) break;
         if (!a->target.empty() && t.name != a->target) continue;
         auto s = cat.api_support(a->name, t.name, a->torch_version);
-        if (!s) continue;
+        if (!s || s->status == catalogue::Status::Unknown) continue;
         if (a->format == "json") {
-          j[t.name] = {
-              {"status", catalogue::to_string(s->status)}, {"tip", s->tip}, {"source", s->source}};
+          j[t.name] = {{"status", catalogue::to_string(s->status)},
+                       {"tip", s->tip},
+                       {"source", public_source(s->source)}};
         } else {
           if (!any) std::cout << a->name << " is not CUDA-specific; vendor support lists:\n";
           std::cout << "  " << t.name << ": " << catalogue::to_string(s->status)
                     << (s->tip.empty() || s->tip == "-" ? "" : " (" + s->tip + ")") << "  ["
-                    << s->source << "]\n";
+                    << public_source(s->source) << "]\n";
         }
         any = true;
       }
@@ -109,14 +231,15 @@ void setup_explain(CLI::App& app, int& exit_code) {
         exit_code = 0;
         return;
       }
-      std::cerr << "torchport explain: error: '" << a->name << "' is not in the catalogue";
+      std::cerr << "torchport explain: " << a->name << " is unknown to torchport's knowledge base"
+                << (a->target.empty() ? std::string(" for any target") : " for " + a->target);
       auto sug = suggestions(cat, a->name);
       if (!sug.empty()) {
         std::cerr << "; did you mean:";
         for (const std::string& s : sug) std::cerr << " " << s;
       }
       std::cerr << "\n";
-      exit_code = 2;
+      exit_code = 1;
       return;
     }
     if (a->format == "json") {

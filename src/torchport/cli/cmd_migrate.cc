@@ -26,7 +26,14 @@ struct CommonArgs {
   std::vector<std::string> rules;
   std::vector<std::string> exclude, ignore, per_file_ignores;
   bool unsafe_fixes = false;
+  bool include_excluded = false;
+  double max_file_mb = 0;
 };
+
+constexpr const char* kExitCodes =
+    "Exit status: 0 done; 1 analyze found CUDA-specific code (the CI gate); 2 usage error or "
+    "refused (nothing written); 3 incomplete: a file was not migrated (each one is a row of "
+    "not_migrated.csv and a warning on stderr); 4 internal error.";
 
 void add_common(CLI::App& app, CommonArgs& a) {
   app.add_option("INPUT", a.input, "the project directory or one Python file")->required();
@@ -59,6 +66,14 @@ void add_common(CLI::App& app, CommonArgs& a) {
       ->allow_extra_args(false);
   app.add_flag("--unsafe-fixes", a.unsafe_fixes,
                "also apply fixes marked unsafe (they may change behaviour)");
+  app.add_flag("--include-excluded", a.include_excluded,
+               "also process .git .hg .svn __pycache__ node_modules *.egg-info build dist and "
+               "virtualenvs (excluded by default, as ruff does; the log lists them)");
+  app.add_option("--max-file-size", a.max_file_mb,
+                 "do not migrate files larger than this many MB (default: no limit); each one is "
+                 "reported and makes the run incomplete")
+      ->check(CLI::NonNegativeNumber);
+  app.footer(kExitCodes);
 }
 
 project::Options to_options(const CommonArgs& a) {
@@ -69,6 +84,8 @@ project::Options to_options(const CommonArgs& a) {
   o.rules.torch_version = a.torch_version;
   o.rules.specify_device = a.specify_device;
   o.jobs = a.jobs;
+  o.default_excludes = !a.include_excluded;
+  o.max_bytes = static_cast<std::uintmax_t>(a.max_file_mb * 1024 * 1024);
   for (const std::string& r : a.rules) o.rule_files.emplace_back(r);
   o.selection.exclude = a.exclude;
   o.selection.ignore = a.ignore;
@@ -125,13 +142,15 @@ void setup_migrate(CLI::App& app, int& exit_code) {
   app.add_flag("--quiet,-q", a->quiet, "no summary table");
   app.callback([a, &exit_code] {
     if (!a->inplace && a->outdir.empty()) {
-      std::cerr << "torchport migrate: error: -o OUTDIR is required (or --inplace)\n";
-      exit_code = 2;
+      std::cerr << "torchport migrate: error: -o OUTDIR is required (or --inplace); see "
+                   "`torchport migrate --help`\n";
+      exit_code = project::kExitUsage;
       return;
     }
     if (!a->inplace && !a->backup.empty()) {
-      std::cerr << "torchport migrate: error: --backup only goes with --inplace\n";
-      exit_code = 2;
+      std::cerr << "torchport migrate: error: --backup only goes with --inplace; see "
+                   "`torchport migrate --help`\n";
+      exit_code = project::kExitUsage;
       return;
     }
     project::Options o = to_options(*a);
@@ -167,12 +186,11 @@ void setup_analyze(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"text", "json", "csv", "sarif", "github"}));
   app.add_option("--output,-o", a->outdir,
                  "also write the report files (CSV, report.json, log) into this directory");
-  app.footer("Exit status: 0 nothing CUDA-specific found, 1 findings, 2 error.");
   app.callback([a, &exit_code] {
     project::Options o = to_options(*a);
     o.analyze_only = true;
     o.progress_line = ::isatty(STDERR_FILENO);
-    project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), nullptr);
+    project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
     if (!r.error.empty()) {
       std::cerr << "torchport analyze: error: " << r.error << "\n";
       exit_code = r.exit_code;

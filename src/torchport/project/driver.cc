@@ -33,8 +33,6 @@ using report::Row;
 
 namespace {
 
-constexpr std::uintmax_t kMaxPythonBytes = 10u << 20;  // as Ascend: larger files are skipped
-constexpr std::uintmax_t kMaxScannedBytes = 10u << 20;
 constexpr const char* kReportDirName = "torchport-report";
 
 /// What processing one file produced.
@@ -227,6 +225,18 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
   if (f.kind == FileKind::Symlink) {
     w.entry.outcome = Outcome::Skip;
     w.entry.reason = "symbolic link: not followed";
+    std::error_code ec;
+    fs::path target = fs::weakly_canonical(f.path, ec);
+    if (ec || fs::is_symlink(fs::symlink_status(target, ec))) {
+      w.entry.reason = "symbolic link that does not resolve (a loop?): recreated as a link";
+    } else if (classify(target) != FileKind::Other && fs::is_regular_file(target, ec) &&
+               !is_within(target, opts.input)) {
+      // Its target is not part of the project, so nothing migrates it: the user must know.
+      w.entry.python = classify(target) == FileKind::Python;
+      w.entry.not_migrated = true;
+      w.entry.reason = f.rel + ": symbolic link to " + target.string() +
+                       ", outside the input: recreated as a link, its target not migrated";
+    }
     return w;
   }
   if (f.kind == FileKind::Other) {
@@ -234,24 +244,30 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
     w.entry.reason = "not Python: copied unchanged";
     return w;
   }
-  std::uintmax_t limit = f.kind == FileKind::Python ? kMaxPythonBytes : kMaxScannedBytes;
-  if (f.size > limit) {
+  if (opts.max_bytes && f.size > opts.max_bytes) {
     w.entry.outcome = Outcome::Skip;
-    w.entry.reason = "larger than 10 MB: copied unchanged";
+    w.entry.not_migrated = true;
+    w.entry.reason = f.rel + ": " + std::to_string(f.size) +
+                     " bytes, larger than --max-file-size (" + std::to_string(opts.max_bytes) +
+                     " bytes): copied unchanged";
     return w;
   }
   std::string bytes, error;
   if (!read_file(f.path, bytes, error)) {
     w.entry.outcome = Outcome::Failure;
+    w.entry.not_migrated = true;
     w.entry.reason = f.rel + ": cannot read: " + error;
     return w;
   }
   try {
-    return f.kind == FileKind::Python ? process_python(f, bytes, cat, opts, ops)
-                                      : process_scanned(f, bytes, opts);
+    FileWork done = f.kind == FileKind::Python ? process_python(f, bytes, cat, opts, ops)
+                                               : process_scanned(f, bytes, opts);
+    done.entry.not_migrated = done.entry.outcome != Outcome::Success;
+    return done;
   } catch (const std::exception& e) {
     // A defect in a rule must not abort the run: the file is reported and copied unchanged.
     w.entry.outcome = Outcome::Failure;
+    w.entry.not_migrated = true;
     w.entry.reason = f.rel + ": internal error: " + e.what() + " (copied unchanged)";
     w.rows.clear();
     return w;
@@ -294,6 +310,7 @@ std::string write_reports(const fs::path& dir, const report::Report& rep, const 
       {"unsupported_api.csv", report::unsupported_api_csv(rep)},
       {"unknown_api.csv", report::unknown_api_csv(rep)},
       {"cuda_op_list.csv", report::cuda_op_list_csv(rep)},
+      {"not_migrated.csv", report::not_migrated_csv(rep)},
   };
   if (parallel)
     json_thread.join();
@@ -343,7 +360,7 @@ std::string result_name(const fs::path& input, const std::string& target) {
 RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ostream* progress) {
   RunResult res;
   auto refuse = [&](std::string why) {
-    res.exit_code = 2;
+    res.exit_code = kExitUsage;
     res.error = std::move(why);
     return res;
   };
@@ -407,7 +424,8 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
 
   // The reports of an earlier run on this tree are not part of the project.
   if (input_is_dir) exclude.push_back(input / kReportDirName);
-  std::vector<ProjectFile> files = discover(input, exclude);
+  std::vector<std::string> excluded;
+  std::vector<ProjectFile> files = discover(input, exclude, opts.default_excludes, &excluded);
   std::vector<FileWork> works(files.size());
 
   // The output tree's directories first (workers only create files).
@@ -419,8 +437,13 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
       // Empty directories are part of the project too.
       for (auto it = fs::recursive_directory_iterator(input, ec);
            !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-        if (it->is_directory(ec) && !it->is_symlink(ec))
+        if (it->is_directory(ec) && !it->is_symlink(ec)) {
+          if (opts.default_excludes && default_excluded(it->path())) {
+            it.disable_recursion_pending();
+            continue;
+          }
           dirs.insert(tmp_dir / it->path().lexically_relative(input));
+        }
     }
     for (const fs::path& d : dirs) fs::create_directories(d, ec);
   }
@@ -480,6 +503,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
           }
           if (!error.empty()) {
             w.entry.outcome = Outcome::Failure;
+            w.entry.not_migrated = true;
             w.entry.reason = files[i].rel + ": " + error;
           }
         }
@@ -517,6 +541,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
       if (!read_file(files[i].path, original, error) ||
           !write_atomic(bak, original, error, files[i].path)) {
         w.entry.outcome = Outcome::Failure;
+        w.entry.not_migrated = true;
         w.entry.reason = files[i].rel + ": backup failed, file left unchanged: " + error;
         w.entry.changed = false;
         for (Row& r : w.rows) r.applied = false;
@@ -524,6 +549,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
       }
       if (!write_atomic(files[i].path, w.output, error, files[i].path)) {
         w.entry.outcome = Outcome::Failure;
+        w.entry.not_migrated = true;
         w.entry.reason = files[i].rel + ": cannot replace, file left unchanged: " + error;
         w.entry.changed = false;
         for (Row& r : w.rows) r.applied = false;
@@ -558,12 +584,18 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   if (!rep.torch_version.empty()) log += " --torch-version " + rep.torch_version;
   log += "\n" + now() + " [INFO] input: " + rep.input + "\n";
   if (!opts.command_line.empty()) log += now() + " [INFO] command: " + opts.command_line + "\n";
+  if (!excluded.empty()) {
+    log += now() + " [INFO] excluded by default (--include-excluded keeps them): ";
+    for (std::size_t i = 0; i < excluded.size(); ++i) log += (i ? ", " : "") + excluded[i];
+    log += "\n";
+  }
   for (std::size_t i = 0; i < works.size(); ++i) {
     FileWork& w = works[i];
     char pct[32];
     std::snprintf(pct, sizeof pct, "[Progress: %.2f%%] ",
                   100.0 * static_cast<double>(i + 1) / static_cast<double>(works.size()));
-    const char* level = w.entry.outcome == Outcome::Failure ? "WARNING" : "INFO";
+    const char* level =
+        w.entry.outcome == Outcome::Failure || w.entry.not_migrated ? "WARNING" : "INFO";
     log += now();
     log += " [";
     log += level;
@@ -575,7 +607,9 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     if (!w.entry.reason.empty()) log += ": ";
     log += w.entry.reason;
     log += '\n';
-    if (progress && w.entry.outcome == Outcome::Failure) *progress << w.entry.reason << "\n";
+    if (progress && w.entry.not_migrated)
+      *progress << "torchport " << rep.command << ": warning: " << w.entry.reason
+                << " [not migrated]\n";
     for (const Row& r : w.rows) {
       bool warn = r.op == rules::Operation::Unsupported || r.op == rules::Operation::Unknown;
       log += now();
@@ -622,11 +656,13 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     if (!old.empty()) fs::remove_all(old, ec);
   }
 
-  bool failed = rep.count(Outcome::Failure) > 0;
-  if (opts.analyze_only)
-    res.exit_code = (failed || !rep.rows.empty() || !rep.cuda_ops.empty()) ? 1 : 0;
+  // Incomplete wins over findings: a gate must not pass on a tree it could not read.
+  if (rep.count(Outcome::Failure) > 0 || rep.count_not_migrated() > 0)
+    res.exit_code = kExitIncomplete;
+  else if (opts.analyze_only && (!rep.rows.empty() || !rep.cuda_ops.empty()))
+    res.exit_code = kExitFindings;
   else
-    res.exit_code = failed ? 1 : 0;
+    res.exit_code = kExitOk;
   return res;
 }
 

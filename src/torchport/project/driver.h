@@ -20,6 +20,13 @@ class Catalogue;
 
 namespace torchport::project {
 
+/// The exit codes of `analyze` and `migrate` (docs/cli.md lists every command's).
+inline constexpr int kExitOk = 0;          ///< done, nothing to report
+inline constexpr int kExitFindings = 1;    ///< analyze: CUDA-specific code was found (the CI gate)
+inline constexpr int kExitUsage = 2;       ///< usage error, or the run was refused: nothing written
+inline constexpr int kExitIncomplete = 3;  ///< a file was not migrated (each one is reported)
+inline constexpr int kExitInternal = 4;    ///< an internal error (a bug in torchport)
+
 struct Options {
   std::filesystem::path input;   ///< a directory or one file
   std::filesystem::path outdir;  ///< migrate: the parent of the result directory;
@@ -39,10 +46,12 @@ struct Options {
   /// A `\r`-rewritten "files done" line on stderr while the files are processed (the CLI sets
   /// it when stderr is a terminal and -q is not given).
   bool progress_line = false;
+  bool default_excludes = true;  ///< skip .git, __pycache__, virtualenvs... (files.h)
+  std::uintmax_t max_bytes = 0;  ///< files larger than this are not migrated (0 = no limit)
 };
 
 struct RunResult {
-  int exit_code = 0;  ///< 0 ok; 1 findings (analyze) or failed files (migrate); 2 refused
+  int exit_code = 0;  ///< kExitOk, kExitFindings (analyze), kExitUsage (refused), kExitIncomplete
   std::string error;  ///< why the run was refused (nothing was written)
   report::Report report;
   std::filesystem::path result_dir;  ///< migrate: the output tree

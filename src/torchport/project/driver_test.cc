@@ -113,7 +113,7 @@ TEST_F(Driver, BadFilesAreReportedWithPathLineColAndStillCopied) {
   put("latin.py", undecodable);
   put("ok.py", "x = 1\n");
   RunResult r = go(opts());
-  EXPECT_EQ(r.exit_code, 1) << "failures are reported in the exit status";
+  EXPECT_EQ(r.exit_code, kExitIncomplete) << "failures are reported in the exit status";
   EXPECT_EQ(get(result() / "py2.py"), py2);
   EXPECT_EQ(get(result() / "pkg/broken.py"), broken);
   EXPECT_EQ(get(result() / "latin.py"), undecodable);
@@ -128,6 +128,88 @@ TEST_F(Driver, BadFilesAreReportedWithPathLineColAndStillCopied) {
       << by["latin.py"].reason;
   auto j = nlohmann::json::parse(get(result() / "torchport-report/report.json"));
   EXPECT_EQ(j["summary"]["failure"], 3);
+  EXPECT_EQ(j["summary"]["not_migrated"], 3);
+  EXPECT_EQ(get(result() / "torchport-report/not_migrated.csv").substr(0, 30),
+            "File,Outcome,Reason\nlatin.py,F")
+      << "one row per file, in path order (latin.py first)";
+}
+
+TEST_F(Driver, AFileOverTheSizeLimitIsNotMigratedAndMakesTheRunIncomplete) {
+  std::string big = "import torch\n";
+  for (int i = 0; i < 100; ++i) big += "x = torch.zeros(1).cuda()\n";
+  put("big.py", big);
+  put("small.py", "import torch\ny = torch.zeros(1).cuda()\n");
+  Options o = opts();
+  o.max_bytes = 1000;
+  RunResult r = go(o);
+  EXPECT_EQ(r.exit_code, kExitIncomplete);
+  EXPECT_EQ(get(result() / "big.py"), big) << "copied unchanged";
+  EXPECT_NE(get(result() / "small.py").find(".npu()"), std::string::npos);
+  std::string csv = get(result() / "torchport-report/not_migrated.csv");
+  EXPECT_NE(csv.find("big.py,Skip,\"big.py: 2613 bytes, "), std::string::npos) << csv;
+  EXPECT_NE(csv.find("larger than --max-file-size (1000 bytes)"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("small.py"), std::string::npos) << csv;
+  EXPECT_EQ(r.report.count_not_migrated(), 1u);
+  EXPECT_NE(report::summary_table(r.report).find("INCOMPLETE: 1 file(s) not migrated"),
+            std::string::npos);
+}
+
+TEST_F(Driver, WithoutALimitALargeFileIsMigrated) {
+  std::string big = "import torch\n";
+  while (big.size() < (11u << 20)) big += "x = torch.zeros(1).cuda()  # padding padding\n";
+  put("big.py", big);
+  RunResult r = go(opts());
+  EXPECT_EQ(r.exit_code, kExitOk) << r.error;
+  EXPECT_NE(get(result() / "big.py").find(".npu()"), std::string::npos);
+}
+
+TEST_F(Driver, DefaultExclusionsAreNotCopiedAndAreLogged) {
+  put("a.py", "x = 1\n");
+  put(".git/config", "[core]\n");
+  put("__pycache__/a.cpython-311.pyc", "x");
+  put("env/pyvenv.cfg", "home = /usr\n");
+  put("env/lib/m.py", "import torch\ntorch.cuda.synchronize()\n");
+  put("pkg/build/b.py", "x = 1\n");
+  put("pkg.egg-info/PKG-INFO", "x");
+  RunResult r = go(opts());
+  ASSERT_EQ(r.exit_code, kExitOk) << r.error;
+  EXPECT_FALSE(fs::exists(result() / ".git"));
+  EXPECT_FALSE(fs::exists(result() / "__pycache__"));
+  EXPECT_FALSE(fs::exists(result() / "env"));
+  EXPECT_FALSE(fs::exists(result() / "pkg" / "build"));
+  EXPECT_FALSE(fs::exists(result() / "pkg.egg-info"));
+  ASSERT_EQ(r.report.files.size(), 1u);
+  std::string log = get(result() / "torchport-report/torchport.log");
+  EXPECT_NE(log.find("excluded by default (--include-excluded keeps them): .git/, __pycache__/, "
+                     "env/, pkg.egg-info/, pkg/build/"),
+            std::string::npos)
+      << log;
+  Options all = opts();
+  all.default_excludes = false;
+  all.force = true;
+  RunResult r2 = go(all);
+  ASSERT_EQ(r2.exit_code, kExitOk) << r2.error;
+  EXPECT_TRUE(fs::exists(result() / ".git" / "config"));
+  EXPECT_NE(get(result() / "env/lib/m.py").find("npu"), std::string::npos);
+}
+
+TEST_F(Driver, ALinkToAPythonFileOutsideTheInputIsReportedAsNotMigrated) {
+  put("a.py", "x = 1\n");
+  std::ofstream(root_ / "outside.py") << "import torch\ntorch.cuda.synchronize()\n";
+  fs::create_symlink(root_ / "outside.py", root_ / "proj" / "ext.py");
+  fs::create_symlink("a.py", root_ / "proj" / "inner.py");
+  fs::create_symlink("loop_b", root_ / "proj" / "loop_a.py");
+  fs::create_symlink("loop_a.py", root_ / "proj" / "loop_b");
+  RunResult r = go(opts());
+  EXPECT_EQ(r.exit_code, kExitIncomplete) << r.error;
+  std::map<std::string, report::FileEntry> by;
+  for (const auto& f : r.report.files) by[f.file] = f;
+  EXPECT_TRUE(by["ext.py"].not_migrated);
+  EXPECT_NE(by["ext.py"].reason.find("outside the input"), std::string::npos);
+  EXPECT_FALSE(by["inner.py"].not_migrated) << "its target is migrated as a.py";
+  EXPECT_FALSE(by["loop_a.py"].not_migrated);
+  EXPECT_NE(by["loop_a.py"].reason.find("does not resolve"), std::string::npos);
+  EXPECT_TRUE(fs::is_symlink(result() / "loop_a.py"));
 }
 
 TEST_F(Driver, RefusesAnOutdirInsideTheInput) {

@@ -27,19 +27,32 @@ FileKind classify(const fs::path& name) {
   return FileKind::Other;
 }
 
-std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::path>& exclude) {
+bool default_excluded(const fs::path& dir) {
+  static const char* const kNames[] = {".git",         ".hg",   ".svn", "__pycache__",
+                                       "node_modules", "build", "dist"};
+  std::string name = dir.filename().string();
+  for (const char* n : kNames)
+    if (name == n) return true;
+  if (name.ends_with(".egg-info")) return true;
+  std::error_code ec;
+  return fs::is_regular_file(dir / "pyvenv.cfg", ec);
+}
+
+std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::path>& exclude,
+                                  bool default_excludes, std::vector<std::string>* excluded) {
   std::vector<ProjectFile> out;
   std::error_code ec;
   auto add = [&](const fs::path& p, const std::string& rel) {
     ProjectFile f;
     f.path = p;
     f.rel = rel;
-    if (fs::is_symlink(fs::symlink_status(p, ec))) {
+    std::error_code fec;  // not the walk's: a file's error must not end the walk
+    if (fs::is_symlink(fs::symlink_status(p, fec))) {
       f.kind = FileKind::Symlink;
     } else {
       f.kind = classify(p);
-      f.size = fs::file_size(p, ec);
-      if (ec) f.size = 0;
+      f.size = fs::file_size(p, fec);
+      if (fec) f.size = 0;
     }
     out.push_back(std::move(f));
   };
@@ -52,10 +65,17 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
   fs::recursive_directory_iterator it(input, fs::directory_options::skip_permission_denied, ec);
   for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const fs::directory_entry& entry = *it;
-    fs::file_status st = entry.symlink_status(ec);
+    std::error_code lec;  // an entry's own error must not end the walk
+    fs::file_status st = entry.symlink_status(lec);
     if (fs::is_directory(st)) {
-      fs::path canon = fs::weakly_canonical(entry.path(), ec);
-      if (std::find(excl.begin(), excl.end(), canon) != excl.end()) it.disable_recursion_pending();
+      fs::path canon = fs::weakly_canonical(entry.path(), lec);
+      if (std::find(excl.begin(), excl.end(), canon) != excl.end()) {
+        it.disable_recursion_pending();
+      } else if (default_excludes && default_excluded(entry.path())) {
+        it.disable_recursion_pending();
+        if (excluded)
+          excluded->push_back(entry.path().lexically_relative(input).generic_string() + "/");
+      }
       continue;
     }
     if (!fs::is_regular_file(st) && !fs::is_symlink(st)) continue;  // sockets, fifos, devices
@@ -63,6 +83,7 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
   }
   std::sort(out.begin(), out.end(),
             [](const ProjectFile& a, const ProjectFile& b) { return a.rel < b.rel; });
+  if (excluded) std::sort(excluded->begin(), excluded->end());
   return out;
 }
 

@@ -25,10 +25,18 @@ struct ProjectFile {
 /// The kind of a file from its name.
 FileKind classify(const std::filesystem::path& name);
 
+/// True for a directory that is not part of a project's sources by default (ruff's convention):
+/// .git .hg .svn __pycache__ node_modules *.egg-info build dist, and virtualenvs (a directory
+/// holding pyvenv.cfg).
+bool default_excluded(const std::filesystem::path& dir);
+
 /// Every file under `input` (a directory, or a single file), sorted by relative path. Symbolic
-/// links are listed, not followed. Directories listed in `exclude` (absolute) are skipped.
+/// links are listed, not followed. Directories listed in `exclude` (absolute) are skipped; with
+/// `default_excludes`, so are the default_excluded() ones, whose relative paths go to `excluded`.
 std::vector<ProjectFile> discover(const std::filesystem::path& input,
-                                  const std::vector<std::filesystem::path>& exclude = {});
+                                  const std::vector<std::filesystem::path>& exclude = {},
+                                  bool default_excludes = false,
+                                  std::vector<std::string>* excluded = nullptr);
 
 /// Reads a whole file; false (and `error`) on failure.
 bool read_file(const std::filesystem::path& p, std::string& out, std::string& error);

@@ -53,6 +53,29 @@ TEST(Files, DiscoverIsSortedSkipsExcludedDirsAndListsSymlinks) {
   fs::remove_all(base);
 }
 
+TEST(Files, DefaultExclusionsFollowRuff) {
+  fs::path base = fs::temp_directory_path() / ("tp_excl_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  for (const char* d : {".git", ".hg", ".svn", "__pycache__", "node_modules", "x.egg-info", "build",
+                        "dist", "venv", "src/build", "src/builder"})
+    fs::create_directories(base / d);
+  std::ofstream(base / "venv" / "pyvenv.cfg") << "home = /usr\n";
+  for (const char* d : {".git", ".hg", ".svn", "__pycache__", "node_modules", "x.egg-info", "build",
+                        "dist", "venv", "src/build"})
+    EXPECT_TRUE(default_excluded(base / d)) << d;
+  EXPECT_FALSE(default_excluded(base / "src"));
+  EXPECT_FALSE(default_excluded(base / "src" / "builder"));
+  std::ofstream(base / "src" / "builder" / "m.py") << "";
+  std::ofstream(base / "build" / "m.py") << "";
+  std::vector<std::string> excluded;
+  auto files = discover(base, {}, true, &excluded);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].rel, "src/builder/m.py");
+  EXPECT_EQ(excluded.size(), 10u);
+  EXPECT_EQ(discover(base, {}, false).size(), 3u) << "with the flag, everything is listed";
+  fs::remove_all(base);
+}
+
 TEST(Files, WriteAtomicReplacesAndKeepsPermissions) {
   fs::path base = fs::temp_directory_path() / ("tp_write_" + std::to_string(::getpid()));
   fs::create_directories(base);

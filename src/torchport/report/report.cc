@@ -111,6 +111,11 @@ std::size_t Report::count(Outcome o) const {
       files.begin(), files.end(), [&](const FileEntry& f) { return f.outcome == o; }));
 }
 
+std::size_t Report::count_not_migrated() const {
+  return static_cast<std::size_t>(
+      std::count_if(files.begin(), files.end(), [](const FileEntry& f) { return f.not_migrated; }));
+}
+
 std::string csv_cell(std::string_view cell) {
   std::string out;
   append_cell(out, cell);
@@ -143,6 +148,15 @@ std::string cuda_op_list_csv(const Report& r) {
   return out;
 }
 
+std::string not_migrated_csv(const Report& r) {
+  std::string out = "File,Outcome,Reason\n";
+  for (const FileEntry& f : r.files)
+    if (f.not_migrated)
+      out += csv_cell(f.file) + "," + std::string(to_string(f.outcome)) + "," + csv_cell(f.reason) +
+             "\n";
+  return out;
+}
+
 std::string report_json_reference(const Report& r) {
   using nlohmann::ordered_json;
   ordered_json j;
@@ -159,6 +173,7 @@ std::string report_json_reference(const Report& r) {
   summary["success"] = r.count(Outcome::Success);
   summary["failure"] = r.count(Outcome::Failure);
   summary["skip"] = r.count(Outcome::Skip);
+  summary["not_migrated"] = r.count_not_migrated();
   summary["changed"] =
       std::count_if(r.files.begin(), r.files.end(), [](const FileEntry& f) { return f.changed; });
   for (auto op : {rules::Operation::Insert, rules::Operation::Modify, rules::Operation::Delete,
@@ -178,6 +193,7 @@ std::string report_json_reference(const Report& r) {
     if (!f.reason.empty()) e["reason"] = f.reason;
     e["python"] = f.python;
     e["changed"] = f.changed;
+    if (f.not_migrated) e["not_migrated"] = true;
     e["findings"] = f.findings;
     if (!f.min_torch.empty()) e["min_torch_version"] = f.min_torch;
     files.push_back(std::move(e));
@@ -201,7 +217,9 @@ std::string report_json_reference(const Report& r) {
   ordered_json ops = ordered_json::array();
   for (const CudaOp& op : r.cuda_ops) ops.push_back({{"file", op.file}, {"api", op.api}});
   j["cuda_ops"] = std::move(ops);
-  return j.dump(2) + "\n";
+  // A file name that is not UTF-8 cannot be JSON: its invalid bytes become U+FFFD (the CSV
+  // reports keep the bytes).
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace {
@@ -361,6 +379,7 @@ std::string report_json(const Report& r) {
   num("success", r.count(Outcome::Success));
   num("failure", r.count(Outcome::Failure));
   num("skip", r.count(Outcome::Skip));
+  num("not_migrated", r.count_not_migrated());
   num("changed",
       static_cast<std::uint64_t>(std::count_if(r.files.begin(), r.files.end(),
                                                [](const FileEntry& f) { return f.changed; })));
@@ -383,6 +402,10 @@ std::string report_json(const Report& r) {
     w.boolean(f.python);
     w.key("changed");
     w.boolean(f.changed);
+    if (f.not_migrated) {
+      w.key("not_migrated");
+      w.boolean(true);
+    }
     num("findings", f.findings);
     if (!f.min_torch.empty()) str("min_torch_version", f.min_torch);
     w.close('}');
@@ -463,12 +486,24 @@ std::string summary_table(const Report& r) {
       std::count_if(r.files.begin(), r.files.end(), [](const FileEntry& f) { return f.python; }));
   std::size_t changed = static_cast<std::size_t>(
       std::count_if(r.files.begin(), r.files.end(), [](const FileEntry& f) { return f.changed; }));
+  std::size_t not_migrated = r.count_not_migrated();
   out += std::to_string(r.files.size()) + " files (" + std::to_string(python) +
          " Python): " + std::to_string(r.count(Outcome::Success)) + " success, " +
          std::to_string(r.count(Outcome::Failure)) + " failure, " +
          std::to_string(r.count(Outcome::Skip)) + " skipped" +
          (r.command == "analyze" ? std::string() : "; " + std::to_string(changed) + " changed") +
          "\n";
+  if (not_migrated) {
+    out += "INCOMPLETE: " + std::to_string(not_migrated) + " file(s) not " +
+           (r.command == "analyze" ? "analyzed" : "migrated") +
+           " (each is a row of not_migrated.csv, with its reason):\n";
+    constexpr std::size_t kShown = 20;
+    std::size_t shown = 0;
+    for (const FileEntry& f : r.files)
+      if (f.not_migrated && shown++ < kShown) out += "  " + f.reason + "\n";
+    if (not_migrated > kShown)
+      out += "  ... and " + std::to_string(not_migrated - kShown) + " more\n";
+  }
   if (!r.min_torch.empty()) out += "the output needs torch >= " + r.min_torch + "\n";
   return out;
 }

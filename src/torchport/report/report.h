@@ -38,6 +38,10 @@ struct FileEntry {
   bool changed = false;
   std::uint32_t findings = 0;
   std::string min_torch;
+  /// A file torchport should have rewritten (Python, or scanned) but did not: too large, does
+  /// not decode or parse, cannot be read, a rewrite failed, a link to a file outside the input.
+  /// Its reason says why; a run with one is incomplete.
+  bool not_migrated = false;
 };
 
 struct CudaOp {
@@ -58,6 +62,7 @@ struct Report {
 
   std::size_t count(rules::Operation op) const;
   std::size_t count(Outcome o) const;
+  std::size_t count_not_migrated() const;
 };
 
 /// A CSV cell: quoted when it holds a comma, quote or line break (RFC 4180); a cell starting
@@ -72,6 +77,8 @@ std::string unsupported_api_csv(const Report& r);
 std::string unknown_api_csv(const Report& r);
 /// `File,Api`: custom CUDA operators found in C++/CUDA sources.
 std::string cuda_op_list_csv(const Report& r);
+/// `File,Outcome,Reason`: every file that was not migrated (FileEntry::not_migrated).
+std::string not_migrated_csv(const Report& r);
 /// Everything, machine-readable.
 std::string report_json(const Report& r);
 /// report_json() written through nlohmann::json (slower; the same text). report_json() falls

@@ -278,6 +278,11 @@ void run_cuda_api(Context& ctx) {
       } else if (!mp.note.empty() && !ctx.accelerator()) {
         // Kept, but without effect on the target (a cuDNN flag off CUDA): never silent.
         ctx.flag("TP100", Operation::Unsupported, prefix, mp.note, begin, end);
+      } else if (!mp.note.empty()) {
+        // accelerator: right to keep (the output also runs on CUDA), but it does nothing on the
+        // other devices, and the report says so.
+        ctx.flag("TP100", Operation::Unknown, prefix,
+                 mp.note + " (it takes effect on CUDA only, on no other device)", begin, end);
       }
       continue;
     }

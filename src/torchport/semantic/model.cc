@@ -165,7 +165,16 @@ void Model::bind(std::uint32_t scope, std::string_view name, Binding b) {
   const auto first =
       sc.index.empty() ? std::uint32_t{0} : static_cast<std::uint32_t>(sc.names.size() - 1);
   for (auto idx = first; idx < sc.names.size(); ++idx) {
-    sc.index[sc.names[idx].first].push_back(idx);
+    auto [it, inserted] = sc.index.try_emplace(sc.names[idx].first, Scope::Merged{idx});
+    if (inserted) continue;
+    // The same steps as Merge::add, on indexes (`names` may move as it grows).
+    Scope::Merged& m = it->second;
+    const Binding& added = sc.names[idx].second;
+    const Binding& found = sc.names[m.first].second;
+    if (m.device || added.kind == Binding::Kind::Device || found.kind == Binding::Kind::Device)
+      m.device = true;
+    else if (added.kind != found.kind || added.target != found.target)
+      m.conflict = true;
   }
 }
 
@@ -200,7 +209,8 @@ const Binding* Model::find_binding(std::string_view name, std::uint32_t scope) c
       for (const auto& [n, b] : sc.names)
         if (n == name) m.add(b);
     } else if (auto it = sc.index.find(name); it != sc.index.end()) {
-      for (std::uint32_t idx : it->second) m.add(sc.names[idx].second);
+      const Scope::Merged& x = it->second;
+      return x.conflict ? &kConflict : x.device ? &kMergedDevice : &sc.names[x.first].second;
     }
     if (m.found) return m.result();
     if (s == 0) return nullptr;

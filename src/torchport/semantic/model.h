@@ -157,8 +157,15 @@ class Model {
   struct Scope {
     std::uint32_t parent = 0;
     std::vector<std::pair<std::string_view, Binding>> names;  ///< in binding order; last wins
-    /// name -> its indexes in `names`, in binding order (only for scopes with many names).
-    std::unordered_map<std::string_view, std::vector<std::uint32_t>> index;
+    /// The bindings of one name merged so far (as find_binding() merges them), kept up to date
+    /// by bind(), so that a lookup costs O(1) however often the name is bound.
+    struct Merged {
+      std::uint32_t first = 0;  ///< index in `names` of the first binding
+      bool device = false;      ///< merged into a Device binding
+      bool conflict = false;    ///< bindings of different kinds or targets
+    };
+    /// name -> its merged bindings (only for scopes with many names).
+    std::unordered_map<std::string_view, Merged> index;
   };
   std::vector<Scope> scopes_;
   std::string_view newline_ = "\n";

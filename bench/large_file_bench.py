@@ -1,0 +1,149 @@
+"""Cost of one large file (issue 21 §5): time and peak memory of `torchport migrate --jobs 1` on a single
+generated file of 1, 10 and 50 MB, against the per-MB rate on the installed torch tree, in one run.
+
+Two kinds of generated file:
+- `torch`: the installed torch's own .py files concatenated (each wrapped in `if True:` so that it stays one
+  valid module), so the density of names, calls and CUDA APIs is the torch tree's;
+- `dense`: one `.cuda()` call and one `device="cuda"` keyword per line, the worst case (every line is a
+  finding and a rewrite).
+
+Goal: time and peak memory per MB of one file stay within 1.5x of the torch tree's per-MB rate, at every
+size (linear cost). Median and spread of --repeat runs (default 5); the load average is printed.
+
+    python bench/large_file_bench.py [--repeat 5] [--sizes 1 10 50] [--kinds torch dense]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+
+from torchport._core import core_binary  # noqa: E402
+
+
+def torch_dir() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    assert spec and spec.origin
+    return Path(spec.origin).parent
+
+
+def torch_sources() -> list[str]:
+    out = []
+    for p in sorted(torch_dir().rglob("*.py")):
+        try:
+            text = p.read_text(encoding="utf-8")
+            compile(text, str(p), "exec")
+        except (UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        out.append(text)
+    return out
+
+
+def generate(kind: str, mb: float, path: Path, sources: list[str]) -> None:
+    target = int(mb * 1_000_000)
+    with path.open("w", encoding="utf-8") as f:
+        size = 0
+        if kind == "dense":
+            f.write("import torch\n\n\ndef f(x):\n")
+            line = "    x = x.cuda()\n    y = torch.zeros(3, device='cuda')\n"
+            while size < target:
+                f.write(line * 1000)
+                size += len(line) * 1000
+            f.write("    return x\n")
+            return
+        i = 0
+        while size < target:
+            # modules one after the other: valid Python once `from __future__` lines (top only) are dropped
+            text = sources[i % len(sources)]
+            body = "".join(ln for ln in text.splitlines(True) if not ln.startswith("from __future__")) + "\n"
+            f.write(body)
+            size += len(body.encode())
+            i += 1
+
+
+def measure(args: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one run of the core, from GNU time (the child's own, not the forked
+    Python's)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
+        p = subprocess.run(
+            ["/usr/bin/time", "-f", "%e %M", "-o", t.name, *args], capture_output=True, text=True
+        )
+        if p.returncode != 0:  # the generated files must migrate completely
+            raise SystemExit(f"{' '.join(args)}: exit status {p.returncode}\n{p.stderr[-2000:]}")
+        wall, kb = t.read().split()[-2:]
+    return float(wall), int(kb) / 1024
+
+
+def runs(args: list[str], repeat: int) -> tuple[list[float], list[float]]:
+    times, mems = [], []
+    for _ in range(repeat):
+        t, m = measure(args)
+        times.append(t)
+        mems.append(m)
+    return times, mems
+
+
+def tree_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*.py")) / 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--sizes", type=float, nargs="+", default=[1, 10, 50])
+    ap.add_argument("--kinds", nargs="+", default=["torch", "dense"], choices=["torch", "dense"])
+    a = ap.parse_args()
+    core = core_binary()
+    print(f"load average before: {os.getloadavg()}")
+    work = Path(tempfile.mkdtemp(prefix="tp_large_"))
+    try:
+        tree = torch_dir()
+        mb = tree_mb(tree)
+        out = work / "out"
+        times, mems = runs(
+            [core, "migrate", str(tree), "-o", str(out), "-t", "npu", "--jobs", "1", "-f", "-q"], a.repeat
+        )
+        t_rate = statistics.median(times) / mb
+        print(f"torch tree {tree}: {mb:.1f} MB of .py, --jobs 1: median {statistics.median(times):.2f} s "
+              f"(min {min(times):.2f}, max {max(times):.2f}) = {t_rate * 1000:.1f} ms/MB; "
+              f"peak {statistics.median(mems):.0f} MB")  # fmt: skip
+        sources = torch_sources() if "torch" in a.kinds else []
+        print("\n| file | size MB | median s (min-max) | ms/MB | x tree rate | peak MB | MB per MB |")
+        print("|---|---|---|---|---|---|---|")
+        for kind in a.kinds:
+            for size in a.sizes:
+                d = work / f"{kind}{size:g}"
+                d.mkdir()
+                f = d / "big.py"
+                generate(kind, size, f, sources)
+                real = f.stat().st_size / 1e6
+                times, mems = runs(
+                    [core, "migrate", str(d), "-o", str(out), "-t", "npu", "--jobs", "1", "-f", "-q"],
+                    a.repeat,
+                )
+                med = statistics.median(times)
+                peak = statistics.median(mems)
+                spread = f"{min(times):.2f}-{max(times):.2f}"
+                print(f"| {kind} | {real:.1f} | {med:.2f} ({spread}) | "
+                      f"{med / real * 1000:.1f} | {med / real / t_rate:.2f} | {peak:.0f} | "
+                      f"{peak / real:.1f} |",
+                      flush=True)  # fmt: skip
+                shutil.rmtree(d)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\nload average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
