@@ -18,7 +18,7 @@ Report sample() {
        "change function torch.cuda.synchronize to torch_npu.npu.synchronize", false},
       {"model/net, v2.py", 7, 9, 1, Operation::Unsupported, "TP002", "flash_attn",
        "flash_attn is CUDA-only: 100% of\nits kernels", false},
-      {"model/net.py", 12, 12, 9, Operation::Unknown, "TP950", "torch.foo", "-", false},
+      {"model/net.py", 12, 12, 9, Operation::Unknown, "TP998", "torch.foo", "-", false},
   };
   r.files = {{"train.py", Outcome::Success, "", true, false, 1, ""},
              {"bad.py", Outcome::Failure, "bad.py:2:5: invalid syntax (copied unchanged)", true,
@@ -41,10 +41,10 @@ TEST(Sarif, OneResultPerRowAndANotificationPerFailedFile) {
   EXPECT_EQ(run["originalUriBaseIds"]["SRCROOT"]["uri"], "file:///work/my%20proj/");
   ASSERT_EQ(run["results"].size(), 3u);
   const auto& rules = run["tool"]["driver"]["rules"];
-  ASSERT_EQ(rules.size(), 3u);  // TP002, TP100, TP950 in code order
+  ASSERT_EQ(rules.size(), 3u);  // TP002, TP100, TP998 in code order
   EXPECT_EQ(rules[0]["id"], "TP002");
   EXPECT_EQ(rules[0]["name"], "cuda-only-package");  // the registry's entry for TP002
-  EXPECT_FALSE(rules[2].contains("name")) << "TP950 is not in the registry";
+  EXPECT_FALSE(rules[2].contains("name")) << "TP998 is not in the registry";
   EXPECT_EQ(rules[1]["shortDescription"]["text"],
             "torch.cuda.*, torch.backends.cudnn/cuda and other catalogued APIs");
   const auto& second = run["results"][1];
@@ -74,7 +74,7 @@ TEST(GithubAnnotations, EscapePropertiesAndMessages) {
             "torch_npu.npu.synchronize\n"
             "::error file=src/model/net%2C v2.py,line=7,endLine=9,col=1,title=torchport TP002 "
             "[UNSUPPORTED] (npu)::flash_attn: flash_attn is CUDA-only: 100%25 of%0Aits kernels\n"
-            "::warning file=src/model/net.py,line=12,col=9,title=torchport TP950 [UNKNOWN] "
+            "::warning file=src/model/net.py,line=12,col=9,title=torchport TP998 [UNKNOWN] "
             "(npu)::torch.foo: -\n");
 }
 
