@@ -191,7 +191,12 @@ def _patch_spawn() -> None:
     def get_command_line(**kwds: Any) -> list[str]:
         cmd = original(**kwds)
         i = cmd.index("-c") + 1
-        cmd[i] = f"import sys; sys.path.insert(0, {root!r}); import torchport.rehearse._child; " + cmd[i]
+        prog = cmd[i].replace(
+            "from multiprocessing.spawn import spawn_main", "from torchport.rehearse._child import spawn_main"
+        )
+        if prog == cmd[i]:
+            prog = "import torchport.rehearse._child; " + prog
+        cmd[i] = f"import sys; sys.path.insert(0, {root!r}); " + prog
         return cmd
 
     mps.get_command_line = get_command_line  # type: ignore[assignment]
