@@ -14,7 +14,7 @@ runtime.activate_from_env()
 
 def spawn_main(*args: Any, **kwargs: Any) -> None:
     """multiprocessing's spawn_main, then a plain os._exit: a spawned rank exits without the interpreter's
-    and the C++ runtime's teardown (gloo and autograd threads), which could abort it after its work was done."""
+    and the C++ teardown (gloo and autograd threads), which could abort it after its work was done."""
     from multiprocessing import spawn
 
     code = 0
