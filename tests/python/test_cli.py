@@ -18,7 +18,17 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_help_lists_every_command() -> None:
     p = run("--help")
     assert p.returncode == 0
-    for name in ["analyze", "migrate", "explain", "targets", "run", "check-ops", "probe", "compare", "verify"]:
+    for name in [
+        "analyze",
+        "migrate",
+        "explain",
+        "targets",
+        "run",
+        "check-ops",
+        "probe",
+        "compare",
+        "verify",
+    ]:
         assert f"  {name} " in p.stdout, name
 
 

@@ -156,3 +156,16 @@ def test_a_missing_compiler_names_the_package(tmp_path: Path) -> None:
         "torchport rehearse: error: no C++ compiler ('no-such-compiler-xyz') to build the rehearsal device: "
         "install the Debian package g++ (apt-get install -y g++)"
     )
+
+
+def test_dash_m_runs_a_module_with_its_arguments(rehearsal_built: None, tmp_path: Path) -> None:  # noqa: F811
+    pkg = tmp_path / "proj"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "train.py").write_text(
+        "import sys\nimport torch\nimport torch_mlu\n"
+        "x = torch.ones(2, 2).mlu()\nprint(sys.argv[1:], (x @ x).sum().item(), torch.mlu.is_available())\n"
+    )
+    p = rehearse("--target", "mlu", "-m", "proj.train", "--lr", "3", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "['--lr', '3'] 8.0 True"

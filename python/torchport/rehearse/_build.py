@@ -92,7 +92,22 @@ def load(verbose: bool = False, quiet: bool = False) -> ModuleType:
     out = Path(dev_dir) if dev_dir else cache_root() / key
     name = "torchport_rehearse_" + key.replace(".", "_").replace("-", "_")
     so = out / f"{name}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
-    fresh = not so.is_file() and not (out / f"{name}.so").is_file()
+    built = next((p for p in (out / f"{name}.so", so) if p.is_file()), None)
+    if built is not None and not dev_dir:
+        # cached: load the module directly (cpp_extension.load would run the compiler and ninja to check)
+        import importlib.machinery
+        import importlib.util
+
+        import torch  # noqa: F401  (the extension links against torch's libraries)
+
+        loader = importlib.machinery.ExtensionFileLoader(name, str(built))
+        spec = importlib.util.spec_from_file_location(name, str(built), loader=loader)
+        assert spec is not None
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        _loaded = mod
+        return mod
+    fresh = built is None
     if fresh:
         _check_toolchain()
         if not quiet:

@@ -43,12 +43,36 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--build", action="store_true", help="build the rehearsal device now (for CI) and exit")
     p.add_argument("--verbose", action="store_true", help="with --build: show the compiler's output")
     p.add_argument("-m", dest="module", help="run a module as a script (python -m)")
-    p.add_argument("program", nargs=argparse.REMAINDER, help="script.py and its arguments")
+    p.add_argument("program", nargs="*", help="script.py and its arguments")
     return p
 
 
+_WITH_VALUE = ("--target", "--devices", "--memory", "--report")
+
+
+def _split(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(our options, the program's arguments): ours end at the script or after `-m module`; everything
+    after belongs to the program, options included."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "-m":
+            return argv[: i + 2], argv[i + 2 :]
+        if a == "--":
+            return argv[:i], argv[i + 1 :]
+        if a in _WITH_VALUE:
+            i += 2
+            continue
+        if not a.startswith("-"):
+            return argv[:i], argv[i:]
+        i += 1
+    return argv, []
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    ours, rest = _split(list(sys.argv[1:] if argv is None else argv))
+    args = _parser().parse_args(ours)
+    args.program = rest
     from torchport.rehearse import _build
 
     if args.build:

@@ -71,7 +71,7 @@ def _make_classifier(target: str) -> Any:
     version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
     clf = cl.Classifier(opdb.load(target, version))
     codes = {cl.NATIVE: 0, cl.FALLBACK: 1, cl.UNKNOWN: 2, cl.DTYPE: 3}
-    # out= overload -> the functional / in-place overloads that delegate to it (aten.json structured_delegate).
+    # out= overload -> the functional and in-place overloads delegating to it (aten.json structured_delegate).
     # The device reaches the out= overload through torch's generic kernel of the functional one when it has
     # no kernel of its own; a vendor that lists the functional one runs that instead.
     family: dict[str, list[str]] = {}
@@ -191,7 +191,12 @@ def _patch_spawn() -> None:
     def get_command_line(**kwds: Any) -> list[str]:
         cmd = original(**kwds)
         i = cmd.index("-c") + 1
-        cmd[i] = f"import sys; sys.path.insert(0, {root!r}); import torchport.rehearse._child; " + cmd[i]
+        prog = cmd[i].replace(
+            "from multiprocessing.spawn import spawn_main", "from torchport.rehearse._child import spawn_main"
+        )
+        if prog == cmd[i]:
+            prog = "import torchport.rehearse._child; " + prog
+        cmd[i] = f"import sys; sys.path.insert(0, {root!r}); " + prog
         return cmd
 
     mps.get_command_line = get_command_line  # type: ignore[assignment]
@@ -301,4 +306,3 @@ def activate_from_env() -> Optional[Session]:
         return None
     cfg = json.loads(raw)
     return activate(cfg["target"], cfg["devices"], cfg["memory"], cfg["strict"], None)
-

@@ -1,7 +1,5 @@
-// Host-memory caching allocator with per-device accounting and a capacity limit, and the CPU allocator
-// redirect that makes CPU kernels running a device op allocate device memory.
-#include "rehearse.h"
-
+// Host-memory caching allocator with per-device accounting and a capacity limit, and the CPU
+// allocator redirect that makes CPU kernels running a device op allocate device memory.
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
@@ -9,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
+
+#include "rehearse.h"
 
 namespace torchport::rehearse {
 namespace {
@@ -99,7 +99,8 @@ class DeviceAllocator final : public c10::Allocator {
 DeviceAllocator g_device_alloc;
 thread_local int tls_redirect = -1;
 
-// Frees a pointer from either allocator: ours by lookup, otherwise the original CPU allocator's deleter.
+// Frees a pointer from either allocator: ours by lookup, otherwise the original CPU allocator's
+// deleter.
 c10::DeleterFnPtr g_orig_raw_deleter = nullptr;
 void any_delete(void* p) {
   if (host_owns(p)) {
@@ -153,15 +154,16 @@ c10::DataPtr host_allocate(int dev, size_t nbytes, c10::Device label) {
       if (cap >= 0 && pool.stats.reserved + static_cast<int64_t>(size) > cap) {
         pool.stats.num_ooms += 1;
         const std::string& v = config().vendor;
-        TORCH_CHECK_WITH(OutOfMemoryError, false, v, " out of memory. Tried to allocate ",
-                         fmt_bytes(static_cast<int64_t>(size)), " (", v, " ", dev, "; ", fmt_bytes(cap),
-                         " total capacity; ", fmt_bytes(pool.stats.allocated), " already allocated; ",
-                         fmt_bytes(cap - pool.stats.reserved), " free; ", fmt_bytes(pool.stats.reserved),
-                         " reserved in total by PyTorch) [torchport rehearse --memory ", fmt_bytes(cap),
-                         "]");
+        TORCH_CHECK_WITH(
+            OutOfMemoryError, false, v, " out of memory. Tried to allocate ",
+            fmt_bytes(static_cast<int64_t>(size)), " (", v, " ", dev, "; ", fmt_bytes(cap),
+            " total capacity; ", fmt_bytes(pool.stats.allocated), " already allocated; ",
+            fmt_bytes(cap - pool.stats.reserved), " free; ", fmt_bytes(pool.stats.reserved),
+            " reserved in total by PyTorch) [torchport rehearse --memory ", fmt_bytes(cap), "]");
       }
       ptr = std::aligned_alloc(kAlign, size);
-      TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "host out of memory allocating ", size, " bytes");
+      TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "host out of memory allocating ", size,
+                       " bytes");
       s.live.emplace(ptr, Block{size, nbytes, dev});
       pool.stats.reserved += static_cast<int64_t>(size);
       pool.stats.allocated += static_cast<int64_t>(size);

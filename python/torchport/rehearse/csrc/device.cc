@@ -1,6 +1,5 @@
-// The device: DeviceGuard with streams and host-timed events, the PrivateUse1 hooks, generators, autocast.
-#include "rehearse.h"
-
+// The device: DeviceGuard with streams and host-timed events, the PrivateUse1 hooks, generators,
+// autocast.
 #include <ATen/autocast_mode.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
@@ -10,6 +9,8 @@
 
 #include <chrono>
 #include <cstring>
+
+#include "rehearse.h"
 
 namespace torchport::rehearse {
 
@@ -62,7 +63,8 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return c10::Stream(c10::Stream::UNSAFE, dev_of(d.index() < 0 ? tls_device : d.index()), id);
   }
   c10::Stream getNewStream(c10::Device d, int /*priority*/) const override {
-    return c10::Stream(c10::Stream::UNSAFE, dev_of(d.index() < 0 ? tls_device : d.index()), g_next_stream++);
+    return c10::Stream(c10::Stream::UNSAFE, dev_of(d.index() < 0 ? tls_device : d.index()),
+                       g_next_stream++);
   }
   c10::Stream exchangeStream(c10::Stream s) const override {
     c10::DeviceIndex i = s.device_index();
@@ -101,10 +103,10 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 };
 
-// A device generator. Its numbers come from a CPU generator, so that a rehearsed run draws exactly the
-// numbers the --target cpu migration draws: the default generator of every device is the host's default
-// generator (as `torch.cuda.manual_seed` becomes `torch.manual_seed` on cpu); a generator the user makes
-// with torch.Generator(device=...) has a CPU generator of its own.
+// A device generator. Its numbers come from a CPU generator, so that a rehearsed run draws exactly
+// the numbers the --target cpu migration draws: the default generator of every device is the host's
+// default generator (as `torch.cuda.manual_seed` becomes `torch.manual_seed` on cpu); a generator
+// the user makes with torch.Generator(device=...) has a CPU generator of its own.
 struct DeviceGenerator final : public c10::GeneratorImpl {
   DeviceGenerator(c10::DeviceIndex i, at::Generator host)
       : c10::GeneratorImpl(dev_of(i), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
@@ -140,7 +142,9 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   c10::Device getDeviceFromPtr(void* /*data*/) const override { return dev_of(tls_device); }
   bool isPinnedPtr(const void* /*data*/) const override { return false; }
   at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
-  c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(config().devices); }
+  c10::DeviceIndex deviceCount() const override {
+    return static_cast<c10::DeviceIndex>(config().devices);
+  }
   void setCurrentDevice(c10::DeviceIndex d) const override { set_current_device(d); }
   c10::DeviceIndex getCurrentDevice() const override { return tls_device; }
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex d) const override {
@@ -148,7 +152,9 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     set_current_device(d);
     return old;
   }
-  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex d) const override { return exchangeDevice(d); }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex d) const override {
+    return exchangeDevice(d);
+  }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
     c10::DataPtr fresh = device_allocator()->allocate(newsize);
@@ -211,7 +217,8 @@ RegisterHooks g_register_hooks;
 }  // namespace torchport::rehearse
 
 // Autocast on AutocastPrivateUse1 with torch's own op lists (the lists vendors reuse: torch_npu's
-// AutoCastOps.cpp registers KERNEL_PRIVATEUSEONE entries; its own list is not in ../shared/upstream).
+// AutoCastOps.cpp registers KERNEL_PRIVATEUSEONE entries; its own list is not in
+// ../shared/upstream).
 namespace {
 using at::Tensor;
 TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) { m.fallback(torch::CppFunction::makeFallthrough()); }

@@ -1,10 +1,8 @@
-// The boxed fallback: every operator without a kernel of its own runs PyTorch's CPU kernel on CPU views of
-// the device tensors (same memory, no copy), and its outputs are wrapped back as device tensors. Before it
-// runs, the op is judged against the target's lists (native / fallback / unknown) and its dtypes against
-// the dtypes the target refuses. Plus the few kernels a device needs of its own: empty, copy, resize, set_,
-// convolution_overrideable.
-#include "rehearse.h"
-
+// The boxed fallback: every operator without a kernel of its own runs PyTorch's CPU kernel on CPU
+// views of the device tensors (same memory, no copy), and its outputs are wrapped back as device
+// tensors. Before it runs, the op is judged against the target's lists (native / fallback /
+// unknown) and its dtypes against the dtypes the target refuses. Plus the few kernels a device
+// needs of its own: empty, copy, resize, set_, convolution_overrideable.
 #include <ATen/EmptyTensor.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -13,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 #include <unordered_map>
+
+#include "rehearse.h"
 
 namespace torchport::rehearse {
 namespace {
@@ -24,9 +24,10 @@ bool is_dev(const at::Tensor& t) {
   return t.defined() && t.unsafeGetTensorImpl()->key_set().has(c10::DispatchKey::PrivateUse1);
 }
 
-// While a CPU kernel runs a device op, each device storage is seen through a CPU storage on the same memory
-// (a non-owning DataPtr labelled CPU that keeps the device storage alive). Views the kernel makes of it are
-// CPU tensors too. One CPU storage per device storage per call, so aliasing between arguments is kept.
+// While a CPU kernel runs a device op, each device storage is seen through a CPU storage on the
+// same memory (a non-owning DataPtr labelled CPU that keeps the device storage alive). Views the
+// kernel makes of it are CPU tensors too. One CPU storage per device storage per call, so aliasing
+// between arguments is kept.
 struct Holder {
   c10::Storage device;
 };
@@ -43,7 +44,8 @@ struct ViewCache {
     void* data = const_cast<void*>(dev.data());
     auto* h = new Holder{dev};
     c10::DataPtr dp(data, h, &release_holder, c10::Device(c10::DeviceType::CPU));
-    c10::Storage view(c10::Storage::use_byte_size_t(), dev.nbytes(), std::move(dp), c10::GetCPUAllocator(),
+    c10::Storage view(c10::Storage::use_byte_size_t(), dev.nbytes(), std::move(dp),
+                      c10::GetCPUAllocator(),
                       /*resizable=*/true);
     map.emplace_back(key, view);
     return view;
@@ -64,9 +66,7 @@ std::vector<OpEntry*> g_entries;
 std::mutex g_dtype_mu;
 std::map<std::tuple<std::string, std::string, std::string>, int64_t> g_dtype_violations;
 
-bool refused(c10::ScalarType st) {
-  return (config().refused_dtypes >> static_cast<int>(st)) & 1U;
-}
+bool refused(c10::ScalarType st) { return (config().refused_dtypes >> static_cast<int>(st)) & 1U; }
 
 std::string op_name(const c10::OperatorHandle& op) {
   const auto& n = op.schema().operator_name();
@@ -87,17 +87,18 @@ std::string device_word() {
   const std::string full = "aten::" + e.name;
   if (config().fallback == "error" && !config().strict) {
     // torch_musa has no CPU fallback: the dispatcher's own error for a missing kernel.
-    TORCH_CHECK_NOT_IMPLEMENTED(false, "Could not run '", full, "' with arguments from the '",
-                                config().target,
-                                "' backend. This could be because the operator doesn't exist for this backend, "
-                                "or was omitted during the selective/custom build process (if using custom "
-                                "build). [torchport rehearse: not in the ",
-                                config().target, " operator lists: ", e.reason, "]");
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        false, "Could not run '", full, "' with arguments from the '", config().target,
+        "' backend. This could be because the operator doesn't exist for this backend, "
+        "or was omitted during the selective/custom build process (if using custom "
+        "build). [torchport rehearse: not in the ",
+        config().target, " operator lists: ", e.reason, "]");
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "The operator '", full, "' is not currently supported on the ",
-                              device_word(), " backend and its CPU fallback is disabled (",
-                              config().strict_switch.empty() ? std::string("--strict") : config().strict_switch,
-                              "). [torchport rehearse: ", e.reason, "]");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false, "The operator '", full, "' is not currently supported on the ", device_word(),
+      " backend and its CPU fallback is disabled (",
+      config().strict_switch.empty() ? std::string("--strict") : config().strict_switch,
+      "). [torchport rehearse: ", e.reason, "]");
 }
 
 void warn_once(OpEntry& e) {
@@ -108,7 +109,8 @@ void warn_once(OpEntry& e) {
   if (config().target == "npu") {
     // torch_npu's wording (VariableFallbackKernel.cpp, reference §1.1)
     msg = "CAUTION: The operator '" + full +
-          "' is not currently supported on the NPU backend and will fall back to run on the CPU. This may "
+          "' is not currently supported on the NPU backend and will fall back to run on the CPU. "
+          "This may "
           "have performance implications.";
   } else {
     msg = "The operator '" + full + "' is not currently supported on the " + device_word() +
@@ -172,7 +174,8 @@ void reset_op_stats() {
   g_dtype_violations.clear();
 }
 
-void record_dtype_violation(const std::string& op, const std::string& dtype, const std::string& site) {
+void record_dtype_violation(const std::string& op, const std::string& dtype,
+                            const std::string& site) {
   std::lock_guard<std::mutex> lock(g_dtype_mu);
   g_dtype_violations[{op, dtype, site}] += 1;
 }
@@ -180,7 +183,8 @@ void record_dtype_violation(const std::string& op, const std::string& dtype, con
 std::vector<std::tuple<std::string, std::string, std::string, int64_t>> dtype_violations() {
   std::lock_guard<std::mutex> lock(g_dtype_mu);
   std::vector<std::tuple<std::string, std::string, std::string, int64_t>> out;
-  for (auto& [k, n] : g_dtype_violations) out.emplace_back(std::get<0>(k), std::get<1>(k), std::get<2>(k), n);
+  for (auto& [k, n] : g_dtype_violations)
+    out.emplace_back(std::get<0>(k), std::get<1>(k), std::get<2>(k), n);
   return out;
 }
 
@@ -190,10 +194,11 @@ std::string user_site() {
 }
 
 std::string refused_message(const std::string& op, c10::ScalarType st) {
-  // The wording Ascend's FAQ quotes for float64 on the NPU (reference: peer-migration-tools.md 1.7).
+  // The wording Ascend's FAQ quotes for float64 on the NPU (reference:
+  // peer-migration-tools.md 1.7).
   std::string scalar = st == c10::ScalarType::Double ? "Double" : std::string(c10::toString(st));
-  return "Unsupport data type: at::ScalarType::" + scalar + " [torchport rehearse: aten::" + op + " on " +
-         config().target + ", which has no " + c10::toString(st) +
+  return "Unsupport data type: at::ScalarType::" + scalar + " [torchport rehearse: aten::" + op +
+         " on " + config().target + ", which has no " + c10::toString(st) +
          " (torchport targets data); keep this tensor in float32]";
 }
 
@@ -202,8 +207,8 @@ namespace {
 at::Tensor as_cpu_in(const at::Tensor& t, ViewCache& cache) {
   if (!is_dev(t)) return t;
   c10::TensorImpl* src = t.unsafeGetTensorImpl();
-  auto impl = c10::make_intrusive<c10::TensorImpl>(cache.cpu_of(src->storage()),
-                                                   c10::DispatchKeySet(c10::DispatchKey::CPU), src->dtype());
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      cache.cpu_of(src->storage()), c10::DispatchKeySet(c10::DispatchKey::CPU), src->dtype());
   impl->set_sizes_and_strides(src->sizes(), src->strides(), src->storage_offset());
   return at::Tensor(std::move(impl));
 }
@@ -228,18 +233,20 @@ at::Tensor as_device_in(const at::Tensor& t, c10::DeviceIndex dev, const ViewCac
   c10::StorageImpl* owner = cache != nullptr ? cache->device_of(st) : nullptr;
   c10::Storage storage;
   if (owner != nullptr && st->data() == owner->data()) {
-    storage = c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(owner));  // a view of an input
+    storage = c10::Storage(
+        c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(owner));  // a view of an input
   } else {
     adopt_memory(st, dev);  // fresh memory from the CPU kernel
     storage = src->storage();
   }
-  auto impl = c10::make_intrusive<c10::TensorImpl>(std::move(storage),
-                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), src->dtype());
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), src->dtype());
   impl->set_sizes_and_strides(src->sizes(), src->strides(), src->storage_offset());
   return at::Tensor(std::move(impl));
 }
 
-// After the kernel: carry a resize (new memory) or set_ of a mutated argument's CPU view to the device tensor.
+// After the kernel: carry a resize (new memory) or set_ of a mutated argument's CPU view to the
+// device tensor.
 void sync_meta(const at::Tensor& dev_t, const at::Tensor& view, const ViewCache& cache) {
   c10::TensorImpl* d = dev_t.unsafeGetTensorImpl();
   c10::TensorImpl* v = view.unsafeGetTensorImpl();
@@ -250,17 +257,20 @@ void sync_meta(const at::Tensor& dev_t, const at::Tensor& view, const ViewCache&
     if (vst->data() != dst->data() || vst->nbytes() != dst->nbytes()) {
       // the kernel resized the argument: its new memory becomes the device storage's
       adopt_memory(vst, dev_t.device().index());
-      c10::DataPtr moved = vst->set_data_ptr(c10::DataPtr(nullptr, c10::Device(c10::DeviceType::CPU)));
+      c10::DataPtr moved =
+          vst->set_data_ptr(c10::DataPtr(nullptr, c10::Device(c10::DeviceType::CPU)));
       dst->set_data_ptr_noswap(std::move(moved));
       dst->set_nbytes(vst->nbytes());
     }
   } else if (owner != nullptr) {
-    d->set_storage_keep_dtype(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(owner)));
+    d->set_storage_keep_dtype(
+        c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(owner)));
   } else {
     adopt_memory(vst, dev_t.device().index());
     d->set_storage_keep_dtype(v->storage());
   }
-  if (v->sizes() != d->sizes() || v->strides() != d->strides() || v->storage_offset() != d->storage_offset()) {
+  if (v->sizes() != d->sizes() || v->strides() != d->strides() ||
+      v->storage_offset() != d->storage_offset()) {
     d->set_sizes_and_strides(v->sizes(), v->strides(), v->storage_offset());
   }
 }
@@ -272,7 +282,9 @@ at::Tensor as_cpu(const at::Tensor& t) {
   return as_cpu_in(t, cache);
 }
 
-at::Tensor as_device(const at::Tensor& t, c10::DeviceIndex dev) { return as_device_in(t, dev, nullptr); }
+at::Tensor as_device(const at::Tensor& t, c10::DeviceIndex dev) {
+  return as_device_in(t, dev, nullptr);
+}
 
 namespace {
 
@@ -284,8 +296,10 @@ struct ArgScan {
     if (!is_dev(t)) return;
     if (dev < 0) dev = t.device().index();
     // A 0-dim tensor is a scalar: torch.amp.GradScaler computes its inverse scale in float64 on the
-    // device (torch/amp/grad_scaler.py), which the vendors' devices run; only real float64 data is refused.
-    if (bad == c10::ScalarType::Undefined && refused(t.scalar_type()) && t.dim() > 0) bad = t.scalar_type();
+    // device (torch/amp/grad_scaler.py), which the vendors' devices run; only real float64 data is
+    // refused.
+    if (bad == c10::ScalarType::Undefined && refused(t.scalar_type()) && t.dim() > 0)
+      bad = t.scalar_type();
   }
 };
 
@@ -352,9 +366,9 @@ void sync_back(const c10::IValue& orig, const c10::IValue& view, const ViewCache
   }
 }
 
-// Judges one call before it runs: refused dtype -> the device's error; a fallback -> the vendor's warning
-// (once per op) or, with --strict / on a target without fallback, the vendor's error. Non-native calls are
-// counted per user call site.
+// Judges one call before it runs: refused dtype -> the device's error; a fallback -> the vendor's
+// warning (once per op) or, with --strict / on a target without fallback, the vendor's error.
+// Non-native calls are counted per user call site.
 void admit(OpEntry& e, c10::ScalarType bad) {
   if (bad != c10::ScalarType::Undefined) {
     record_dtype_violation(e.name, c10::toString(bad), user_site());
@@ -375,7 +389,8 @@ void admit(OpEntry& e, c10::ScalarType bad) {
   }
 }
 
-void rehearse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
+void rehearse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/,
+                       torch::jit::Stack* stack) {
   OpEntry& e = op_entry(op);
   const auto& schema = op.schema();
   const size_t nargs = schema.arguments().size();
@@ -395,7 +410,9 @@ void rehearse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/
     RedirectGuard redirect(dev);
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }
-  e.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  e.ns +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   e.calls += 1;
 
   // Mutated arguments: carry a resize or set_ of the view over to the device tensor.
@@ -426,33 +443,35 @@ void rehearse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/
 
 // ---- kernels of the device itself ----
 
-at::Tensor rh_empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
-                    std::optional<c10::Device> device, std::optional<bool> /*pin*/,
-                    std::optional<c10::MemoryFormat> mf) {
-  TORCH_CHECK(!layout.has_value() || *layout == c10::Layout::Strided, "only strided tensors on the rehearsal device");
+at::Tensor rh_empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                    std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                    std::optional<bool> /*pin*/, std::optional<c10::MemoryFormat> mf) {
+  TORCH_CHECK(!layout.has_value() || *layout == c10::Layout::Strided,
+              "only strided tensors on the rehearsal device");
   const c10::Device d = device.value_or(c10::Device(kPU1, current_device()));
   const c10::DeviceIndex idx = d.index() < 0 ? current_device() : d.index();
   check_device(idx);
   const c10::ScalarType st = dtype.value_or(at::get_default_dtype_as_scalartype());
   c10::DeviceIndex prev = current_device();
   set_current_device(idx);
-  at::Tensor t = at::detail::empty_generic(size, device_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                           st, mf);
+  at::Tensor t = at::detail::empty_generic(
+      size, device_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st, mf);
   set_current_device(prev);
   return t;
 }
 
-at::Tensor rh_empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
-                            std::optional<c10::Layout> /*layout*/, std::optional<c10::Device> device,
-                            std::optional<bool> /*pin*/) {
+at::Tensor rh_empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                            std::optional<c10::ScalarType> dtype,
+                            std::optional<c10::Layout> /*layout*/,
+                            std::optional<c10::Device> device, std::optional<bool> /*pin*/) {
   const c10::Device d = device.value_or(c10::Device(kPU1, current_device()));
   const c10::DeviceIndex idx = d.index() < 0 ? current_device() : d.index();
   check_device(idx);
   const c10::ScalarType st = dtype.value_or(at::get_default_dtype_as_scalartype());
   c10::DeviceIndex prev = current_device();
   set_current_device(idx);
-  at::Tensor t = at::detail::empty_strided_generic(size, stride, device_allocator(),
-                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st);
+  at::Tensor t = at::detail::empty_strided_generic(
+      size, stride, device_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st);
   set_current_device(prev);
   return t;
 }
@@ -470,13 +489,16 @@ at::Tensor rh_copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst
   return rh_copy_from(self, dst, false);
 }
 
-const at::Tensor& rh_resize(const at::Tensor& self, c10::IntArrayRef size, std::optional<c10::MemoryFormat> mf) {
+const at::Tensor& rh_resize(const at::Tensor& self, c10::IntArrayRef size,
+                            std::optional<c10::MemoryFormat> mf) {
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
   impl->set_sizes_contiguous(size);
   if (mf.has_value() && *mf != c10::MemoryFormat::Preserve) impl->empty_tensor_restride(*mf);
-  const size_t need = impl->numel() == 0 ? 0
-                                          : (static_cast<size_t>(impl->storage_offset()) + static_cast<size_t>(impl->numel())) *
-                                                impl->itemsize();
+  const size_t need =
+      impl->numel() == 0
+          ? 0
+          : (static_cast<size_t>(impl->storage_offset()) + static_cast<size_t>(impl->numel())) *
+                impl->itemsize();
   c10::StorageImpl* st = impl->storage().unsafeGetStorageImpl();
   if (need > st->nbytes()) {
     c10::DeviceIndex prev = current_device();
@@ -490,10 +512,10 @@ const at::Tensor& rh_resize(const at::Tensor& self, c10::IntArrayRef size, std::
   return self;
 }
 
-at::Tensor& rh_set_storage(at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size,
-                           c10::IntArrayRef stride) {
-  TORCH_CHECK(source.device().type() == kPU1 || source.nbytes() == 0, "set_: the storage is on ", source.device(),
-              ", the tensor on ", self.device());
+at::Tensor& rh_set_storage(at::Tensor& self, c10::Storage source, int64_t offset,
+                           c10::IntArrayRef size, c10::IntArrayRef stride) {
+  TORCH_CHECK(source.device().type() == kPU1 || source.nbytes() == 0, "set_: the storage is on ",
+              source.device(), ", the tensor on ", self.device());
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
   impl->set_storage_keep_dtype(std::move(source));
   impl->set_sizes_and_strides(size, stride, offset);
@@ -514,44 +536,55 @@ at::Tensor& rh_set_empty(at::Tensor& self) {
   return rh_set_storage(self, s, 0, {0}, {1});
 }
 
-at::Tensor rh_conv(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                   c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+at::Tensor rh_conv(const at::Tensor& input, const at::Tensor& weight,
+                   const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                   c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
                    c10::IntArrayRef output_padding, int64_t groups) {
-  static auto handle = c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_overrideable", "");
+  static auto handle =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_overrideable", "");
   OpEntry& e = op_entry(handle);
-  admit(e, refused(input.scalar_type()) && input.dim() > 0 ? input.scalar_type() : c10::ScalarType::Undefined);
-  std::optional<at::Tensor> b = bias.has_value() ? std::optional<at::Tensor>(as_cpu(*bias)) : std::nullopt;
+  admit(e, refused(input.scalar_type()) && input.dim() > 0 ? input.scalar_type()
+                                                           : c10::ScalarType::Undefined);
+  std::optional<at::Tensor> b =
+      bias.has_value() ? std::optional<at::Tensor>(as_cpu(*bias)) : std::nullopt;
   const c10::DeviceIndex dev = input.device().index();
   auto t0 = std::chrono::steady_clock::now();
   at::Tensor out;
   {
     RedirectGuard redirect(dev);
-    out = at::convolution(as_cpu(input), as_cpu(weight), b, stride, padding, dilation, transposed, output_padding,
-                          groups);
+    out = at::convolution(as_cpu(input), as_cpu(weight), b, stride, padding, dilation, transposed,
+                          output_padding, groups);
   }
-  e.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  e.ns +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   e.calls += 1;
   return as_device(out, dev);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> rh_conv_backward(
-    const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
-    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding,
-    int64_t groups, std::array<bool, 3> mask) {
-  static auto handle = c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_backward_overrideable", "");
+    const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
+    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+    c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> mask) {
+  static auto handle =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_backward_overrideable", "");
   OpEntry& e = op_entry(handle);
-  admit(e, refused(input.scalar_type()) && input.dim() > 0 ? input.scalar_type() : c10::ScalarType::Undefined);
+  admit(e, refused(input.scalar_type()) && input.dim() > 0 ? input.scalar_type()
+                                                           : c10::ScalarType::Undefined);
   const c10::DeviceIndex dev = input.device().index();
   auto t0 = std::chrono::steady_clock::now();
   std::tuple<at::Tensor, at::Tensor, at::Tensor> r;
   {
     RedirectGuard redirect(dev);
-    r = at::convolution_backward(as_cpu(grad), as_cpu(input), as_cpu(weight), std::nullopt, stride, padding, dilation,
-                                 transposed, output_padding, groups, mask);
+    r = at::convolution_backward(as_cpu(grad), as_cpu(input), as_cpu(weight), std::nullopt, stride,
+                                 padding, dilation, transposed, output_padding, groups, mask);
   }
-  e.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  e.ns +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   e.calls += 1;
-  return {as_device(std::get<0>(r), dev), as_device(std::get<1>(r), dev), as_device(std::get<2>(r), dev)};
+  return {as_device(std::get<0>(r), dev), as_device(std::get<1>(r), dev),
+          as_device(std::get<2>(r), dev)};
 }
 
 }  // namespace

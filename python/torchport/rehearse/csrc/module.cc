@@ -1,16 +1,17 @@
 // Python bindings of the rehearsal device (loaded by torchport.rehearse._ext).
-#include "rehearse.h"
-
 #include <torch/extension.h>
+
+#include "rehearse.h"
 
 namespace rh = torchport::rehearse;
 namespace py = pybind11;
 
 namespace {
 
-void configure(const std::string& target, const std::string& vendor, int devices, int64_t capacity, bool strict,
-               const std::string& fallback, const std::string& strict_switch, const std::vector<std::string>& refused,
-               py::function classify, py::function site, py::function warn) {
+void configure(const std::string& target, const std::string& vendor, int devices, int64_t capacity,
+               bool strict, const std::string& fallback, const std::string& strict_switch,
+               const std::vector<std::string>& refused, py::function classify, py::function site,
+               py::function warn) {
   rh::Config& c = rh::config();
   c.target = target;
   c.vendor = vendor;
@@ -27,7 +28,8 @@ void configure(const std::string& target, const std::string& vendor, int devices
     }
   }
   c.configured = true;
-  // The callbacks hold Python objects: leak them, so nothing is released after the interpreter is gone.
+  // The callbacks hold Python objects: leak them, so nothing is released after the interpreter is
+  // gone.
   auto* cls = new py::function(std::move(classify));
   auto* st = new py::function(std::move(site));
   auto* wn = new py::function(std::move(warn));
@@ -70,7 +72,8 @@ py::list op_stats() {
       std::lock_guard<std::mutex> lock(e->mu);
       for (auto& [k, n] : e->sites) sites[py::str(k)] = n;
     }
-    out.append(py::make_tuple(e->name, static_cast<int>(e->status), e->reason, e->calls.load(), e->ns.load(), sites));
+    out.append(py::make_tuple(e->name, static_cast<int>(e->status), e->reason, e->calls.load(),
+                              e->ns.load(), sites));
   }
   return out;
 }
@@ -90,7 +93,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("op_stats", &op_stats);
   m.def("reset_op_stats", []() { rh::reset_op_stats(); });
   m.def("dtype_violations", []() { return rh::dtype_violations(); });
-  m.def("as_cpu", [](const at::Tensor& t) { return rh::as_cpu(t); }, "a CPU tensor on the same memory");
-  m.def("default_generator", [](int d) { return rh::default_generator(static_cast<c10::DeviceIndex>(d)); });
+  m.def(
+      "as_cpu", [](const at::Tensor& t) { return rh::as_cpu(t); },
+      "a CPU tensor on the same memory");
+  m.def("default_generator",
+        [](int d) { return rh::default_generator(static_cast<c10::DeviceIndex>(d)); });
   m.def("host_owns", [](const at::Tensor& t) { return rh::host_owns(t.storage().data()); });
 }

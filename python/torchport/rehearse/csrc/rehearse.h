@@ -17,14 +17,14 @@ namespace torchport::rehearse {
 
 // ---- configuration (set once by configure(), read everywhere) ----
 struct Config {
-  std::string target = "npu";     // npu | mlu | musa
-  std::string vendor = "NPU";     // upper-case device name used in messages
-  int devices = 1;                // --devices
-  int64_t capacity = -1;          // bytes per device, -1: unlimited
-  bool strict = false;            // every fallback is an error
-  std::string fallback = "cpu";   // "cpu": run on the CPU (with a warning on npu/mlu); "error"
-  std::string strict_switch;      // "TORCH_NPU_FALLBACK_CPU_DISABLE=1" ...
-  uint64_t refused_dtypes = 0;    // bit per c10::ScalarType
+  std::string target = "npu";    // npu | mlu | musa
+  std::string vendor = "NPU";    // upper-case device name used in messages
+  int devices = 1;               // --devices
+  int64_t capacity = -1;         // bytes per device, -1: unlimited
+  bool strict = false;           // every fallback is an error
+  std::string fallback = "cpu";  // "cpu": run on the CPU (with a warning on npu/mlu); "error"
+  std::string strict_switch;     // "TORCH_NPU_FALLBACK_CPU_DISABLE=1" ...
+  uint64_t refused_dtypes = 0;   // bit per c10::ScalarType
   bool configured = false;
 };
 Config& config();
@@ -42,8 +42,9 @@ struct DeviceStats {
   int64_t live_blocks = 0;
 };
 
-// Allocates host memory for device `dev`; the DataPtr is labelled with `label` (PrivateUse1:dev for device
-// tensors; CPU while a CPU kernel runs for the device, relabelled when the output is wrapped).
+// Allocates host memory for device `dev`; the DataPtr is labelled with `label` (PrivateUse1:dev for
+// device tensors; CPU while a CPU kernel runs for the device, relabelled when the output is
+// wrapped).
 c10::DataPtr host_allocate(int dev, size_t nbytes, c10::Device label);
 bool host_owns(const void* ptr);
 DeviceStats device_stats(int dev);
@@ -52,8 +53,8 @@ void empty_cache();
 c10::Allocator* device_allocator();
 void install_cpu_redirect();
 
-// While alive on this thread, CPU allocations (outputs and temporaries of the CPU kernel that runs a device
-// op) come from device `dev`'s memory.
+// While alive on this thread, CPU allocations (outputs and temporaries of the CPU kernel that runs
+// a device op) come from device `dev`'s memory.
 struct RedirectGuard {
   explicit RedirectGuard(int dev);
   ~RedirectGuard();
@@ -83,8 +84,8 @@ struct OpEntry {
   std::atomic<int64_t> calls{0};
   std::atomic<int64_t> ns{0};
   std::atomic<bool> warned{false};
-  std::mutex mu;                            // guards sites
-  std::map<std::string, int64_t> sites;     // "file:line" -> calls (not recorded for native ops)
+  std::mutex mu;                         // guards sites
+  std::map<std::string, int64_t> sites;  // "file:line" -> calls (not recorded for native ops)
 };
 
 // Python callbacks (set by configure()).
@@ -97,7 +98,8 @@ Callbacks& callbacks();
 
 OpEntry& op_entry(const c10::OperatorHandle& op);
 std::vector<OpEntry*> all_entries();
-void record_dtype_violation(const std::string& op, const std::string& dtype, const std::string& site);
+void record_dtype_violation(const std::string& op, const std::string& dtype,
+                            const std::string& site);
 std::vector<std::tuple<std::string, std::string, std::string, int64_t>> dtype_violations();
 void reset_op_stats();
 
