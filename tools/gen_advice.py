@@ -94,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         diff = stale_diff(files, args.out)
         if diff:
             sys.stdout.write(diff)
-            print("gen_advice: data/catalogue/advice is stale; run python tools/gen_advice.py", file=sys.stderr)
+            print(
+                "gen_advice: data/catalogue/advice is stale; run python tools/gen_advice.py", file=sys.stderr
+            )
             return 1
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
