@@ -178,6 +178,7 @@ struct Catalogue::Impl {
   std::vector<Target> targets;
   std::map<std::string, SupportLists, std::less<>> support;  // by target
   std::vector<ArgRule> arg_rules;
+  std::map<std::string, AdviceTable, std::less<>> advice;  // by target
 };
 
 Catalogue::Catalogue() : impl_(std::make_unique<Impl>()) {}
@@ -487,6 +488,74 @@ void parse_support(Catalogue::Impl& impl, const std::string& name, const std::st
   }
 }
 
+void parse_advice(Catalogue::Impl& impl, const std::string& name, const std::string& text) {
+  Json doc = Json::parse(text);
+  std::string target = str_field(doc, "target", name, true);
+  AdviceTable& t = impl.advice[target];
+  auto obj = [&](std::string_view key) -> const Json& {
+    auto it = doc.find(key);
+    if (it == doc.end() || !it->is_object())
+      throw DataError(name + ": missing object \"" + std::string(key) + "\"");
+    return *it;
+  };
+  t.source_advice = str_field(obj("source"), "precision_performance", name + ": source", true);
+  t.source_affinity = str_field(obj("source"), "affinity", name + ": source", true);
+  auto strings = [&](std::string_view key, auto& dst) {
+    for (const auto& [k, v] : obj(key).items()) {
+      if (!v.is_string())
+        throw DataError(name + ": " + std::string(key) + "." + k + ": expected a string");
+      dst.emplace_back(k, v.template get<std::string>());
+    }
+  };
+  std::vector<std::pair<std::string, std::string>> tmp;
+  strings("precision", tmp);
+  t.precision.insert(tmp.begin(), tmp.end());
+  tmp.clear();
+  strings("performance", tmp);
+  t.performance.insert(tmp.begin(), tmp.end());
+  tmp.clear();
+  strings("affinity_calls", tmp);
+  t.affinity_calls.insert(tmp.begin(), tmp.end());
+  strings("project", t.project);
+  auto params = doc.find("parameters");
+  if (params == doc.end() || !params->is_array())
+    throw DataError(name + ": missing array \"parameters\"");
+  for (std::size_t i = 0; i < params->size(); ++i) {
+    const Json& p = (*params)[i];
+    std::string where = name + ": parameters[" + std::to_string(i) + "]";
+    AdviceParameter ap;
+    ap.api = str_field(p, "api", where, true);
+    ap.parameter = str_field(p, "parameter", where, true);
+    ap.expected = str_field(p, "expected", where, false);
+    ap.unexpected = str_field(p, "unexpected", where, false);
+    ap.default_value = str_field(p, "default", where, false);
+    ap.tip = str_field(p, "tip", where, true);
+    auto pos = p.find("positions");
+    if (pos == p.end() || !pos->is_array())
+      throw DataError(where + ": missing array \"positions\"");
+    for (const Json& n : *pos) {
+      if (!n.is_number_unsigned()) throw DataError(where + ".positions: expected numbers");
+      ap.positions.push_back(n.get<std::uint32_t>());
+    }
+    t.parameters.push_back(std::move(ap));
+  }
+  auto suggest = doc.find("suggest");
+  if (suggest == doc.end() || !suggest->is_array())
+    throw DataError(name + ": missing array \"suggest\"");
+  for (std::size_t i = 0; i < suggest->size(); ++i) {
+    std::string where = name + ": suggest[" + std::to_string(i) + "]";
+    const Json& s = (*suggest)[i];
+    t.suggest.push_back({str_field(s, "name", where, true), str_list(s, "dependency", where),
+                         str_field(s, "tip", where, true)});
+  }
+  for (const auto& [k, v] : obj("affinity_functions").items())
+    t.affinity_functions[k] = {str_list(v, "parameters", name + ": affinity_functions." + k),
+                               str_field(v, "affinity", name + ": affinity_functions." + k, true)};
+  for (const auto& [k, v] : obj("affinity_classes").items())
+    t.affinity_classes[k] = {str_field(v, "parent", name + ": affinity_classes." + k, true),
+                             str_field(v, "affinity", name + ": affinity_classes." + k, true)};
+}
+
 }  // namespace
 
 std::optional<Catalogue> Catalogue::parse(const Documents& docs, std::string* error) {
@@ -505,6 +574,10 @@ std::optional<Catalogue> Catalogue::parse(const Documents& docs, std::string* er
     for (const auto& [name, text] : docs.support) {
       current = name;
       parse_support(impl, name, text);
+    }
+    for (const auto& [name, text] : docs.advice) {
+      current = name;
+      parse_advice(impl, name, text);
     }
   } catch (const DataError& e) {
     if (error) *error = e.what();
@@ -552,6 +625,8 @@ std::optional<Catalogue::Documents> Catalogue::read_dir(const std::string& dir,
     if (!slurp(p, doc.second)) return std::nullopt;
     if (p.parent_path().filename() == "support")
       docs.support.push_back(std::move(doc));
+    else if (p.parent_path().filename() == "advice")
+      docs.advice.push_back(std::move(doc));
     else
       docs.entries.push_back(std::move(doc));
   }
@@ -578,6 +653,8 @@ const Catalogue& Catalogue::builtin() {
         docs.targets = std::move(doc);
       else if (b->name.starts_with("catalogue/support/"))
         docs.support.push_back(std::move(doc));
+      else if (b->name.starts_with("catalogue/advice/"))
+        docs.advice.push_back(std::move(doc));
       else if (b->name.starts_with("catalogue/"))
         docs.entries.push_back(std::move(doc));
     }
@@ -644,6 +721,11 @@ const Target* Catalogue::target(std::string_view name) const {
   for (const Target& t : impl_->targets)
     if (t.name == name) return &t;
   return nullptr;
+}
+
+const AdviceTable* Catalogue::advice(std::string_view target) const {
+  auto it = impl_->advice.find(target);
+  return it == impl_->advice.end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> Catalogue::support_versions(std::string_view target) const {

@@ -40,6 +40,7 @@ struct FileWork {
   FileEntry entry;
   std::vector<Row> rows;
   std::vector<std::string> cuda_ops;
+  std::vector<report::AdviceRow> advice;
   std::string output;  ///< the new bytes when entry.changed
   std::string diff;
 };
@@ -170,6 +171,11 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   drop_ignored(f.rel, opts, fr.findings, w);
   w.entry.min_torch = fr.min_torch_version;
   w.cuda_ops = fr.cuda_apis;
+  for (const rules::Advice& a : fr.advice) {
+    text::LineCol start = tree.lines().locate(a.begin);
+    text::LineCol end = tree.lines().locate(a.end > a.begin ? a.end - 1 : a.begin);
+    w.advice.push_back({f.rel, start.line, end.line, a.kind, a.api, a.api_type, a.tip, a.affinity});
+  }
   std::vector<fix::AppliedEdit> applied;
   std::string text(tree.text());
   std::string after = apply_findings(f.rel, text, fr.findings, opts.analyze_only, w, applied,
@@ -311,6 +317,9 @@ std::string write_reports(const fs::path& dir, const report::Report& rep, const 
       {"unknown_api.csv", report::unknown_api_csv(rep)},
       {"cuda_op_list.csv", report::cuda_op_list_csv(rep)},
       {"not_migrated.csv", report::not_migrated_csv(rep)},
+      {"api_precision_advice.csv", rep.has_advice ? report::api_precision_advice_csv(rep) : ""},
+      {"api_performance_advice.csv", rep.has_advice ? report::api_performance_advice_csv(rep) : ""},
+      {"affinity_api_call.csv", rep.has_advice ? report::affinity_api_call_csv(rep) : ""},
   };
   if (parallel)
     json_thread.join();
@@ -319,7 +328,8 @@ std::string write_reports(const fs::path& dir, const report::Report& rep, const 
   if (json_error) std::rethrow_exception(json_error);
   std::string error;
   for (const auto& [name, text] : csvs)
-    if (!write_atomic(dir / name, text, error)) return (dir / name).string() + ": " + error;
+    if (!text.empty() && !write_atomic(dir / name, text, error))
+      return (dir / name).string() + ": " + error;
   if (!write_atomic(dir / "report.json", json, error))
     return (dir / "report.json").string() + ": " + error;
   if (!write_atomic(dir / "torchport.log", log, error))
@@ -619,11 +629,20 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
       log += '\n';
     }
     for (const std::string& op : w.cuda_ops) rep.cuda_ops.push_back({w.entry.file, op});
+    rep.advice.insert(rep.advice.end(), std::make_move_iterator(w.advice.begin()),
+                      std::make_move_iterator(w.advice.end()));
     rep.min_torch = report::max_version(rep.min_torch, w.entry.min_torch);
     rep.rows.insert(rep.rows.end(), std::make_move_iterator(w.rows.begin()),
                     std::make_move_iterator(w.rows.end()));
     res.diff += w.diff;
     rep.files.push_back(std::move(w.entry));
+  }
+  // Project-level advice (settings with no site in the code): rows with NA for file and lines.
+  if (const catalogue::AdviceTable* adv = cat.advice(rep.target)) {
+    rep.has_advice = true;
+    for (const auto& [setting, tip] : adv->project)
+      rep.advice.push_back({"", 0, 0, rules::Advice::Kind::Performance, setting, "",
+                            "project-level (no file or line): " + tip, ""});
   }
   log += now() + " [INFO] done: " + std::to_string(rep.files.size()) + " files, " +
          std::to_string(rep.count(Outcome::Failure)) + " failure(s)\n";

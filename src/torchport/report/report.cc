@@ -157,6 +157,60 @@ std::string not_migrated_csv(const Report& r) {
   return out;
 }
 
+namespace {
+
+void append_advice_site(std::string& out, const AdviceRow& a) {
+  if (a.start_line == 0) {
+    out += "NA,NA,NA";
+    return;
+  }
+  append_cell(out, a.file);
+  out += ',';
+  out += std::to_string(a.start_line);
+  out += ',';
+  out += std::to_string(a.end_line);
+}
+
+std::string advice_rows(const Report& r, rules::Advice::Kind kind) {
+  std::string out = "File,Start Line,End Line,OP,Tips\n";
+  for (const AdviceRow& a : r.advice) {
+    if (a.kind != kind) continue;
+    append_advice_site(out, a);
+    out += ',';
+    append_cell(out, a.api);
+    out += ',';
+    append_cell(out, a.tip);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string api_precision_advice_csv(const Report& r) {
+  return advice_rows(r, rules::Advice::Kind::Precision);
+}
+
+std::string api_performance_advice_csv(const Report& r) {
+  return advice_rows(r, rules::Advice::Kind::Performance);
+}
+
+std::string affinity_api_call_csv(const Report& r) {
+  std::string out = "File,Start Line,End Line,Api Type,Api Call Name,Affinity Api Name\n";
+  for (const AdviceRow& a : r.advice) {
+    if (a.kind != rules::Advice::Kind::Affinity) continue;
+    append_advice_site(out, a);
+    out += ',';
+    append_cell(out, a.api_type);
+    out += ',';
+    append_cell(out, a.api);
+    out += ',';
+    append_cell(out, a.affinity);
+    out += '\n';
+  }
+  return out;
+}
+
 std::string report_json_reference(const Report& r) {
   using nlohmann::ordered_json;
   ordered_json j;
@@ -217,6 +271,27 @@ std::string report_json_reference(const Report& r) {
   ordered_json ops = ordered_json::array();
   for (const CudaOp& op : r.cuda_ops) ops.push_back({{"file", op.file}, {"api", op.api}});
   j["cuda_ops"] = std::move(ops);
+  if (r.has_advice) {
+    ordered_json advice = ordered_json::array();
+    for (const AdviceRow& a : r.advice) {
+      ordered_json e;
+      e["kind"] = rules::to_string(a.kind);
+      if (a.start_line == 0) {
+        e["scope"] = "project";
+      } else {
+        e["scope"] = "site";
+        e["file"] = a.file;
+        e["start_line"] = a.start_line;
+        e["end_line"] = a.end_line;
+      }
+      e["api"] = a.api;
+      if (!a.api_type.empty()) e["api_type"] = a.api_type;
+      if (!a.tip.empty()) e["tips"] = a.tip;
+      if (!a.affinity.empty()) e["affinity_api"] = a.affinity;
+      advice.push_back(std::move(e));
+    }
+    j["advice"] = std::move(advice);
+  }
   // A file name that is not UTF-8 cannot be JSON: its invalid bytes become U+FFFD (the CSV
   // reports keep the bytes).
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -439,6 +514,29 @@ std::string report_json(const Report& r) {
     w.close('}');
   }
   w.close(']');
+  if (r.has_advice) {
+    w.key("advice");
+    w.open('[');
+    for (const AdviceRow& a : r.advice) {
+      w.item();
+      w.open('{');
+      str("kind", rules::to_string(a.kind));
+      if (a.start_line == 0) {
+        str("scope", "project");
+      } else {
+        str("scope", "site");
+        str("file", a.file);
+        num("start_line", a.start_line);
+        num("end_line", a.end_line);
+      }
+      str("api", a.api);
+      if (!a.api_type.empty()) str("api_type", a.api_type);
+      if (!a.tip.empty()) str("tips", a.tip);
+      if (!a.affinity.empty()) str("affinity_api", a.affinity);
+      w.close('}');
+    }
+    w.close(']');
+  }
   w.close('}');
   if (!w.ok) return report_json_reference(r);
   w.out += '\n';
@@ -467,6 +565,16 @@ std::string summary_table(const Report& r) {
       {"unknown_api.csv", std::to_string(r.count(rules::Operation::Unknown))},
       {"cuda_op_list.csv", std::to_string(r.cuda_ops.size())},
   };
+  if (r.has_advice)
+    for (auto kind : {rules::Advice::Kind::Precision, rules::Advice::Kind::Performance,
+                      rules::Advice::Kind::Affinity}) {
+      auto n = std::count_if(r.advice.begin(), r.advice.end(),
+                             [&](const AdviceRow& a) { return a.kind == kind; });
+      lines.emplace_back(kind == rules::Advice::Kind::Precision     ? "api_precision_advice.csv"
+                         : kind == rules::Advice::Kind::Performance ? "api_performance_advice.csv"
+                                                                    : "affinity_api_call.csv",
+                         std::to_string(n));
+    }
   std::size_t w0 = 5, w1 = 10;
   for (const auto& [a, b] : lines) {
     w0 = std::max(w0, a.size());

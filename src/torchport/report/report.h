@@ -49,6 +49,19 @@ struct CudaOp {
   std::string api;
 };
 
+/// One advice row (rules::Advice, located). A project-level row (a setting, no site) has an
+/// empty file and lines 0: the CSVs write NA there.
+struct AdviceRow {
+  std::string file;
+  std::uint32_t start_line = 0;
+  std::uint32_t end_line = 0;
+  rules::Advice::Kind kind = rules::Advice::Kind::Performance;
+  std::string api;
+  std::string api_type;
+  std::string tip;
+  std::string affinity;
+};
+
 struct Report {
   std::string command;  ///< "migrate" or "analyze"
   std::string target;
@@ -58,7 +71,9 @@ struct Report {
   std::vector<FileEntry> files;
   std::vector<Row> rows;  ///< all findings, by file then position
   std::vector<CudaOp> cuda_ops;
-  std::string min_torch;  ///< the highest minimum torch version any output needs
+  std::vector<AdviceRow> advice;  ///< the target's vendor advice (npu only), by file
+  bool has_advice = false;        ///< the target has advice lists: the advice CSVs are written
+  std::string min_torch;          ///< the highest minimum torch version any output needs
 
   std::size_t count(rules::Operation op) const;
   std::size_t count(Outcome o) const;
@@ -79,6 +94,12 @@ std::string unknown_api_csv(const Report& r);
 std::string cuda_op_list_csv(const Report& r);
 /// `File,Outcome,Reason`: every file that was not migrated (FileEntry::not_migrated).
 std::string not_migrated_csv(const Report& r);
+/// Ascend's advice reports. `File,Start Line,End Line,OP,Tips` (precision, performance) and
+/// `File,Start Line,End Line,Api Type,Api Call Name,Affinity Api Name` (affinity); project-level
+/// rows have NA for file and lines.
+std::string api_precision_advice_csv(const Report& r);
+std::string api_performance_advice_csv(const Report& r);
+std::string affinity_api_call_csv(const Report& r);
 /// Everything, machine-readable.
 std::string report_json(const Report& r);
 /// report_json() written through nlohmann::json (slower; the same text). report_json() falls

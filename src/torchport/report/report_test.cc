@@ -125,5 +125,32 @@ TEST(Version, MaxComparesNumerically) {
   EXPECT_EQ(max_version("2.13", "2.6"), "2.13");
 }
 
+TEST(Report, AdviceCsvsHaveAscendColumnsAndNaForProjectRows) {
+  Report r;
+  r.has_advice = true;
+  r.advice.push_back({"a/train.py", 3, 4, rules::Advice::Kind::Precision, "torch.matmul", "",
+                      "may differ, see x", ""});
+  r.advice.push_back({"", 0, 0, rules::Advice::Kind::Performance, "TASK_QUEUE_ENABLE", "",
+                      "project-level (no file or line): set it", ""});
+  r.advice.push_back({"a/m.py", 7, 7, rules::Advice::Kind::Affinity, "torch.roll", "torch", "",
+                      "torch_npu.contrib.function.roll"});
+  EXPECT_EQ(
+      api_precision_advice_csv(r),
+      "File,Start Line,End Line,OP,Tips\na/train.py,3,4,torch.matmul,\"may differ, see x\"\n");
+  EXPECT_EQ(
+      api_performance_advice_csv(r),
+      "File,Start Line,End Line,OP,Tips\nNA,NA,NA,TASK_QUEUE_ENABLE,project-level (no file or "
+      "line): set it\n");
+  EXPECT_EQ(affinity_api_call_csv(r),
+            "File,Start Line,End Line,Api Type,Api Call Name,Affinity Api Name\n"
+            "a/m.py,7,7,torch,torch.roll,torch_npu.contrib.function.roll\n");
+  EXPECT_EQ(report_json(r), report_json_reference(r));
+  EXPECT_NE(report_json(r).find("\"scope\": \"project\""), std::string::npos) << report_json(r);
+  EXPECT_NE(summary_table(r).find("affinity_api_call.csv"), std::string::npos);
+  r.has_advice = false;  // a target without advice lists: no "advice" key, no table rows
+  EXPECT_EQ(report_json(r).find("\"advice\""), std::string::npos);
+  EXPECT_EQ(summary_table(r).find("advice"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace torchport::report

@@ -97,5 +97,7 @@ void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
 void run_insertions(Context& ctx);       // TP900 insertions.cc
 void run_custom_op_calls(Context& ctx);  // TP903 custom_op_calls.cc
 void run_vendor_lists(Context& ctx);     // TP950 vendor_lists.cc
+/// The vendor's advice (advice.cc): not a rule family, it changes nothing and emits no code.
+void run_advice(Context& ctx, const catalogue::AdviceTable& table);
 
 }  // namespace torchport::rules

@@ -30,6 +30,18 @@ std::string_view to_string(Operation op) {
   return "UNKNOWN";
 }
 
+std::string_view to_string(Advice::Kind k) {
+  switch (k) {
+    case Advice::Kind::Precision:
+      return "precision";
+    case Advice::Kind::Performance:
+      return "performance";
+    case Advice::Kind::Affinity:
+      return "affinity";
+  }
+  return "performance";
+}
+
 namespace {
 
 constexpr RuleInfo kRegistry[] = {
@@ -401,6 +413,7 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
     if ((f->needs & NeedSupportLists) && cat.support_versions(opts.target).empty()) continue;
     f->run(ctx);
   }
+  if (const catalogue::AdviceTable* advice = cat.advice(opts.target)) run_advice(ctx, *advice);
   std::stable_sort(ctx.result.findings.begin(), ctx.result.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.begin < b.begin; });
   return std::move(ctx.result);

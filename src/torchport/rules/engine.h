@@ -61,8 +61,26 @@ struct Options {
   const CustomOps* custom_ops = nullptr;
 };
 
+/// One row of the vendor's advice reports (Ascend's api_precision_advice.csv,
+/// api_performance_advice.csv, affinity_api_call.csv). Advice changes nothing and is no
+/// finding: it is written to its own reports and report.json's "advice" array.
+struct Advice {
+  enum class Kind : std::uint8_t { Precision, Performance, Affinity };
+  Kind kind = Kind::Performance;
+  std::string api;       ///< "OP" / "Api Call Name": the qualified API, a method or a def name
+  std::string api_type;  ///< affinity: "torch" (a call), "function" or "class" (a definition)
+  std::string tip;       ///< "Tips"
+  std::string affinity;  ///< affinity: "Affinity Api Name"
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+};
+
+/// "precision", "performance", "affinity".
+std::string_view to_string(Advice::Kind k);
+
 struct FileResult {
   std::vector<Finding> findings;       ///< in source order
+  std::vector<Advice> advice;          ///< the target's vendor advice, in source order
   std::vector<std::string> cuda_apis;  ///< custom CUDA ops (cuda_op_list.csv "Api" column)
   std::string min_torch_version;       ///< minimum torch the output needs ("" = no constraint)
 };
