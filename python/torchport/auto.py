@@ -2,8 +2,9 @@
 
 Put it at the top of the entry script, before code that uses CUDA. Other variables: TORCHPORT_LOG (per-call
 log file), TORCHPORT_STRICT=1 (fail on float64 where the target has none), TORCHPORT_CUDA_AVAILABLE
-(user, the default as for `torchport run` | target | truth, see docs/runtime.md), TORCHPORT_LOG_ALL_RANKS=1, TORCHPORT_SHIMS (comma-separated,
-default "apex,pynvml"; empty: none), TORCHPORT_QUIET=1 (no summary on stderr). `torchport run` sets all of
+(user, the default as for `torchport run` | target | truth, see docs/runtime.md), TORCHPORT_LOG_ALL_RANKS=1,
+TORCHPORT_SHIMS (comma-separated, default "apex,pynvml"; empty: none), TORCHPORT_QUIET=1 (no summary on
+stderr). `torchport run` sets all of
 them for the processes the script starts.
 
 `torchport.auto.disable()` restores every original; `torchport.auto.enable()` turns it on again.
