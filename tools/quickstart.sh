@@ -5,7 +5,9 @@
 #   2. migrate it for npu, writing the rewritten project and Ascend-compatible reports;
 #   3. migrate it for cpu and train the migrated copy for a few steps on this machine, where the
 #      original (which needs CUDA) cannot run;
-#   4. train the npu-migrated copy on this machine too, under `torchport rehearse --target npu`.
+#   4. train the npu-migrated copy on this machine too, under `torchport rehearse --target npu`;
+#   5. verify that the migrated project trains like the original (`torchport verify`: a verdict and,
+#      when they differ, the first step and layer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
@@ -27,5 +29,7 @@ torchport migrate examples/cuda_project -o "$OUT" --target cpu --force -q
 (cd "$OUT/cuda_project_cpu" && python train.py --steps 3 --out "$PWD/ckpt.pt")
 echo; echo "=== train the npu-migrated copy here, on the rehearsal device: torchport rehearse --target npu ==="
 (cd "$OUT/cuda_project_npu" && torchport rehearse --target npu --memory 32GiB train.py --steps 3 --out "$PWD/ckpt.pt")
+echo; echo "=== does the migrated project train like the original? torchport verify ==="
+torchport verify examples/cuda_project --target cpu --steps 3 -- --steps 3 --out ckpt.pt
 echo; echo "Done. The npu project is in $OUT/cuda_project_npu, its reports in torchport-report/"
 echo "(open $OUT/cuda_project_npu/torchport-report/index.html in a browser)."
