@@ -57,7 +57,7 @@ bool is_device_operand(const semantic::Model& m, TokenIndex t) {
   if (!r) return false;
   if (r->names.size() >= 2 && m.token_text(r->last) == "type") return true;
   if (r->names.size() == 1) {
-    auto b = m.lookup(m.token_text(r->first), m.lines()[r->line].scope);
+    auto b = m.lookup(m.token_text(r->first), r->scope);
     return b && b->kind == semantic::Binding::Kind::Device;
   }
   return false;
@@ -405,6 +405,7 @@ void cuda_methods(Context& ctx) {
     if (name != "cuda" && name != "is_cuda") continue;
     auto p = m.prev(i);
     if (!p || m.kind(*p) != TokenKind::Dot) continue;
+    if (m.is_store(i)) continue;  // `self.is_cuda = ...` names the user's own attribute
     if (const semantic::Reference* r = m.reference_at(i); r && !r->qualified.empty()) continue;
     if (auto li = m.line_of(i); li) {
       const TokenKind k0 = m.kind(m.lines()[*li].tokens[0]);

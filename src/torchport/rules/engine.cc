@@ -273,7 +273,7 @@ std::vector<Arg> call_args(const semantic::Model& m, TokenIndex lpar) {
 }
 
 FileResult check(const syntax::Tree& tree, const catalogue::Catalogue& cat, const Options& opts) {
-  semantic::Model model(tree.text(), tree.tokens());
+  semantic::Model model(tree);
   return check(tree, model, cat, opts);
 }
 
