@@ -30,6 +30,8 @@ class Context {
   const catalogue::Catalogue& cat;
   const catalogue::Target& target;
   const Options& opts;
+  /// The parsed file (rules that read the tree); set by check().
+  const syntax::Tree* tree = nullptr;
   FileResult result;
 
   bool accelerator() const { return target.name == "accelerator"; }
@@ -88,8 +90,9 @@ void run_device(Context& ctx);       // TP300-TP302 device.cc
 void run_distributed(Context& ctx);  // TP400-TP402 distributed.cc
 void run_env(Context& ctx);          // TP500 env.cc
 void run_setup_requires(Context& ctx);
-void run_custom_args(Context& ctx);  // TP800 custom_args.cc
+void run_custom_args(Context& ctx);        // TP800 custom_args.cc
 void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
+void run_cuda_leftover(Context& ctx);      // TP700 cuda_leftover.cc
 // tools/new_rule.py: declarations
 void run_insertions(Context& ctx);  // TP900 insertions.cc
 

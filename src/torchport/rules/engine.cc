@@ -47,6 +47,8 @@ constexpr RuleInfo kRegistry[] = {
      "DistributedDataParallel device_ids=/output_device= on cpu and accelerator"},
     {"TP500", "cuda-env-var", "CUDA/NCCL environment variables used from Python"},
     {"TP600", "profiler-activity", "ProfilerActivity.CUDA on cpu and accelerator"},
+    {"TP700", "cuda-leftover",
+     "CUDA device strings, NCCL names and integer devices no other rule rewrote are reported"},
     {"TP800", "custom-args", "arguments rewritten by ArgsModifyRule entries of a --rules file"},
     {"TP900", "target-import", "the target's import, `import torch` and the device variable"},
     {"TP901", "custom-cuda-op", "custom CUDA operators in .cpp/.cu sources (cuda_op_list.csv)"},
@@ -288,6 +290,7 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
     target = &fallback;
   }
   Context ctx(model, cat, *target, opts);
+  ctx.tree = &tree;
   if (!tree.ok()) return std::move(ctx.result);
   if (ctx.accelerator() && !ctx.version_ok(kAcceleratorMinTorch)) {
     // torch.accelerator does not exist before 2.6: nothing device-agnostic can be written.
@@ -306,6 +309,7 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
   run_distributed(ctx);
   run_env(ctx);
   run_custom_args(ctx);
+  run_cuda_leftover(ctx);
   // tools/new_rule.py: run
   run_insertions(ctx);
   std::stable_sort(ctx.result.findings.begin(), ctx.result.findings.end(),
