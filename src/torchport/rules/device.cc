@@ -21,6 +21,10 @@
 //   x = torch.zeros(2, device="npu:0").npu(non_blocking=True)
 //   if x.device.type == "npu" and x.is_npu: ...
 //   ckpt = torch.load(path, map_location=f"npu:{rank}")
+//   Comparisons of a device type with "cuda" are guards, "on the accelerator", and keep that
+//   meaning: for accelerator `dev.type == "cuda"` becomes `dev.type != "cpu"` (never true on the
+//   CPU fallback, where pin_memory() and fused kernels fail); on cpu they are kept and reported
+//   (false, as on a machine without CUDA).
 //   (cpu: .to("cpu", non_blocking=True) and .is_cpu; accelerator: _tp_device, _tp_device.type,
 //   f"{_tp_device.type}:{rank}" and `.device.type == _tp_device.type`; inside a
 //   @torch.jit.script function, which cannot read _tp_device, `.device.type != "cpu"`)
@@ -275,6 +279,57 @@ bool drop_duplicate_choice(Context& ctx, TokenIndex i, const std::string& api) {
   return true;
 }
 
+// A comparison of a device type with "cuda" is a guard: "on the accelerator". On cpu there is
+// none, so the test stays false as it was on a machine without CUDA (kept, reported); for
+// accelerator it becomes "not on the CPU" (`== "cuda"` -> `!= "cpu"`), which is never true on
+// the CPU fallback, where accelerator-only paths (pin_memory, fused kernels) would fail.
+// True when handled.
+bool comparison_guard(Context& ctx, TokenIndex i, const semantic::StringValue& sv,
+                      const std::string& api) {
+  const semantic::Model& m = ctx.m;
+  const syntax::Token& tok = m.tokens()[i];
+  if (ctx.target.name == "cpu") {
+    ctx.flag("TP300", Operation::Unknown, api,
+             "comparison with " + api +
+                 " kept: it tests for a CUDA device, and on cpu it stays false as on a machine "
+                 "without CUDA",
+             tok.begin, tok.end);
+    return true;
+  }
+  if (!ctx.accelerator()) return false;
+  std::optional<TokenIndex> op;
+  if (auto p = m.prev(i);
+      p && (m.kind(*p) == TokenKind::EqEqual || m.kind(*p) == TokenKind::NotEqual))
+    op = p;
+  else if (auto n = m.next(i);
+           n && (m.kind(*n) == TokenKind::EqEqual || m.kind(*n) == TokenKind::NotEqual))
+    op = n;
+  if (!op || sv.value != "cuda") {
+    ctx.flag("TP300", Operation::Unknown, api,
+             "comparison with " + api +
+                 " kept: it tests for one CUDA device; write the test for the accelerator by hand",
+             tok.begin, tok.end);
+    return true;
+  }
+  const bool eq = m.kind(*op) == TokenKind::EqEqual;
+  Finding f;
+  f.code = "TP300";
+  f.op = Operation::Modify;
+  f.api = api;
+  f.message = std::string("change the guard ") + (eq ? "== " : "!= ") + api + " to " +
+              (eq ? "!= \"cpu\"" : "== \"cpu\"") +
+              " (on an accelerator; false on the CPU fallback)";
+  f.begin = tok.begin;
+  f.end = tok.end;
+  fix::Fix fx;
+  fx.edits.push_back(fix::Edit{m.tokens()[*op].begin, m.tokens()[*op].end, eq ? "!=" : "=="});
+  fx.edits.push_back(fix::Edit{sv.value_begin, sv.value_begin + 4, "cpu"});
+  f.fix = std::move(fx);
+  ctx.result.findings.push_back(std::move(f));
+  ctx.changed = true;
+  return true;
+}
+
 void device_strings(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
@@ -293,6 +348,7 @@ void device_strings(Context& ctx) {
         continue;
       }
       if (c == Ctx::Choice && drop_duplicate_choice(ctx, i, api)) continue;
+      if (c == Ctx::Comparison && comparison_guard(ctx, i, *sv, api)) continue;
       if (ctx.accelerator()) {
         std::string text;
         if (sv->value == "cuda") {
