@@ -110,7 +110,9 @@ class Walker {
              "the collective backend; on " +
                  ctx_.target.name + " use the target's backend (" +
                  (ctx_.target.backend.empty() ? std::string("gloo") : ctx_.target.backend) + ")");
-    } else if (device_string(*v) || (n.kind() == NodeKind::JoinedStr && v == "cuda:")) {
+    } else if (device_string(*v) ||
+               (v == "cuda:" && (n.kind() == NodeKind::JoinedStr ||
+                                 (n.parent() && n.parent()->kind() == NodeKind::BinOp)))) {
       if (compare) {
         report(n, api,
                "a comparison with a CUDA device type is left as is: it is true only on CUDA; "

@@ -330,6 +330,50 @@ bool comparison_guard(Context& ctx, TokenIndex i, const semantic::StringValue& s
   return true;
 }
 
+// A device string built at run time where a device is expected: "cuda:%d" % i,
+// "cuda:" + str(i), "cuda:{}".format(i). The indexed targets keep the index ("npu:%d" % i);
+// cpu and mps have one device, so the whole expression becomes the device (reported: the index
+// is dropped). The accelerator target is left to TP700 (reported). True when handled.
+bool built_device_string(Context& ctx, TokenIndex i, const semantic::StringValue& sv) {
+  const semantic::Model& m = ctx.m;
+  if (!sv.value.starts_with("cuda:") || ctx.accelerator()) return false;
+  auto n = m.next(i);
+  if (!n) return false;
+  const TokenKind k = m.kind(*n);
+  bool built = k == TokenKind::Percent || k == TokenKind::Plus;
+  if (k == TokenKind::Dot) {
+    auto f = m.next(*n);
+    built = f && m.token_text(*f) == "format";
+  }
+  if (!built) return false;
+  const Ctx c = device_context(m, i, i);
+  if (c != Ctx::Device && c != Ctx::MapLocation) return false;
+  const std::string api = std::string(m.token_text(i));
+  const std::string& t = ctx.target.name;
+  if (t != "cpu" && t != "mps") {
+    ctx.modify(
+        "TP300", api,
+        "replace \"cuda\" with \"" + ctx.target.device + "\" in a device string built at run time",
+        sv.value_begin, sv.value_begin + 4, ctx.target.device);
+    return true;
+  }
+  // The whole argument, when it is exactly this expression.
+  auto open = m.enclosing_open(i);
+  if (!open || m.kind(*open) != TokenKind::LPar) return false;
+  for (const Arg& a : call_args(m, *open)) {
+    if (i < a.first || i > a.last) continue;
+    TokenIndex first = a.first;
+    if (!a.keyword.empty()) first = *m.next(*m.next(a.first));  // after `name =`
+    if (first != i) return false;
+    ctx.modify("TP300", api,
+               "replace the device built from " + api + " with \"" + ctx.target.device + "\" (" +
+                   t + " has one device: the index is dropped)",
+               m.tokens()[i].begin, m.tokens()[a.last].end, "\"" + ctx.target.device + "\"");
+    return true;
+  }
+  return false;
+}
+
 void device_strings(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
@@ -337,6 +381,8 @@ void device_strings(Context& ctx) {
     const TokenKind k = m.kind(i);
     if (k == TokenKind::String) {
       auto sv = semantic::string_value(m.text(), m.tokens()[i]);
+      if (sv && !semantic::is_cuda_device_string(sv->value) && built_device_string(ctx, i, *sv))
+        continue;
       if (!sv || !semantic::is_cuda_device_string(sv->value)) continue;
       Ctx c = device_context(m, i, i);
       if (c == Ctx::None) continue;
