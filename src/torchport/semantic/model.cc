@@ -483,6 +483,13 @@ class Binder {
       if (!q.empty()) return Binding{Binding::Kind::Qualified, std::move(q)};
       if (v.kind() == NodeKind::Name && head && head->kind == Binding::Kind::Device)
         return Binding{Binding::Kind::Device, {}};
+      // `device_type = device.type`: the type of a device value (a name bound to it is
+      // compared with "cuda" as a device is).
+      if (v.kind() == NodeKind::Attribute && m_.token_text(v.token()) == "type" && v.value() &&
+          v.value()->kind() == NodeKind::Name) {
+        const Binding* b = m_.find_binding(m_.token_text(v.value()->token()), scope);
+        if (b && b->kind == Binding::Kind::Device) return Binding{Binding::Kind::Device, {}};
+      }
     }
     const int k = device_kind(v, scope);
     if (k == 2) return Binding{Binding::Kind::Device, {}};

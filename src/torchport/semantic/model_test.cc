@@ -239,12 +239,14 @@ TEST(SemanticModel, RunTimeDeviceStringsMakeDeviceVariables) {
       "dev2_device = 'cuda:%d' % rank\n"
       "gpu_device = 'cuda:{}'.format(gpu)\n"
       "main_device = 'cuda:' + str(i)\n"
-      "label = 'cuda:' + str(i)\n");
+      "label = 'cuda:' + str(i)\n"
+      "device_type = device.type\n");
   EXPECT_EQ(qualified(p, "device"), "<device>");
   EXPECT_EQ(qualified(p, "dev2_device"), "<device>");
   EXPECT_EQ(qualified(p, "gpu_device"), "<device>");
   EXPECT_EQ(qualified(p, "main_device"), "<device>");
   EXPECT_EQ(qualified(p, "label"), "<other>");
+  EXPECT_EQ(qualified(p, "device_type"), "<device>");
 }
 
 TEST(SemanticModel, ConflictingRebindingIsNotTrusted) {
