@@ -77,7 +77,7 @@ def test_new_rule_scaffolds_every_place(tmp_path: Path) -> None:
     shutil.copytree(REPO / "tools", root / "tools", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "docs").mkdir()
     p = subprocess.run(
-        [sys.executable, str(root / "tools" / "new_rule.py"), "TP700", "cuda-graphs",
+        [sys.executable, str(root / "tools" / "new_rule.py"), "TP750", "cuda-graphs",
          "torch.cuda graphs", "--root", str(root)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
@@ -90,12 +90,12 @@ def test_new_rule_scaffolds_every_place(tmp_path: Path) -> None:
     assert family + "    // tools/new_rule.py: families\n" in engine
     assert '{"TP700", "cuda-graphs", "torch.cuda graphs", "cuda_graphs"},' in engine
     codes = re.findall(r'^    \{"(TP\d{3})"', engine, re.M)
-    assert "TP700" in codes and codes == sorted(codes)
+    assert "TP750" in codes and codes == sorted(codes)
     assert (root / "tests" / "fixtures" / "rules" / "cuda_graphs" / "input.py").is_file()
-    assert "## TP700: torch.cuda graphs" in (root / "docs" / "rules.md").read_text()
+    assert "## TP750: torch.cuda graphs" in (root / "docs" / "rules.md").read_text()
     # A second scaffold with the same code is refused.
     again = subprocess.run(
-        [sys.executable, str(root / "tools" / "new_rule.py"), "TP700", "other", "x",
+        [sys.executable, str(root / "tools" / "new_rule.py"), "TP750", "other", "x",
          "--root", str(root)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip

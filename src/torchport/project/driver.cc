@@ -7,6 +7,7 @@
 #include <torchport/syntax/parser.h>
 #include <torchport/text/line_index.h>
 #include <torchport/text/source.h>
+#include <torchport/text/utf8.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -164,7 +165,7 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
     return w;
   }
   // One semantic model serves the rules and the vendor-list judging.
-  const semantic::Model model(tree.text(), tree.tokens());
+  const semantic::Model model(tree);
   rules::Options ropts = opts.rules;
   ropts.custom_ops = &ops;  // project information for TP903
   rules::FileResult fr = rules::check(tree, model, cat, ropts);
@@ -278,6 +279,21 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
     w.rows.clear();
     return w;
   }
+}
+
+/// The reports are UTF-8 (JSON requires it): a file name that is not valid UTF-8 is shown with
+/// \xNN escapes, and the file's row says so. The file itself is handled as any other.
+void name_not_utf8(FileWork& w) {
+  const std::string shown = text::printable_utf8(w.entry.file);
+  const std::string note = "the file name is not valid UTF-8 (reported as " + shown + ")";
+  w.entry.reason =
+      w.entry.reason.empty() ? note : text::printable_utf8(w.entry.reason) + "; " + note;
+  w.entry.file = shown;
+  for (Row& r : w.rows) {
+    r.file = shown;
+    r.message = text::printable_utf8(r.message);
+  }
+  for (std::string& op : w.cuda_ops) op = text::printable_utf8(op);
 }
 
 bool valid_version(const std::string& v) {
@@ -572,7 +588,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   rep.command = opts.analyze_only ? "analyze" : "migrate";
   rep.target = opts.rules.target;
   rep.torch_version = opts.rules.torch_version;
-  rep.input = input.string();
+  rep.input = text::printable_utf8(input.string());
   rep.output = opts.inplace ? input.string() : res.result_dir.string();
   std::string log;
   log.reserve(256 + works.size() * 96);
@@ -601,6 +617,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   }
   for (std::size_t i = 0; i < works.size(); ++i) {
     FileWork& w = works[i];
+    if (!text::is_valid_utf8(w.entry.file)) name_not_utf8(w);
     char pct[32];
     std::snprintf(pct, sizeof pct, "[Progress: %.2f%%] ",
                   100.0 * static_cast<double>(i + 1) / static_cast<double>(works.size()));

@@ -373,5 +373,39 @@ TEST_F(Driver, GeneralTorchCallsAreJudgedByTheVendorListOfTheVersion) {
   for (const report::Row& row : go(o).report.rows) EXPECT_NE(row.code, "TP950") << row.api;
 }
 
+TEST_F(Driver, FileNameThatIsNotUtf8IsAReportRow) {
+  // POSIX file names are bytes: a latin-1 name must not abort the run (the reports are UTF-8).
+  put("caf\xe9.py", "import torch\nx = torch.zeros(1).cuda()\n");
+  put("ok.py", "import torch\n");
+  RunResult r = go(opts());
+  ASSERT_EQ(r.exit_code, 0) << r.error;
+  // The file itself is migrated under its own name.
+  EXPECT_NE(get(result() / "caf\xe9.py").find(".npu()"), std::string::npos);
+  auto j = nlohmann::json::parse(get(result() / "torchport-report" / "report.json"));
+  bool row = false;
+  for (const auto& f : j["files"]) {
+    if (f["file"] == "caf\\xe9.py") {
+      row = true;
+      EXPECT_NE(f["reason"].get<std::string>().find("not valid UTF-8"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(row) << j["files"].dump();
+  bool finding = false;
+  for (const auto& f : j["findings"]) finding |= f["file"] == "caf\\xe9.py";
+  EXPECT_TRUE(finding);
+  EXPECT_NE(get(result() / "torchport-report" / "change_list.csv").find("caf\\xe9.py"),
+            std::string::npos);
+  // Nothing temporary is left behind.
+  for (auto& e : fs::directory_iterator(root_ / "out"))
+    EXPECT_EQ(e.path().filename(), "proj_npu") << e.path();
+  // analyze (no output tree) too.
+  Options a = opts();
+  a.analyze_only = true;
+  RunResult ra = go(a);
+  EXPECT_EQ(ra.exit_code, 1) << "findings, not a crash: " << ra.error;
+  ASSERT_EQ(ra.report.files.size(), 2u);
+  EXPECT_EQ(ra.report.files[0].file, "caf\\xe9.py");
+}
+
 }  // namespace
 }  // namespace torchport::project

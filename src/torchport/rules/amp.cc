@@ -40,7 +40,7 @@ void custom_fwd_bwd(Context& ctx, const semantic::Reference& ref, std::string_vi
   ctx.handled.insert(ref.first);
   const std::uint32_t rb = m.tokens()[ref.first].begin;
   const std::uint32_t re = m.tokens()[ref.last].end;
-  const auto head = m.lookup(m.token_text(ref.first), m.lines()[ref.line].scope);
+  const auto head = m.lookup(m.token_text(ref.first), ref.scope);
   const bool import_rewritten = head && head->target.starts_with("torch.cuda.amp");
   const std::string keyword = "device_type=" + ctx.device_type_expr();
   std::string msg = "change " + api + " to torch.amp." + std::string(which) + " with " + keyword;
@@ -127,7 +127,7 @@ void run_amp(Context& ctx) {
     }
     // The callee: rewrite the chain when it spells the cuda segment itself (torch.cuda.amp.X,
     // cuda.amp.X); names bound by a rewritten import (amp.X, X) stay as they are.
-    const auto head = m.lookup(m.token_text(ref.first), m.lines()[ref.line].scope);
+    const auto head = m.lookup(m.token_text(ref.first), ref.scope);
     const std::string head_target = head ? head->target : std::string();
     const bool import_rewritten = head_target.starts_with("torch.cuda.amp");
     std::string msg = "change " + api + " to torch.amp." + std::string(which) +

@@ -93,6 +93,7 @@ void run_env(Context& ctx);          // TP500 env.cc
 void run_setup_requires(Context& ctx);
 void run_custom_args(Context& ctx);        // TP800 custom_args.cc
 void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
+void run_cuda_leftover(Context& ctx);      // TP700 cuda_leftover.cc
 // tools/new_rule.py: declarations
 void run_insertions(Context& ctx);       // TP900 insertions.cc
 void run_custom_op_calls(Context& ctx);  // TP903 custom_op_calls.cc

@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 namespace torchport::rules {
 
@@ -235,7 +236,7 @@ void run_cuda_api(Context& ctx) {
       continue;
     }
     // The chain names covering `prefix`.
-    const auto head = m.lookup(m.token_text(ref.first), m.lines()[ref.line].scope);
+    const auto head = m.lookup(m.token_text(ref.first), ref.scope);
     const std::size_t head_segments = head ? segments(head->target) : 1;
     const std::size_t want = segments(prefix);
     std::size_t n = want >= head_segments ? 1 + (want - head_segments) : 1;
@@ -300,10 +301,12 @@ void run_cuda_api(Context& ctx) {
                begin, end);
       continue;
     }
-    // An attribute that is assigned to cannot become a call.
-    if (auto after = m.next(ref.names[n - 1]); after && n == ref.names.size() &&
-                                               m.kind(*after) == syntax::TokenKind::Equal &&
-                                               mp.replacement.find('(') != std::string::npos) {
+    // An attribute that is assigned to (or deleted) keeps its name: a store target can only
+    // become another dotted name, never a call or a value.
+    const bool plain_name = std::all_of(mp.replacement.begin(), mp.replacement.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+    });
+    if (ref.store && n == ref.names.size() && !plain_name) {
       ctx.flag("TP100", Operation::Unsupported, prefix,
                "assignment to " + prefix + "; use " + mp.replacement + " instead", begin, end);
       continue;

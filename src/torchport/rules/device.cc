@@ -21,6 +21,10 @@
 //   x = torch.zeros(2, device="npu:0").npu(non_blocking=True)
 //   if x.device.type == "npu" and x.is_npu: ...
 //   ckpt = torch.load(path, map_location=f"npu:{rank}")
+//   Comparisons of a device type with "cuda" are guards, "on the accelerator", and keep that
+//   meaning: for accelerator `dev.type == "cuda"` becomes `dev.type != "cpu"` (never true on the
+//   CPU fallback, where pin_memory() and fused kernels fail); on cpu they are kept and reported
+//   (false, as on a machine without CUDA).
 //   (cpu: .to("cpu", non_blocking=True) and .is_cpu; accelerator: _tp_device, _tp_device.type,
 //   f"{_tp_device.type}:{rank}" and `.device.type == _tp_device.type`; inside a
 //   @torch.jit.script function, which cannot read _tp_device, `.device.type != "cpu"`)
@@ -57,7 +61,7 @@ bool is_device_operand(const semantic::Model& m, TokenIndex t) {
   if (!r) return false;
   if (r->names.size() >= 2 && m.token_text(r->last) == "type") return true;
   if (r->names.size() == 1) {
-    auto b = m.lookup(m.token_text(r->first), m.lines()[r->line].scope);
+    auto b = m.lookup(m.token_text(r->first), r->scope);
     return b && b->kind == semantic::Binding::Kind::Device;
   }
   return false;
@@ -273,6 +277,101 @@ bool drop_duplicate_choice(Context& ctx, TokenIndex i, const std::string& api) {
   return true;
 }
 
+// A comparison of a device type with "cuda" is a guard: "on the accelerator". On cpu there is
+// none, so the test stays false as it was on a machine without CUDA (kept, reported); for
+// accelerator it becomes "not on the CPU" (`== "cuda"` -> `!= "cpu"`), which is never true on
+// the CPU fallback, where accelerator-only paths (pin_memory, fused kernels) would fail.
+// True when handled.
+bool comparison_guard(Context& ctx, TokenIndex i, const semantic::StringValue& sv,
+                      const std::string& api) {
+  const semantic::Model& m = ctx.m;
+  const syntax::Token& tok = m.tokens()[i];
+  if (ctx.target.name == "cpu") {
+    ctx.flag("TP300", Operation::Unknown, api,
+             "comparison with " + api +
+                 " kept: it tests for a CUDA device, and on cpu it stays false as on a machine "
+                 "without CUDA",
+             tok.begin, tok.end);
+    return true;
+  }
+  if (!ctx.accelerator()) return false;
+  std::optional<TokenIndex> op;
+  if (auto p = m.prev(i);
+      p && (m.kind(*p) == TokenKind::EqEqual || m.kind(*p) == TokenKind::NotEqual))
+    op = p;
+  else if (auto n = m.next(i);
+           n && (m.kind(*n) == TokenKind::EqEqual || m.kind(*n) == TokenKind::NotEqual))
+    op = n;
+  if (!op || sv.value != "cuda") {
+    ctx.flag("TP300", Operation::Unknown, api,
+             "comparison with " + api +
+                 " kept: it tests for one CUDA device; write the test for the accelerator by hand",
+             tok.begin, tok.end);
+    return true;
+  }
+  const bool eq = m.kind(*op) == TokenKind::EqEqual;
+  Finding f;
+  f.code = "TP300";
+  f.op = Operation::Modify;
+  f.api = api;
+  f.message = std::string("change the guard ") + (eq ? "== " : "!= ") + api + " to " +
+              (eq ? "!= \"cpu\"" : "== \"cpu\"") +
+              " (on an accelerator; false on the CPU fallback)";
+  f.begin = tok.begin;
+  f.end = tok.end;
+  fix::Fix fx;
+  fx.edits.push_back(fix::Edit{m.tokens()[*op].begin, m.tokens()[*op].end, eq ? "!=" : "=="});
+  fx.edits.push_back(fix::Edit{sv.value_begin, sv.value_begin + 4, "cpu"});
+  f.fix = std::move(fx);
+  ctx.result.findings.push_back(std::move(f));
+  ctx.changed = true;
+  return true;
+}
+
+// A device string built at run time where a device is expected: "cuda:%d" % i,
+// "cuda:" + str(i), "cuda:{}".format(i). The indexed targets keep the index ("npu:%d" % i);
+// cpu and mps have one device, so the whole expression becomes the device (reported: the index
+// is dropped). The accelerator target is left to TP700 (reported). True when handled.
+bool built_device_string(Context& ctx, TokenIndex i, const semantic::StringValue& sv) {
+  const semantic::Model& m = ctx.m;
+  if (!sv.value.starts_with("cuda:") || ctx.accelerator()) return false;
+  auto n = m.next(i);
+  if (!n) return false;
+  const TokenKind k = m.kind(*n);
+  bool built = k == TokenKind::Percent || k == TokenKind::Plus;
+  if (k == TokenKind::Dot) {
+    auto f = m.next(*n);
+    built = f && m.token_text(*f) == "format";
+  }
+  if (!built) return false;
+  const Ctx c = device_context(m, i, i);
+  if (c != Ctx::Device && c != Ctx::MapLocation) return false;
+  const std::string api = std::string(m.token_text(i));
+  const std::string& t = ctx.target.name;
+  if (t != "cpu" && t != "mps") {
+    ctx.modify(
+        "TP300", api,
+        "replace \"cuda\" with \"" + ctx.target.device + "\" in a device string built at run time",
+        sv.value_begin, sv.value_begin + 4, ctx.target.device);
+    return true;
+  }
+  // The whole argument, when it is exactly this expression.
+  auto open = m.enclosing_open(i);
+  if (!open || m.kind(*open) != TokenKind::LPar) return false;
+  for (const Arg& a : call_args(m, *open)) {
+    if (i < a.first || i > a.last) continue;
+    TokenIndex first = a.first;
+    if (!a.keyword.empty()) first = *m.next(*m.next(a.first));  // after `name =`
+    if (first != i) return false;
+    ctx.modify("TP300", api,
+               "replace the device built from " + api + " with \"" + ctx.target.device + "\" (" +
+                   t + " has one device: the index is dropped)",
+               m.tokens()[i].begin, m.tokens()[a.last].end, "\"" + ctx.target.device + "\"");
+    return true;
+  }
+  return false;
+}
+
 void device_strings(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
@@ -280,6 +379,8 @@ void device_strings(Context& ctx) {
     const TokenKind k = m.kind(i);
     if (k == TokenKind::String) {
       auto sv = semantic::string_value(m.text(), m.tokens()[i]);
+      if (sv && !semantic::is_cuda_device_string(sv->value) && built_device_string(ctx, i, *sv))
+        continue;
       if (!sv || !semantic::is_cuda_device_string(sv->value)) continue;
       Ctx c = device_context(m, i, i);
       if (c == Ctx::None) continue;
@@ -290,6 +391,7 @@ void device_strings(Context& ctx) {
         continue;
       }
       if (c == Ctx::Choice && drop_duplicate_choice(ctx, i, api)) continue;
+      if (c == Ctx::Comparison && comparison_guard(ctx, i, *sv, api)) continue;
       if (ctx.accelerator()) {
         std::string text;
         if (sv->value == "cuda") {
@@ -400,6 +502,7 @@ void cuda_methods(Context& ctx) {
     if (name != "cuda" && name != "is_cuda") continue;
     auto p = m.prev(i);
     if (!p || m.kind(*p) != TokenKind::Dot) continue;
+    if (m.is_store(i)) continue;  // `self.is_cuda = ...` names the user's own attribute
     if (const semantic::Reference* r = m.reference_at(i); r && !r->qualified.empty()) continue;
     if (auto li = m.line_of(i); li) {
       const TokenKind k0 = m.kind(m.lines()[*li].tokens[0]);

@@ -66,6 +66,9 @@ constexpr RuleInfo kRegistry[] = {
     {"TP500", "cuda-env-var", "CUDA/NCCL environment variables used from Python", "env"},
     {"TP600", "profiler-activity", "ProfilerActivity.CUDA on cpu and accelerator",
      "profiler_activity"},
+    {"TP700", "cuda-leftover",
+     "CUDA device strings, NCCL names and integer devices no other rule rewrote are reported",
+     "cuda_leftover"},
     {"TP800", "custom-args", "arguments rewritten by ArgsModifyRule entries of a --rules file",
      "custom_args"},
     {"TP900", "target-import", "the target's import, `import torch` and the device variable",
@@ -104,11 +107,17 @@ constexpr FamilyInfo kFamilies[] = {
      NeedModel | NeedCatalogue | NeedFindings,
      {},
      run_custom_args},
+    // Reports what is still CUDA-specific once every rewriting family has run.
+    {"cuda_leftover",
+     Input::PythonFile,
+     NeedTree | NeedModel | NeedCatalogue | NeedFindings,
+     {"custom_args"},
+     run_cuda_leftover},
     // tools/new_rule.py: families
     {"insertions",
      Input::PythonFile,
      NeedModel | NeedCatalogue | NeedFindings,
-     {"custom_args"},
+     {"cuda_leftover"},
      run_insertions},
     {"custom_op_calls",
      Input::PythonFile,
@@ -382,7 +391,7 @@ std::vector<Arg> call_args(const semantic::Model& m, TokenIndex lpar) {
 }
 
 FileResult check(const syntax::Tree& tree, const catalogue::Catalogue& cat, const Options& opts) {
-  semantic::Model model(tree.text(), tree.tokens());
+  semantic::Model model(tree);
   return check(tree, model, cat, opts);
 }
 

@@ -47,8 +47,8 @@ std::optional<StringValue> string_value(std::string_view text, const syntax::Tok
   return StringValue{value, static_cast<std::uint32_t>(tok.begin + p + qlen), q, prefix};
 }
 
-Model::Model(std::string_view text, std::span<const syntax::Token> tokens)
-    : text_(text), tokens_(tokens) {
+Model::Model(const syntax::Tree& tree) : text_(tree.text()), tokens_(tree.tokens()) {
+  const std::string_view text = text_;
   if (auto nl = text.find_first_of("\r\n"); nl != std::string_view::npos) {
     if (text[nl] == '\n') {
       newline_ = "\n";
@@ -59,7 +59,7 @@ Model::Model(std::string_view text, std::span<const syntax::Token> tokens)
     }
   }
   build_lines();
-  build_imports_and_bindings();
+  build_imports_and_bindings(tree);
   build_references();
 }
 
@@ -77,14 +77,7 @@ void Model::build_lines() {
   std::size_t line_start = 0;
   std::vector<std::pair<std::size_t, std::size_t>> runs;
   lines_.reserve(n / 8 + 1);
-  // Scope stack: (depth of the def/class line, scope id, is_class).
-  struct Frame {
-    std::int64_t depth;
-    std::uint32_t scope;
-    bool is_class;
-  };
-  std::vector<Frame> stack{{-1, 0, false}};
-  scopes_.push_back(Scope{0, {}, {}});
+  scopes_.push_back(Scope{});
 
   auto finish = [&](std::uint32_t end_offset) {
     if (line_tokens_.size() == line_start) return;
@@ -95,31 +88,9 @@ void Model::build_lines() {
     cur.depth = depth;
     cur.end = end_offset;
     cur.begin = tokens_[toks.front()].begin;
-    while (stack.size() > 1 && static_cast<std::int64_t>(depth) <= stack.back().depth) {
-      stack.pop_back();
-    }
-    cur.scope = stack.back().scope;
+    cur.scope = 0;  // set from the tree by the binder
     const auto idx = static_cast<std::uint32_t>(lines_.size());
     for (TokenIndex t : toks) line_of_token_[t] = static_cast<std::int32_t>(idx);
-    // A def/class line opens a scope for the lines indented under it.
-    std::size_t k = 0;
-    if (k < toks.size() && tokens_[toks[k]].kind == TokenKind::KwAsync) ++k;
-    if (k < toks.size()) {
-      TokenKind kk = tokens_[toks[k]].kind;
-      if (kk == TokenKind::KwDef || kk == TokenKind::KwClass) {
-        std::uint32_t parent = cur.scope;
-        // Methods do not see the class body's names.
-        for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-          if (!it->is_class) {
-            parent = it->scope;
-            break;
-          }
-        }
-        const auto id = static_cast<std::uint32_t>(scopes_.size());
-        scopes_.push_back(Scope{parent, {}, {}});
-        stack.push_back(Frame{static_cast<std::int64_t>(depth), id, kk == TokenKind::KwClass});
-      }
-    }
     lines_.push_back(std::move(cur));
     cur = Line{};
   };
@@ -202,15 +173,21 @@ struct Merge {
 }  // namespace
 
 const Binding* Model::find_binding(std::string_view name, std::uint32_t scope) const {
+  auto declared = [&](const std::vector<std::string_view>& v) {
+    return std::find(v.begin(), v.end(), name) != v.end();
+  };
   for (std::uint32_t s = scope;; s = scopes_[s].parent) {
     const Scope& sc = scopes_[s];
+    if (s != 0 && declared(sc.globals)) s = 0;       // `global name`: only the module's binding
+    if (s != 0 && declared(sc.nonlocals)) continue;  // bound in an enclosing function
+    const Scope& at = scopes_[s];
     Merge m;
-    if (sc.index.empty()) {
-      for (const auto& [n, b] : sc.names)
+    if (at.index.empty()) {
+      for (const auto& [n, b] : at.names)
         if (n == name) m.add(b);
-    } else if (auto it = sc.index.find(name); it != sc.index.end()) {
+    } else if (auto it = at.index.find(name); it != at.index.end()) {
       const Scope::Merged& x = it->second;
-      return x.conflict ? &kConflict : x.device ? &kMergedDevice : &sc.names[x.first].second;
+      return x.conflict ? &kConflict : x.device ? &kMergedDevice : &at.names[x.first].second;
     }
     if (m.found) return m.result();
     if (s == 0) return nullptr;
@@ -236,231 +213,470 @@ std::optional<std::string> Model::module_alias(std::string_view qualified) const
 
 namespace {
 
-// Reads a dotted name starting at position p of `toks` (significant token indexes).
-std::string dotted(const Model& m, std::span<const TokenIndex> toks, std::size_t& p) {
-  std::string out;
-  while (p < toks.size()) {
-    TokenKind k = m.kind(toks[p]);
-    if (k == TokenKind::Dot) {
-      out += '.';
-      ++p;
-    } else if (k == TokenKind::Ellipsis) {
-      out += "...";
-      ++p;
-    } else if (k == TokenKind::Name && (out.empty() || out.back() == '.')) {
-      out += m.token_text(toks[p]);
-      ++p;
-    } else {
-      break;
-    }
-  }
-  return out;
-}
+using syntax::Node;
+using syntax::NodeKind;
+using syntax::Role;
+
+bool is_pattern(NodeKind k) { return k >= NodeKind::MatchValue && k <= NodeKind::MatchOr; }
+
+// A device string built at run time or written out: "cuda", "cuda:0", f"cuda:{i}",
+// "cuda:%d" % i, "cuda:" + str(i), "cuda:{}".format(i), and either branch of `a if c else b` or
+// an operand of `x or "cuda"`.
+bool cuda_prefix(std::string_view v) { return v == "cuda" || v.starts_with("cuda:"); }
 
 }  // namespace
 
-void Model::build_imports_and_bindings() {
-  for (std::uint32_t li = 0; li < lines_.size(); ++li) {
-    const Line& line = lines_[li];
-    const auto& t = line.tokens;
-    const std::uint32_t scope = line.scope;
-    std::size_t p = 0;
-    TokenKind k0 = kind(t[0]);
-    if (k0 == TokenKind::KwImport) {
-      p = 1;
-      while (p < t.size()) {
-        Import im;
-        im.kind = ImportKind::Import;
-        im.line = li;
-        im.scope = scope;
-        im.item_begin = t[p];
-        im.module_begin = t[p];
-        std::size_t mstart = p;
-        im.module = dotted(*this, t, p);
-        im.module_end = p > mstart ? t[p - 1] + 1 : t[p];
-        // The bound name, as a view of the text: the `as` name, else the module's first name
-        // ("" for a module path that starts with dots).
-        std::string_view bound;
-        if (p < t.size() && kind(t[p]) == TokenKind::KwAs && p + 1 < t.size()) {
-          bound = token_text(t[p + 1]);
-          im.bound = std::string(bound);
-          im.target = im.module;
-          p += 2;
-        } else {
-          im.bound = im.module.substr(0, im.module.find('.'));
-          im.target = im.bound;
-          if (!im.bound.empty()) bound = token_text(t[mstart]);
-        }
-        im.item_end = t[p - 1] + 1;
-        if (!im.module.empty()) {
-          bind(scope, bound, Binding{Binding::Kind::Qualified, im.target});
-          imports_.push_back(std::move(im));
-        }
-        while (p < t.size() && kind(t[p]) != TokenKind::Comma) ++p;
-        ++p;
-      }
-      continue;
+/// Builds scopes, bindings, imports and the context of every name from the syntax tree.
+class Binder {
+ public:
+  Binder(Model& m, const syntax::Tree& t) : m_(m), t_(t) {}
+
+  void run() {
+    const std::size_t n = m_.tokens_.size();
+    m_.store_.assign(n, 0);
+    m_.load_.assign(n, 0);
+    m_.scope_of_.assign(n, 0);
+    line_set_.assign(m_.lines_.size(), 0);
+    for (const Node* c : t_.root().children()) node(*c, 0);
+  }
+
+ private:
+  using Kind = Model::ScopeKind;
+
+  std::uint32_t new_scope(std::uint32_t enclosing, Kind kind) {
+    // Class bodies do not enclose the functions, classes and comprehensions inside them.
+    std::uint32_t parent = enclosing;
+    while (parent != 0 && m_.scopes_[parent].kind == Kind::Class)
+      parent = m_.scopes_[parent].parent;
+    Model::Scope s;
+    s.parent = parent;
+    s.kind = kind;
+    m_.scopes_.push_back(std::move(s));
+    return static_cast<std::uint32_t>(m_.scopes_.size() - 1);
+  }
+
+  void mark_line(std::uint32_t first_token, std::uint32_t scope) {
+    auto li = m_.line_of(first_token);
+    if (!li || line_set_[*li]) return;
+    line_set_[*li] = 1;
+    m_.lines_[*li].scope = scope;
+  }
+
+  static bool contains(const std::vector<std::string_view>& v, std::string_view name) {
+    return std::find(v.begin(), v.end(), name) != v.end();
+  }
+
+  /// The scope a binding of `name` made in `scope` lands in (global/nonlocal redirect it).
+  std::uint32_t binding_scope(std::uint32_t scope, std::string_view name) const {
+    const Model::Scope& s = m_.scopes_[scope];
+    if (contains(s.globals, name)) return 0;
+    if (contains(s.nonlocals, name)) return s.parent;
+    return scope;
+  }
+
+  void bind_token(std::uint32_t scope, std::uint32_t tok, Binding b) {
+    if (tok == syntax::kNoToken) return;
+    m_.store_[tok] = 1;
+    m_.scope_of_[tok] = scope;
+    const std::string_view name = m_.token_text(tok);
+    m_.bind(binding_scope(scope, name), name, std::move(b));
+  }
+
+  /// An assignment target: names are bound (Name targets get `value`), attribute and
+  /// subscript bases are loads, an assigned attribute's name is marked store.
+  void target(const Node& t, std::uint32_t scope, const Binding& value) {
+    switch (t.kind()) {
+      case NodeKind::Name:
+        bind_token(scope, t.token(), value);
+        return;
+      case NodeKind::Tuple:
+      case NodeKind::List:
+      case NodeKind::Starred:
+        for (const Node* c : t.children()) target(*c, scope, Binding{});
+        return;
+      case NodeKind::Attribute:
+        if (const Node* v = t.value()) expr(*v, scope);
+        if (t.token() != syntax::kNoToken) m_.store_[t.token()] = 1;
+        return;
+      default:
+        expr(t, scope);
     }
-    if (k0 == TokenKind::KwFrom) {
-      p = 1;
-      std::size_t mstart = p;
-      std::string module = dotted(*this, t, p);
-      TokenIndex mb = t[mstart];
-      TokenIndex me = p > mstart ? t[p - 1] + 1 : mb;
-      if (p >= t.size() || kind(t[p]) != TokenKind::KwImport) continue;
-      ++p;
-      while (p < t.size()) {
-        TokenKind k = kind(t[p]);
-        if (k == TokenKind::LPar || k == TokenKind::RPar || k == TokenKind::Comma) {
-          ++p;
-          continue;
-        }
-        if (k != TokenKind::Name) break;  // `*` or garbage: nothing is bound
-        Import im;
-        im.kind = ImportKind::From;
-        im.line = li;
-        im.scope = scope;
-        im.module = module;
-        im.module_begin = mb;
-        im.module_end = me;
-        im.item_begin = t[p];
-        std::string_view bound = token_text(t[p]);
-        im.name = std::string(bound);
-        ++p;
-        if (p + 1 < t.size() && kind(t[p]) == TokenKind::KwAs) {
-          bound = token_text(t[p + 1]);
-          p += 2;
-        }
-        im.bound = std::string(bound);
-        im.item_end = t[p - 1] + 1;
-        im.target = module + "." + im.name;
-        bind(scope, bound, Binding{Binding::Kind::Qualified, im.target});
-        imports_.push_back(std::move(im));
-      }
-      continue;
+  }
+
+  void node(const Node& n, std::uint32_t scope) {
+    if (syntax::is_statement(n.kind())) {
+      stmt(n, scope);
+    } else if (is_pattern(n.kind())) {
+      pattern(n, scope);
+    } else if (n.kind() == NodeKind::ExceptHandler) {
+      if (const Node* ty = n.child(Role::Type)) expr(*ty, scope);
+      bind_token(scope, n.token(), Binding{});
+      for (const Node* c : n.body()) node(*c, scope);
+    } else if (n.kind() == NodeKind::match_case) {
+      for (const Node* c : n.children()) node(*c, scope);
+    } else if (n.kind() == NodeKind::withitem) {
+      if (const Node* e = n.context_expr()) expr(*e, scope);
+      if (const Node* v = n.optional_vars()) target(*v, scope, Binding{});
+    } else {
+      expr(n, scope);
     }
-    // def / class names and parameters.
-    std::size_t k = (k0 == TokenKind::KwAsync) ? 1 : 0;
-    if (k < t.size() && (kind(t[k]) == TokenKind::KwDef || kind(t[k]) == TokenKind::KwClass)) {
-      if (k + 1 < t.size() && kind(t[k + 1]) == TokenKind::Name) {
-        bind(scope, token_text(t[k + 1]), Binding{});
-      }
-      if (kind(t[k]) == TokenKind::KwDef && k + 2 < t.size() && kind(t[k + 2]) == TokenKind::LPar) {
-        // The new scope is the one created for this line: the next scope id after those of
-        // earlier lines. Find it as the scope of the first line indented under this one.
-        std::uint32_t inner = scope;
-        for (std::uint32_t lj = li + 1; lj < lines_.size(); ++lj) {
-          if (lines_[lj].depth <= line.depth) break;
-          inner = lines_[lj].scope;
-          break;
-        }
-        auto close = match(t[k + 2]);
-        for (std::size_t q = k + 3; q < t.size() && (!close || t[q] < *close); ++q) {
-          if (kind(t[q]) != TokenKind::Name) continue;
-          auto en = enclosing_open(t[q]);
-          if (!en || *en != t[k + 2]) continue;
-          TokenKind before = kind(t[q - 1]);
-          if (before == TokenKind::LPar || before == TokenKind::Comma ||
-              before == TokenKind::Star || before == TokenKind::DoubleStar) {
-            if (inner != scope) bind(inner, token_text(t[q]), Binding{});
-          }
-        }
-      }
-      continue;
+  }
+
+  void pattern(const Node& p, std::uint32_t scope) {
+    switch (p.kind()) {
+      case NodeKind::MatchAs:
+      case NodeKind::MatchStar:
+      case NodeKind::MatchMapping:
+        bind_token(scope, p.token(), Binding{});
+        break;
+      default:
+        break;
     }
-    // for NAME[, NAME] in ...
-    if (k0 == TokenKind::KwFor) {
-      for (std::size_t q = 1; q < t.size() && kind(t[q]) != TokenKind::KwIn; ++q) {
-        if (kind(t[q]) == TokenKind::Name) bind(scope, token_text(t[q]), Binding{});
-      }
-      continue;
-    }
-    // with ... as NAME / except ... as NAME
-    for (std::size_t q = 0; q + 1 < t.size(); ++q) {
-      if (kind(t[q]) == TokenKind::KwAs && kind(t[q + 1]) == TokenKind::Name &&
-          !enclosing_open(t[q])) {
-        bind(scope, token_text(t[q + 1]), Binding{});
-      }
-    }
-    // Assignments: targets are the names before the top-level `=` signs.
-    std::vector<std::size_t> eqs;
-    for (std::size_t q = 0; q < t.size(); ++q) {
-      if (kind(t[q]) == TokenKind::Equal && !enclosing_open(t[q])) eqs.push_back(q);
-    }
-    if (eqs.empty()) continue;
-    const std::size_t rhs = eqs.back() + 1;
-    // Classify the value.
-    Binding value{};
-    bool from_string = false;
-    if (rhs < t.size()) {
-      std::size_t q = rhs;
-      if (kind(t[q]) == TokenKind::Name) {
-        std::string chain = dotted(*this, t, q);
-        auto head = chain.substr(0, chain.find('.'));
-        const Binding* b = find_binding(head, scope);
-        if (q == t.size() && b && b->kind == Binding::Kind::Qualified) {
-          value = Binding{Binding::Kind::Qualified, b->target + chain.substr(head.size())};
-        } else if (q == t.size() && b && b->kind == Binding::Kind::Device) {
-          value = Binding{Binding::Kind::Device, {}};
-        } else if (q < t.size() && kind(t[q]) == TokenKind::LPar && b &&
-                   b->kind == Binding::Kind::Qualified &&
-                   b->target + chain.substr(head.size()) == "torch.device") {
-          value = Binding{Binding::Kind::Device, {}};
-        }
-      }
-      if (value.kind == Binding::Kind::Other) {
-        from_string = true;
-        // A device string anywhere at the top level of the value: "cuda", f"cuda:{i}",
-        // "cuda" if cond else "cpu".
-        for (std::size_t r = rhs; r < t.size(); ++r) {
-          if (enclosing_open(t[r]) &&
-              (rhs >= t.size() || enclosing_open(t[r]) != enclosing_open(t[rhs]))) {
-            continue;
-          }
-          if (auto sv = string_value(text_, tokens_[t[r]]);
-              sv && is_cuda_device_string(sv->value)) {
-            value = Binding{Binding::Kind::Device, {}};
-          }
-          if (kind(t[r]) == TokenKind::FStringStart && r + 1 < t.size() &&
-              kind(t[r + 1]) == TokenKind::FStringMiddle &&
-              token_text(t[r + 1]).substr(0, 5) == "cuda:") {
-            value = Binding{Binding::Kind::Device, {}};
-          }
-        }
-      }
-    }
-    // A device string makes a device variable only under a device-like name (`device`,
-    // `dev`, `train_device`, `DEVICE`): `name = "cuda"` is just a string.
-    auto device_like = [](std::string_view n) {
-      std::string lower(n);
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return lower.find("device") != std::string::npos || lower == "dev" ||
-             lower.ends_with("_dev") || lower.starts_with("dev_");
-    };
-    for (std::size_t e = 0; e < eqs.size(); ++e) {
-      const std::size_t from = e == 0 ? 0 : eqs[e - 1] + 1;
-      const std::size_t to = eqs[e];
-      // A single name (optionally annotated: `x: T = v`) gets the value; tuple targets and
-      // attribute/subscript targets bind their names as Other.
-      if (to - from >= 1 && kind(t[from]) == TokenKind::Name &&
-          (to - from == 1 || kind(t[from + 1]) == TokenKind::Colon)) {
-        Binding v = value;
-        if (v.kind == Binding::Kind::Device && from_string && !device_like(token_text(t[from]))) {
-          v = Binding{};
-        }
-        bind(scope, token_text(t[from]), v);
-        continue;
-      }
-      for (std::size_t q = from; q < to; ++q) {
-        if (kind(t[q]) == TokenKind::Name && !enclosing_open(t[q]) &&
-            (q == from || kind(t[q - 1]) == TokenKind::Comma) &&
-            (q + 1 == to || kind(t[q + 1]) == TokenKind::Comma)) {
-          bind(scope, token_text(t[q]), Binding{});
-        }
+    for (const Node* c : p.children()) node(*c, scope);
+  }
+
+  /// Parameters: defaults and annotations are evaluated in `outer`, names bound in `inner`.
+  void parameters(const Node* args, std::uint32_t outer, std::uint32_t inner) {
+    if (!args) return;
+    for (const Node* c : args->children()) {
+      if (c->kind() == NodeKind::arg) {
+        if (const Node* a = c->annotation()) expr(*a, outer);
+        bind_token(inner, c->token(), Binding{});
+      } else {
+        expr(*c, outer);
       }
     }
   }
-}
+
+  void comprehension(const Node& n, std::uint32_t scope) {
+    std::uint32_t inner = scope;
+    bool first = true;
+    for (const Node* g : n.generators()) {
+      if (const Node* it = g->iter()) expr(*it, first ? scope : inner);
+      if (first) inner = new_scope(scope, Kind::Comprehension);
+      first = false;
+      if (const Node* tg = g->target()) target(*tg, inner, Binding{});
+      for (const Node* c : g->children(Role::If)) expr(*c, inner);
+    }
+    for (const Node* c : n.children())
+      if (c->role() != Role::Generator) expr(*c, inner);
+  }
+
+  void expr(const Node& e, std::uint32_t scope) {
+    switch (e.kind()) {
+      case NodeKind::Name:
+        if (e.token() != syntax::kNoToken) {
+          m_.load_[e.token()] = 1;
+          m_.scope_of_[e.token()] = scope;
+        }
+        return;
+      case NodeKind::Lambda: {
+        const std::uint32_t inner = new_scope(scope, Kind::Function);
+        parameters(e.arguments(), scope, inner);
+        for (const Node* c : e.children())
+          if (c->role() != Role::Args) expr(*c, inner);
+        return;
+      }
+      case NodeKind::ListComp:
+      case NodeKind::SetComp:
+      case NodeKind::DictComp:
+      case NodeKind::GeneratorExp:
+        comprehension(e, scope);
+        return;
+      case NodeKind::NamedExpr: {
+        const Node* v = e.value();
+        if (v) expr(*v, scope);
+        std::uint32_t s = scope;
+        while (s != 0 && m_.scopes_[s].kind == Kind::Comprehension) s = m_.scopes_[s].parent;
+        bool from_string = false;
+        if (const Node* tg = e.target(); tg && tg->kind() == NodeKind::Name) {
+          Binding b = v ? classify(*v, scope, from_string) : Binding{};
+          if (from_string && b.kind == Binding::Kind::Device && !device_like(tg->token()))
+            b = Binding{};
+          bind_token(s, tg->token(), b);
+        }
+        return;
+      }
+      default:
+        for (const Node* c : e.children()) node(*c, scope);
+    }
+  }
+
+  bool device_like(std::uint32_t tok) const {
+    std::string lower(m_.token_text(tok));
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return lower.find("device") != std::string::npos || lower == "dev" || lower.ends_with("_dev") ||
+           lower.starts_with("dev_");
+  }
+
+  /// The qualified name a Name/Attribute chain stands for, or "".
+  std::string chain_target(const Node& e, std::uint32_t scope, const Binding** head) const {
+    if (e.kind() == NodeKind::Name) {
+      const Binding* b = m_.find_binding(m_.token_text(e.token()), scope);
+      if (head) *head = b;
+      if (b && b->kind == Binding::Kind::Qualified) return b->target;
+      return {};
+    }
+    if (e.kind() == NodeKind::Attribute && e.value()) {
+      std::string base = chain_target(*e.value(), scope, head);
+      if (base.empty()) return {};
+      return base + "." + std::string(m_.token_text(e.token()));
+    }
+    return {};
+  }
+
+  bool device_string(const Node& e) const {
+    switch (e.kind()) {
+      case NodeKind::Constant:
+        if (auto v = t_.string_value(e)) return cuda_prefix(*v);
+        return false;
+      case NodeKind::JoinedStr: {
+        // f"cuda:{i}": the literal text before the first replacement field.
+        if (e.token() == syntax::kNoToken || m_.kind(e.token()) != TokenKind::FStringStart)
+          return false;
+        auto mid = m_.next(e.token());
+        return mid && m_.kind(*mid) == TokenKind::FStringMiddle && cuda_prefix(m_.token_text(*mid));
+      }
+      case NodeKind::IfExp:
+        return (e.child(Role::Body) && device_string(*e.child(Role::Body))) ||
+               (e.child(Role::OrElse) && device_string(*e.child(Role::OrElse)));
+      case NodeKind::BoolOp:
+        for (const Node* c : e.children())
+          if (device_string(*c)) return true;
+        return false;
+      case NodeKind::BinOp:
+        return e.left() && e.left()->kind() == NodeKind::Constant && device_string(*e.left());
+      case NodeKind::Call: {
+        const Node* f = e.func();
+        return f && f->kind() == NodeKind::Attribute && m_.token_text(f->token()) == "format" &&
+               f->value() && f->value()->kind() == NodeKind::Constant && device_string(*f->value());
+      }
+      default:
+        return false;
+    }
+  }
+
+  /// 2 when `e` is a device value (torch.device(...), a device variable, or either branch of
+  /// `a if c else b` / an operand of `a or b` being one), 1 when it is a device string only,
+  /// 0 otherwise.
+  int device_kind(const Node& e, std::uint32_t scope) const {
+    switch (e.kind()) {
+      case NodeKind::Name: {
+        const Binding* b = m_.find_binding(m_.token_text(e.token()), scope);
+        return b && b->kind == Binding::Kind::Device ? 2 : 0;
+      }
+      case NodeKind::Call:
+        if (e.func() && chain_target(*e.func(), scope, nullptr) == "torch.device") return 2;
+        return device_string(e) ? 1 : 0;
+      case NodeKind::IfExp: {
+        int k = 0;
+        for (const Node* c : e.children())
+          if (c->role() != Role::Test) k = std::max(k, device_kind(*c, scope));
+        return k;
+      }
+      case NodeKind::BoolOp: {
+        int k = 0;
+        for (const Node* c : e.children()) k = std::max(k, device_kind(*c, scope));
+        return k;
+      }
+      default:
+        return device_string(e) ? 1 : 0;
+    }
+  }
+
+  /// What an assigned value makes of a plain name: an alias of a qualified name, a device
+  /// value, or something else. `from_string` is set when only a device string says "device".
+  Binding classify(const Node& v, std::uint32_t scope, bool& from_string) const {
+    const Binding* head = nullptr;
+    if (v.kind() == NodeKind::Name || v.kind() == NodeKind::Attribute) {
+      std::string q = chain_target(v, scope, &head);
+      if (!q.empty()) return Binding{Binding::Kind::Qualified, std::move(q)};
+      if (v.kind() == NodeKind::Name && head && head->kind == Binding::Kind::Device)
+        return Binding{Binding::Kind::Device, {}};
+      // `device_type = device.type`: the type of a device value (a name bound to it is
+      // compared with "cuda" as a device is).
+      if (v.kind() == NodeKind::Attribute && m_.token_text(v.token()) == "type" && v.value() &&
+          v.value()->kind() == NodeKind::Name) {
+        const Binding* b = m_.find_binding(m_.token_text(v.value()->token()), scope);
+        if (b && b->kind == Binding::Kind::Device) return Binding{Binding::Kind::Device, {}};
+      }
+    }
+    const int k = device_kind(v, scope);
+    if (k == 2) return Binding{Binding::Kind::Device, {}};
+    from_string = true;
+    if (k == 1) return Binding{Binding::Kind::Device, {}};
+    return Binding{};
+  }
+
+  void assignment(const Node& n, std::uint32_t scope) {
+    const Node* v = n.value();
+    if (v) expr(*v, scope);
+    if (const Node* a = n.annotation()) expr(*a, scope);
+    bool from_string = false;
+    const Binding value = v ? classify(*v, scope, from_string) : Binding{};
+    for (const Node* tg : n.children(Role::Target)) {
+      if (tg->kind() == NodeKind::Name) {
+        Binding b = value;
+        if (b.kind == Binding::Kind::Device && from_string && !device_like(tg->token()))
+          b = Binding{};
+        target(*tg, scope, b);
+      } else {
+        target(*tg, scope, Binding{});
+      }
+    }
+  }
+
+  void import(const Node& n, std::uint32_t scope) {
+    const auto line = m_.line_of(n.first_token()).value_or(0);
+    if (n.kind() == NodeKind::Import) {
+      for (const Node* al : n.aliases()) {
+        auto names = al->extra_tokens();
+        if (names.empty()) continue;
+        Import im;
+        im.kind = ImportKind::Import;
+        im.line = line;
+        im.scope = scope;
+        im.module = t_.alias_name(*al);
+        im.module_begin = names.front();
+        im.module_end = names.back() + 1;
+        im.item_begin = al->first_token();
+        im.item_end = al->last_token() + 1;
+        std::string_view bound;
+        if (al->token() != syntax::kNoToken) {
+          bound = m_.token_text(al->token());
+          im.target = im.module;
+          m_.store_[al->token()] = 1;
+        } else {
+          bound = m_.token_text(names.front());
+          im.target = std::string(bound);
+        }
+        im.bound = std::string(bound);
+        m_.bind(binding_scope(scope, bound), bound, Binding{Binding::Kind::Qualified, im.target});
+        m_.imports_.push_back(std::move(im));
+      }
+      return;
+    }
+    // from MODULE import ...
+    std::string module(t_.level(n), '.');
+    module += t_.module(n);
+    const TokenIndex mb = m_.next(n.first_token()).value_or(n.first_token());
+    TokenIndex me = mb;
+    for (std::optional<TokenIndex> i = mb; i; i = m_.next(*i)) {
+      const TokenKind k = m_.kind(*i);
+      if (k != TokenKind::Dot && k != TokenKind::Ellipsis && k != TokenKind::Name) break;
+      me = *i + 1;
+    }
+    for (const Node* al : n.aliases()) {
+      auto names = al->extra_tokens();
+      if (names.empty() || t_.alias_name(*al) == "*") continue;  // nothing is guessed
+      Import im;
+      im.kind = ImportKind::From;
+      im.line = line;
+      im.scope = scope;
+      im.module = module;
+      im.module_begin = mb;
+      im.module_end = me;
+      im.item_begin = al->first_token();
+      im.item_end = al->last_token() + 1;
+      im.name = t_.alias_name(*al);
+      std::string_view bound = m_.token_text(names.front());
+      if (al->token() != syntax::kNoToken) {
+        bound = m_.token_text(al->token());
+        m_.store_[al->token()] = 1;
+      }
+      im.bound = std::string(bound);
+      im.target = module + "." + im.name;
+      m_.bind(binding_scope(scope, bound), bound, Binding{Binding::Kind::Qualified, im.target});
+      m_.imports_.push_back(std::move(im));
+    }
+  }
+
+  void stmt(const Node& n, std::uint32_t scope) {
+    mark_line(n.first_token(), scope);
+    switch (n.kind()) {
+      case NodeKind::FunctionDef:
+      case NodeKind::AsyncFunctionDef: {
+        for (const Node* d : n.decorators()) {
+          mark_line(d->first_token(), scope);
+          expr(*d, scope);
+        }
+        if (const Node* r = n.returns()) expr(*r, scope);
+        bind_token(scope, n.token(), Binding{});
+        const std::uint32_t inner = new_scope(scope, Kind::Function);
+        parameters(n.arguments(), scope, inner);
+        for (const Node* c : n.body()) node(*c, inner);
+        return;
+      }
+      case NodeKind::ClassDef: {
+        for (const Node* d : n.decorators()) {
+          mark_line(d->first_token(), scope);
+          expr(*d, scope);
+        }
+        for (const Node* c : n.children())
+          if (c->role() == Role::Base || c->role() == Role::Keyword) expr(*c, scope);
+        bind_token(scope, n.token(), Binding{});
+        const std::uint32_t inner = new_scope(scope, Kind::Class);
+        for (const Node* c : n.body()) node(*c, inner);
+        return;
+      }
+      case NodeKind::Assign:
+      case NodeKind::AnnAssign:
+        assignment(n, scope);
+        return;
+      case NodeKind::AugAssign:
+        if (const Node* v = n.value()) expr(*v, scope);
+        if (const Node* tg = n.target()) {
+          if (tg->kind() == NodeKind::Name) {
+            // Read and rebound: a load for resolution, never rewritten.
+            m_.scope_of_[tg->token()] = scope;
+            bind_token(scope, tg->token(), Binding{});
+          } else {
+            target(*tg, scope, Binding{});
+          }
+        }
+        return;
+      case NodeKind::For:
+      case NodeKind::AsyncFor:
+        for (const Node* c : n.children()) {
+          if (c->role() == Role::Target)
+            target(*c, scope, Binding{});
+          else
+            node(*c, scope);
+        }
+        return;
+      case NodeKind::Delete:
+        for (const Node* c : n.children()) target(*c, scope, Binding{});
+        return;
+      case NodeKind::Import:
+      case NodeKind::ImportFrom:
+        import(n, scope);
+        return;
+      case NodeKind::Global:
+      case NodeKind::Nonlocal: {
+        auto& list =
+            n.kind() == NodeKind::Global ? m_.scopes_[scope].globals : m_.scopes_[scope].nonlocals;
+        for (std::uint32_t tok : n.extra_tokens()) list.push_back(m_.token_text(tok));
+        return;
+      }
+      case NodeKind::TypeAlias:
+        for (const Node* c : n.children()) {
+          if (c->role() == Role::Name)
+            target(*c, scope, Binding{});
+          else
+            node(*c, scope);
+        }
+        return;
+      default:
+        for (const Node* c : n.children()) node(*c, scope);
+    }
+  }
+
+  Model& m_;
+  const syntax::Tree& t_;
+  std::vector<std::uint8_t> line_set_;
+};
+
+void Model::build_imports_and_bindings(const syntax::Tree& tree) { Binder(*this, tree).run(); }
 
 void Model::build_references() {
   reference_of_token_.assign(tokens_.size(), -1);
@@ -470,39 +686,10 @@ void Model::build_references() {
   name_tokens_.reserve(line_tokens_.size());
   for (std::uint32_t li = 0; li < lines_.size(); ++li) {
     const auto& t = lines_[li].tokens;
-    TokenKind k0 = kind(t[0]);
-    if (k0 == TokenKind::KwImport || k0 == TokenKind::KwFrom) continue;
-    const std::size_t kd = k0 == TokenKind::KwAsync ? 1 : 0;
-    const bool is_def =
-        kd + 2 < t.size() && kind(t[kd]) == TokenKind::KwDef && kind(t[kd + 2]) == TokenKind::LPar;
-    const TokenIndex def_paren = is_def ? t[kd + 2] : 0;
     for (std::size_t p = 0; p < t.size(); ++p) {
-      if (kind(t[p]) != TokenKind::Name) continue;
-      if (p > 0) {
-        TokenKind before = kind(t[p - 1]);
-        if (before == TokenKind::Dot || before == TokenKind::KwDef ||
-            before == TokenKind::KwClass) {
-          continue;
-        }
-      }
-      // A parameter name of a def is not a use (its annotation and default are).
-      if (is_def && p > 0 && enclosing_open(t[p]) && *enclosing_open(t[p]) == def_paren) {
-        const TokenKind before = kind(t[p - 1]);
-        if (before == TokenKind::LPar || before == TokenKind::Comma || before == TokenKind::Star ||
-            before == TokenKind::DoubleStar) {
-          continue;
-        }
-      }
-      // A keyword argument name `f(name=...)` is not a reference.
-      if (p + 1 < t.size() && kind(t[p + 1]) == TokenKind::Equal && enclosing_open(t[p]) &&
-          kind(*enclosing_open(t[p])) == TokenKind::LPar) {
-        continue;
-      }
-      // A plain name being bound (`x = ...`, `x: T = ...`) is not a use.
-      if (p == 0 && t.size() > 1 &&
-          (kind(t[1]) == TokenKind::Equal || kind(t[1]) == TokenKind::Colon)) {
-        continue;
-      }
+      // Only a name in load context heads a reference: never a name being bound, a
+      // parameter, a keyword argument's name, an attribute name or an imported name.
+      if (kind(t[p]) != TokenKind::Name || !load_[t[p]]) continue;
       std::size_t q = p;
       while (q + 2 < t.size() && kind(t[q + 1]) == TokenKind::Dot &&
              kind(t[q + 2]) == TokenKind::Name) {
@@ -515,7 +702,9 @@ void Model::build_references() {
       for (std::size_t r = p; r <= q; r += 2) name_tokens_.push_back(t[r]);
       ref.names = {name_tokens_.data() + names_at, name_tokens_.size() - names_at};
       ref.last = t[q];
-      const Binding* b = find_binding(token_text(t[p]), lines_[li].scope);
+      ref.scope = scope_of_[t[p]];
+      ref.store = store_[ref.last] != 0 && q > p;
+      const Binding* b = find_binding(token_text(t[p]), ref.scope);
       if (b && b->kind == Binding::Kind::Qualified) {
         std::size_t size = b->target.size();
         for (std::size_t r = 1; r < ref.names.size(); ++r) size += 1 + tokens_[ref.names[r]].size();

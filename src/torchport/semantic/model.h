@@ -1,16 +1,25 @@
 // The semantic model of one Python file: logical lines, scopes, imports and aliases, qualified
 // names of dotted references, and device-valued names.
 //
-// It is computed from the lossless token stream (every byte of the file is in one token), so
-// it sees exactly what the parser sees and never depends on how code is formatted. Names are
-// resolved as Python does for the cases that matter to migration: module scope, function
-// scopes (class bodies do not enclose methods), `import a.b as c`, `from a import b as c`,
-// `from a import *` is ignored (nothing is guessed), and simple assignments `x = torch.cuda`
-// or `dev = torch.device("cuda")`. A name rebound to anything else (assignment, parameter,
-// loop target, def/class) shadows the import in that scope.
+// Scopes, bindings and the context of every name come from the syntax tree (the parser is
+// proven equal to CPython's ast), so they follow Python's own rules: module, function and
+// lambda scopes with their parameters, class bodies (which do not enclose methods or
+// comprehensions), comprehension scopes (whose first iterable is evaluated outside), walrus
+// targets (bound in the enclosing function), `match` captures, `global`/`nonlocal`, and
+// imports in any scope. `from a import *` is ignored (nothing is guessed). Simple assignments
+// `x = torch.cuda` or `dev = torch.device("cuda")` give the name a meaning; a name rebound to
+// anything else shadows the import in its scope (bindings are flow-insensitive, as Python's
+// are: a name bound anywhere in a function is local to all of it).
+//
+// Logical lines, bracket matching and the dotted references are views of the lossless token
+// stream, so rules can edit exact bytes. A reference is only made from a name in load
+// context: a name being bound (assignment or loop target, parameter, capture) and a keyword
+// argument's name are never references, and a reference whose last attribute is assigned
+// (`self.is_cuda = ...`) is marked `store`.
 #pragma once
 
 #include <torchport/syntax/token.h>
+#include <torchport/syntax/tree.h>
 
 #include <cstdint>
 #include <optional>
@@ -67,12 +76,15 @@ struct Reference {
   std::span<const TokenIndex> names;  ///< every Name token of the chain
   std::string qualified;  ///< resolved qualified name ("" if the head is not an import/alias)
   std::uint32_t line = 0;
+  std::uint32_t scope = 0;  ///< the scope the head name is resolved in
+  bool store = false;       ///< the chain's last attribute is assigned or deleted (`a.b = 1`)
 };
 
 class Model {
  public:
-  /// Builds the model. `tokens` must tile `text` (a lexer result).
-  Model(std::string_view text, std::span<const syntax::Token> tokens);
+  /// Builds the model of a parsed file. The tree must outlive the model. A tree with a syntax
+  /// error gives lines and references but only module-level, token-free bindings.
+  explicit Model(const syntax::Tree& tree);
   // Lines and references view token pools the model owns: it moves, it is not copied.
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -93,6 +105,12 @@ class Model {
     if (i >= line_of_token_.size() || line_of_token_[i] < 0) return std::nullopt;
     return static_cast<std::uint32_t>(line_of_token_[i]);
   }
+
+  /// True for a name token in store or del context (an assignment, loop, `with`/`except` or
+  /// walrus target, a parameter, a capture, an `as` name, a def/class name) and for the attribute
+  /// name of an assigned attribute (`is_cuda` in `self.is_cuda = x`). Such tokens are never
+  /// rewritten.
+  bool is_store(TokenIndex i) const { return i < store_.size() && store_[i] != 0; }
 
   /// Resolves `name` as seen from code in `scope` (innermost function scope, then module).
   std::optional<Binding> lookup(std::string_view name, std::uint32_t scope) const;
@@ -134,7 +152,8 @@ class Model {
 
  private:
   void build_lines();
-  void build_imports_and_bindings();
+  void build_imports_and_bindings(const syntax::Tree& tree);
+  friend class Binder;
   void build_references();
   /// `name` views the text (or is empty): the scopes keep the view.
   void bind(std::uint32_t scope, std::string_view name, Binding b);
@@ -154,8 +173,15 @@ class Model {
   std::vector<Import> imports_;
   std::vector<Reference> references_;
   std::vector<std::int32_t> reference_of_token_;
+  std::vector<std::uint8_t> store_;      ///< per token: 1 = store context (see is_store)
+  std::vector<std::uint8_t> load_;       ///< per token: 1 = a Name node in load context
+  std::vector<std::uint32_t> scope_of_;  ///< per Name token: the scope it is resolved in
+  enum class ScopeKind : std::uint8_t { Module, Function, Class, Comprehension };
   struct Scope {
     std::uint32_t parent = 0;
+    ScopeKind kind = ScopeKind::Module;
+    std::vector<std::string_view> globals;    ///< `global` names: bound and resolved in module
+    std::vector<std::string_view> nonlocals;  ///< `nonlocal` names: resolved in the parent
     std::vector<std::pair<std::string_view, Binding>> names;  ///< in binding order; last wins
     /// The bindings of one name merged so far (as find_binding() merges them), kept up to date
     /// by bind(), so that a lookup costs O(1) however often the name is bound.

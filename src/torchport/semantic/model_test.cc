@@ -1,16 +1,21 @@
 #include <gtest/gtest.h>
 #include <torchport/semantic/model.h>
 #include <torchport/syntax/lexer.h>
+#include <torchport/syntax/parser.h>
 
 namespace torchport::semantic {
 namespace {
 
 struct Parsed {
-  std::string text;
-  std::vector<syntax::Token> tokens;
+  syntax::Tree tree;
+  std::string_view text;
+  const std::vector<syntax::Token>& tokens;
   Model model;
   explicit Parsed(std::string src)
-      : text(std::move(src)), tokens(syntax::tokenize(text).tokens), model(text, tokens) {}
+      : tree(syntax::parse("t.py", std::move(src))),
+        text(tree.text()),
+        tokens(tree.tokens()),
+        model(tree) {}
 };
 
 std::string qualified(const Parsed& p, std::string_view name, std::uint32_t scope = 0) {
@@ -124,6 +129,124 @@ TEST(SemanticModel, ParameterNamesAreNotUses) {
       EXPECT_EQ(r.line, 4u) << "only the return (line index 4), not the def";
     }
   }
+}
+
+// The head of every reference spelled `chain`, with its resolution ("<unresolved>" when the
+// head is not an import or alias), in source order.
+std::vector<std::string> refs(const Parsed& p, std::string_view chain) {
+  std::vector<std::string> out;
+  for (const Reference& r : p.model.references()) {
+    std::string s;
+    for (TokenIndex n : r.names) s += (s.empty() ? "" : ".") + std::string(p.model.token_text(n));
+    if (s == chain) out.push_back(r.qualified.empty() ? "<unresolved>" : r.qualified);
+  }
+  return out;
+}
+
+TEST(SemanticModel, ComprehensionTargetsShadowInTheirOwnScope) {
+  Parsed p(
+      "from torch import cuda\n"
+      "xs = [cuda.x for cuda in range(3)]\n"
+      "ys = {cuda.y: 1 for _ in cuda.items()}\n"
+      "n = cuda.device_count()\n");
+  // Inside the comprehension `cuda` is the loop variable; its first iterable and the rest of
+  // the module still see the import.
+  EXPECT_EQ(refs(p, "cuda.x"), std::vector<std::string>{"<unresolved>"});
+  EXPECT_EQ(refs(p, "cuda.y"), std::vector<std::string>{"torch.cuda.y"});
+  EXPECT_EQ(refs(p, "cuda.items"), std::vector<std::string>{"torch.cuda.items"});
+  EXPECT_EQ(refs(p, "cuda.device_count"), std::vector<std::string>{"torch.cuda.device_count"});
+  // The loop target is a store, never a reference.
+  EXPECT_EQ(refs(p, "cuda"), std::vector<std::string>{});
+}
+
+TEST(SemanticModel, LambdaWalrusAndMatchCaptures) {
+  Parsed p(
+      "import torch\n"
+      "f = lambda torch: torch.cuda.is_available()\n"
+      "def g():\n"
+      "    if any((torch := t) for t in range(2)):\n"
+      "        return torch.cuda.synchronize()\n"
+      "match 1:\n"
+      "    case [cuda, *rest]:\n"
+      "        cuda.empty_cache()\n"
+      "torch.cuda.empty_cache()\n");
+  EXPECT_EQ(refs(p, "torch.cuda.is_available"), std::vector<std::string>{"<unresolved>"});
+  // The walrus binds `torch` in g, not in the generator's scope.
+  EXPECT_EQ(refs(p, "torch.cuda.synchronize"), std::vector<std::string>{"<unresolved>"});
+  EXPECT_EQ(refs(p, "cuda.empty_cache"), std::vector<std::string>{"<unresolved>"});
+  EXPECT_EQ(refs(p, "torch.cuda.empty_cache"), std::vector<std::string>{"torch.cuda.empty_cache"});
+}
+
+TEST(SemanticModel, GlobalNonlocalAndImportsInFunctions) {
+  Parsed p(
+      "def setup():\n"
+      "    global torch\n"
+      "    import torch\n"
+      "def use():\n"
+      "    return torch.cuda.device_count()\n"
+      "def local():\n"
+      "    import torch as t\n"
+      "    return t.cuda.current_device()\n"
+      "def outer():\n"
+      "    from torch import cuda\n"
+      "    def inner():\n"
+      "        nonlocal cuda\n"
+      "        return cuda.is_available()\n"
+      "    return inner\n"
+      "t.cuda.synchronize()\n");
+  EXPECT_EQ(qualified(p, "torch"), "torch");  // the global import lands in the module
+  EXPECT_EQ(refs(p, "torch.cuda.device_count"),
+            std::vector<std::string>{"torch.cuda.device_count"});
+  EXPECT_EQ(refs(p, "t.cuda.current_device"),
+            std::vector<std::string>{"torch.cuda.current_device"});
+  EXPECT_EQ(refs(p, "cuda.is_available"), std::vector<std::string>{"torch.cuda.is_available"});
+  EXPECT_EQ(refs(p, "t.cuda.synchronize"), std::vector<std::string>{"<unresolved>"});
+}
+
+TEST(SemanticModel, ClassBodiesDoNotEncloseComprehensions) {
+  Parsed p(
+      "import torch\n"
+      "class C:\n"
+      "    torch = None\n"
+      "    xs = [torch.cuda.is_available() for _ in range(2)]\n");
+  EXPECT_EQ(refs(p, "torch.cuda.is_available"),
+            std::vector<std::string>{"torch.cuda.is_available"});
+}
+
+TEST(SemanticModel, StoreContext) {
+  Parsed p(
+      "import torch\n"
+      "class M:\n"
+      "    def __init__(self, device):\n"
+      "        self.is_cuda = device.type == 'cuda' and torch.cuda.is_available()\n"
+      "        self.x.cuda, y = 1, 2\n"
+      "        f(cuda=1)\n");
+  std::vector<std::string> stored;
+  for (TokenIndex i = 0; i < p.tokens.size(); ++i)
+    if (p.model.is_store(i)) stored.emplace_back(p.model.token_text(i));
+  EXPECT_EQ(stored,
+            (std::vector<std::string>{"M", "__init__", "self", "device", "is_cuda", "cuda", "y"}));
+  for (const Reference& r : p.model.references()) {
+    const std::string last(p.model.token_text(r.last));
+    EXPECT_EQ(r.store, last == "is_cuda" || last == "cuda") << last;
+  }
+}
+
+TEST(SemanticModel, RunTimeDeviceStringsMakeDeviceVariables) {
+  Parsed p(
+      "import torch\n"
+      "device = f'cuda:{rank}'\n"
+      "dev2_device = 'cuda:%d' % rank\n"
+      "gpu_device = 'cuda:{}'.format(gpu)\n"
+      "main_device = 'cuda:' + str(i)\n"
+      "label = 'cuda:' + str(i)\n"
+      "device_type = device.type\n");
+  EXPECT_EQ(qualified(p, "device"), "<device>");
+  EXPECT_EQ(qualified(p, "dev2_device"), "<device>");
+  EXPECT_EQ(qualified(p, "gpu_device"), "<device>");
+  EXPECT_EQ(qualified(p, "main_device"), "<device>");
+  EXPECT_EQ(qualified(p, "label"), "<other>");
+  EXPECT_EQ(qualified(p, "device_type"), "<device>");
 }
 
 TEST(SemanticModel, ConflictingRebindingIsNotTrusted) {

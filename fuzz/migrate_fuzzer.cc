@@ -1,0 +1,57 @@
+// libFuzzer target for what migrate does to a Python file, for every target:
+// decode -> parse -> semantic model -> rules -> apply the safe fixes -> re-parse.
+// The invariants that must hold for any input that parses:
+//   - the rules never crash, and every fix they produce has edits inside the text;
+//   - the rewritten text parses again (a rewrite that breaks the file is a finding, even though
+//     the driver would catch it and keep the original).
+// Crashes, hangs, sanitizer reports and broken invariants are findings.
+#include <torchport/catalogue/catalogue.h>
+#include <torchport/fix/apply.h>
+#include <torchport/rules/engine.h>
+#include <torchport/semantic/model.h>
+#include <torchport/syntax/parser.h>
+#include <torchport/text/source.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace torchport;
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  text::DecodeResult decoded = text::decode("fuzz.py", bytes);
+  if (!decoded.source) return 0;
+  syntax::Tree tree = syntax::parse(*decoded.source);
+  if (!tree.ok()) return 0;  // reported and copied unchanged by migrate
+  const semantic::Model model(tree);
+  const catalogue::Catalogue& cat = catalogue::Catalogue::builtin();
+  for (const catalogue::Target& target : cat.targets()) {
+    rules::Options opts;
+    opts.target = target.name;
+    const rules::FileResult result = rules::check(tree, model, cat, opts);
+    std::vector<fix::Fix> fixes;
+    for (const rules::Finding& f : result.findings) {
+      if (f.begin > f.end || f.end > tree.text().size()) {
+        std::fprintf(stderr, "%s: finding %s outside the text\n", target.name.c_str(),
+                     f.code.c_str());
+        std::abort();
+      }
+      if (f.fix) fixes.push_back(*f.fix);
+    }
+    const fix::ApplyResult applied = fix::apply_fixes(tree.text(), fixes);
+    if (applied.text == tree.text()) continue;
+    const syntax::Tree again = syntax::parse("fuzz.py", applied.text);
+    if (!again.ok()) {
+      std::fprintf(stderr, "%s: the rewritten file does not parse: %s\n--- output ---\n%s\n",
+                   target.name.c_str(),
+                   again.diagnostics().empty() ? "?" : again.format(again.diagnostics()[0]).c_str(),
+                   applied.text.c_str());
+      std::abort();
+    }
+  }
+  return 0;
+}

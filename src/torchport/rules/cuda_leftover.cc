@@ -1,0 +1,268 @@
+// Rule family TP700: CUDA device strings, NCCL names and integer devices no other rule rewrote
+// are reported.
+//
+// What it does:
+//   Runs after every rewriting family and walks the syntax tree for what is still
+//   CUDA-specific in the file without a finding: a device string ("cuda", "cuda:0",
+//   'cuda:{:d}', f"cuda:{rank}"), the backend name "nccl", a comparison with one
+//   (`device_type == "cuda"`, `dev.startswith("cuda")`, `"cuda" in str(x.device)`), and an
+//   integer device given to .to(), .cuda(), torch.device() or device= (a literal, or a name such
+//   as local_rank, gpu, gpu_id or device_id). Each becomes an UNKNOWN row saying what to check.
+// Why:
+//   Where the meaning of a value is not clear from the code (a string stored in a dict, a
+//   backend chosen in a helper, a guard that tests for CUDA), rewriting it could change what the
+//   program does. Leaving it silently would hide a CUDA dependency: the row makes it visible.
+// Example:
+//   cfg = {"device": "cuda", "backend": "nccl"}
+//   use_fused = device_type == "cuda"
+//   model.to(local_rank)
+//   print("running on cuda")
+// Becomes (npu):
+//   unchanged; three UNKNOWN rows (the print message is text for people and is not reported)
+// Safety:
+//   Display only: nothing is rewritten. Strings in messages (print, warnings.warn, logging
+//   methods, exceptions, assert messages, argparse help=) and docstrings are not reported.
+#include <torchport/rules/context.h>
+#include <torchport/syntax/tree.h>
+
+#include <algorithm>
+#include <array>
+
+namespace torchport::rules {
+
+namespace {
+
+using syntax::Node;
+using syntax::NodeKind;
+using syntax::Role;
+
+bool device_string(std::string_view v) {
+  if (v == "cuda") return true;
+  if (!v.starts_with("cuda:") || v.size() == 5) return false;
+  return std::none_of(v.begin(), v.end(), [](char c) { return c == ' ' || c == '\t'; });
+}
+
+bool int_device_name(std::string_view n) {
+  static constexpr std::array<std::string_view, 8> kNames = {
+      "local_rank", "ddp_local_rank", "gpu",       "gpu_id",
+      "gpu_idx",    "gpu_index",      "device_id", "local_gpu"};
+  return std::find(kNames.begin(), kNames.end(), n) != kNames.end();
+}
+
+class Walker {
+ public:
+  explicit Walker(Context& ctx) : ctx_(ctx), t_(ctx.tree) {}
+
+  void run() { visit(t_.root(), false, false); }
+
+ private:
+  /// A line that has a finding already says enough (the report is read line by line).
+  bool covered(std::uint32_t b, std::uint32_t e) const {
+    const std::uint32_t lb = t_.lines().locate(b).line, le = t_.lines().locate(e).line;
+    return std::any_of(before_.begin(), before_.end(),
+                       [&](const auto& r) { return r.first <= le && lb <= r.second; });
+  }
+
+  void report(const Node& n, std::string api, std::string message) {
+    const auto r = t_.byte_range(n);
+    if (covered(r.begin, r.end)) return;
+    ctx_.flag("TP700", Operation::Unknown, std::move(api), std::move(message), r.begin, r.end);
+  }
+
+  bool is_message_call(const Node& call) const {
+    const Node* f = call.func();
+    if (!f) return false;
+    std::string_view name;
+    if (f->kind() == NodeKind::Name) name = t_.name(*f);
+    if (f->kind() == NodeKind::Attribute) {
+      static constexpr std::array<std::string_view, 9> kMethods = {
+          "debug", "info", "warning", "warn", "error", "critical", "exception", "log", "write"};
+      const std::string_view attr = t_.name(*f);
+      if (std::find(kMethods.begin(), kMethods.end(), attr) != kMethods.end()) return true;
+      name = attr;
+    }
+    return name == "print" || name == "warn" || name.ends_with("Error") ||
+           name.ends_with("Exception") || name.ends_with("Warning");
+  }
+
+  std::string device_phrase() const {
+    return ctx_.accelerator() ? std::string("the accelerator") : ctx_.target.name;
+  }
+
+  void string(const Node& n, bool compare) {
+    std::optional<std::string> v;
+    if (n.kind() == NodeKind::Constant) {
+      v = t_.string_value(n);
+    } else if (n.kind() == NodeKind::JoinedStr) {
+      // f"cuda:{rank}": the literal text before the first replacement field.
+      for (const Node* part : n.parts()) {
+        if (part->kind() == NodeKind::Constant) v = std::string(t_.text(*part));
+        break;
+      }
+      if (v && !(v->starts_with("cuda:") || (*v == "cuda" && n.parts().size() == 1))) v.reset();
+      if (v) v = "cuda:";  // a device string whatever the index
+    }
+    if (!v) return;
+    const std::string api(t_.text(n).substr(0, 40));
+    if (*v == "nccl") {
+      report(n, api,
+             "the NCCL backend name is left as is: it is not passed where torchport knows it names "
+             "the collective backend; on " +
+                 ctx_.target.name + " use the target's backend (" +
+                 (ctx_.target.backend.empty() ? std::string("gloo") : ctx_.target.backend) + ")");
+    } else if (device_string(*v) ||
+               (v == "cuda:" && (n.kind() == NodeKind::JoinedStr ||
+                                 (n.parent() && n.parent()->kind() == NodeKind::BinOp)))) {
+      if (compare) {
+        report(n, api,
+               "a comparison with a CUDA device type is left as is: it is true only on CUDA; "
+               "check whether it means \"on " +
+                   device_phrase() + "\" (never make it true on CPU)");
+      } else {
+        report(n, api,
+               "a CUDA device string is left as is: its use as a device is not clear here; "
+               "check it for " +
+                   device_phrase());
+      }
+    }
+  }
+
+  void int_device(const Node& arg) {
+    bool hit = false;
+    if (arg.kind() == NodeKind::Constant && arg.has(syntax::kNumber)) {
+      const std::string_view s = t_.text(arg);
+      hit = !s.empty() &&
+            std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    } else if (arg.kind() == NodeKind::Name) {
+      hit = int_device_name(t_.name(arg));
+    } else if (arg.kind() == NodeKind::Attribute) {
+      hit = int_device_name(t_.name(arg));
+    }
+    if (!hit) return;
+    report(arg, std::string(t_.text(arg)),
+           "an integer device index means cuda:N: on " + device_phrase() +
+               " pass a device (e.g. torch.device(\"" +
+               (ctx_.accelerator() ? std::string("<type>") : ctx_.target.device) + "\", " +
+               std::string(t_.text(arg)) + "))");
+  }
+
+  void call(const Node& c) {
+    const Node* f = c.func();
+    if (!f) return;
+    const std::string_view last = f->kind() == NodeKind::Attribute || f->kind() == NodeKind::Name
+                                      ? t_.name(*f)
+                                      : std::string_view{};
+    const bool method = f->kind() == NodeKind::Attribute;
+    auto args = c.args();
+    if (!args.empty() &&
+        ((method && (last == "to" || last == "cuda")) || t_.text(*f) == "torch.device"))
+      int_device(**args.begin());
+    for (const Node* k : c.keywords())
+      if (t_.name(*k) == "device" && k->value()) int_device(*k->value());
+  }
+
+  void visit(const Node& n, bool message, bool compare) {
+    switch (n.kind()) {
+      case NodeKind::Expr:
+        // A bare string statement is a docstring or a comment.
+        if (const Node* v = n.value();
+            v && (v->kind() == NodeKind::Constant || v->kind() == NodeKind::JoinedStr))
+          return;
+        break;
+      case NodeKind::Raise:
+        message = true;
+        break;
+      case NodeKind::Assert:
+        for (const Node* c : n.children()) visit(*c, message || c->role() == Role::Msg, compare);
+        return;
+      case NodeKind::Call: {
+        const bool msg = is_message_call(n);
+        if (!message) call(n);
+        if (msg || message) {
+          // Arguments of a message are text for people; a call inside one is code again.
+          for (const Node* c : n.children()) {
+            if (c->kind() == NodeKind::Call && !is_message_call(*c))
+              visit(*c, false, compare);
+            else
+              visit(*c, true, compare);
+          }
+          return;
+        }
+        const Node* f = n.func();
+        const bool startswith = f && f->kind() == NodeKind::Attribute &&
+                                (t_.name(*f) == "startswith" || t_.name(*f) == "endswith");
+        for (const Node* c : n.children()) {
+          const bool help = c->kind() == NodeKind::keyword && t_.name(*c) == "help";
+          visit(*c, help, compare || (startswith && c->role() == Role::Arg));
+        }
+        return;
+      }
+      case NodeKind::Compare:
+        for (const Node* c : n.children()) visit(*c, message, true);
+        return;
+      case NodeKind::Constant:
+      case NodeKind::JoinedStr:
+        if (!message) string(n, compare);
+        if (n.kind() == NodeKind::JoinedStr)
+          for (const Node* c : n.children())
+            if (c->kind() != NodeKind::Constant) visit(*c, message, compare);
+        return;
+      default:
+        break;
+    }
+    for (const Node* c : n.children()) visit(*c, message, compare);
+  }
+
+ public:
+  void snapshot() {
+    before_.clear();
+    for (const Finding& f : ctx_.result.findings)
+      before_.emplace_back(t_.lines().locate(f.begin).line,
+                           t_.lines().locate(std::max(f.end, f.begin + 1) - 1).line);
+  }
+  bool line_free(std::uint32_t b, std::uint32_t e) const { return !covered(b, e); }
+
+ private:
+  Context& ctx_;
+  const syntax::Tree& t_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> before_;
+};
+
+}  // namespace
+
+void run_cuda_leftover(Context& ctx) {
+  Walker w(ctx);
+  w.snapshot();
+  w.run();
+  // CUDA modules and APIs that the catalogue keeps as they are (`import torch.backends.cudnn as
+  // cudnn`, `cudnn.benchmark = True` for accelerator) are still CUDA-specific: one row each.
+  const semantic::Model& m = ctx.m;
+  auto cuda_module = [](std::string_view q) {
+    for (std::string_view p : {"torch.cuda", "torch.backends.cudnn", "torch.backends.cuda"})
+      if (q == p || (q.starts_with(p) && q[p.size()] == '.')) return true;
+    return false;
+  };
+  w.snapshot();
+  auto free = [&](std::uint32_t b, std::uint32_t e) { return w.line_free(b, e); };
+  for (const semantic::Import& im : m.imports()) {
+    const std::string& q = im.kind == semantic::ImportKind::From ? im.target : im.module;
+    if (!cuda_module(q)) continue;
+    const std::uint32_t b = m.tokens()[im.item_begin].begin, e = m.tokens()[im.item_end - 1].end;
+    if (!free(b, e)) continue;
+    ctx.flag("TP700", Operation::Unknown, q,
+             "import of the CUDA module " + q + " kept: check what its uses do on " +
+                 (ctx.accelerator() ? std::string("the accelerator") : ctx.target.name),
+             b, e);
+  }
+  for (const semantic::Reference& r : m.references()) {
+    if (!cuda_module(r.qualified)) continue;
+    const std::uint32_t b = m.tokens()[r.first].begin, e = m.tokens()[r.last].end;
+    if (!free(b, e)) continue;
+    ctx.flag("TP700", Operation::Unknown, r.qualified,
+             r.qualified + " kept as it is: CUDA-specific; check its effect on " +
+                 (ctx.accelerator() ? std::string("the accelerator") : ctx.target.name),
+             b, e);
+  }
+}
+
+}  // namespace torchport::rules
