@@ -1,4 +1,5 @@
 #include <torchport/report/report.h>
+#include <torchport/text/utf8.h>
 
 #include <algorithm>
 #include <charconv>
@@ -300,38 +301,7 @@ std::string report_json_reference(const Report& r) {
 namespace {
 
 /// True if `s` is well-formed UTF-8 (what nlohmann::json's strict serializer accepts).
-bool valid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  while (p < end) {
-    unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    std::size_t n;
-    unsigned char lo = 0x80, hi = 0xBF;  // bounds of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (static_cast<std::size_t>(end - p) <= n) return false;
-    if (p[1] < lo || p[1] > hi) return false;
-    for (std::size_t k = 2; k <= n; ++k)
-      if (p[k] < 0x80 || p[k] > 0xBF) return false;
-    p += n + 1;
-  }
-  return true;
-}
+bool valid_utf8(std::string_view s) { return text::is_valid_utf8(s); }
 
 /// Writes JSON text exactly as nlohmann::ordered_json::dump(2) does, for the shapes of
 /// report.json. `ok` turns false on a string that is not valid UTF-8.
