@@ -137,6 +137,7 @@ def test_explain_cites_only_public_urls_or_installed_files() -> None:
     sources = p.stdout.splitlines()
     assert len(sources) > 50
     for source in sources:
+        source = source.removeprefix("unverified: ")  # a fact no upstream data confirms says so first
         # nothing only the developers had (the upstream folder, the design notes) ...
         assert not any(marker in source for marker in PRIVATE), source
         # ... and each source names a public URL or a file installed with torchport
@@ -237,8 +238,9 @@ def test_a_non_utf8_file_name(proj: Path, tmp_path: Path) -> None:
     a, m = run_both(proj, tmp_path)
     assert (a.returncode, m.returncode) == (1, 0), a.stderr + m.stderr
     assert ".npu()" in (tmp_path / "out" / "proj_npu" / name).read_text()
-    files = report(tmp_path, "proj_npu")["files"]  # valid JSON: the name's bad byte becomes U+FFFD
-    assert {f["file"] for f in files} == {"good.py", "caf\ufffd.py"}
+    # valid JSON: the name's bad byte is written as a printable \xNN escape (text::printable_utf8)
+    files = report(tmp_path, "proj_npu")["files"]
+    assert {f["file"] for f in files} == {"good.py", "caf\\xe9.py"}
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode: run as a normal user")

@@ -88,7 +88,7 @@ def test_new_rule_scaffolds_every_place(tmp_path: Path) -> None:
     engine = (rules / "engine.cc").read_text()
     family = '    {"cuda_graphs", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_cuda_graphs},\n'
     assert family + "    // tools/new_rule.py: families\n" in engine
-    assert '{"TP700", "cuda-graphs", "torch.cuda graphs", "cuda_graphs"},' in engine
+    assert '{"TP750", "cuda-graphs", "torch.cuda graphs", "cuda_graphs"},' in engine
     codes = re.findall(r'^    \{"(TP\d{3})"', engine, re.M)
     assert "TP750" in codes and codes == sorted(codes)
     assert (root / "tests" / "fixtures" / "rules" / "cuda_graphs" / "input.py").is_file()

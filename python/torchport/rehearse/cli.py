@@ -130,4 +130,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         traceback.print_exc()
         code = 1
     summary.finish()
+    if "RANK" in os.environ or "TORCHELASTIC_RUN_ID" in os.environ:
+        # A rank of a launcher (torchrun): run the exit handlers, then leave without the C++ teardown
+        # (gloo and autograd threads), which can abort a rank after its work is done, as the spawned
+        # ranks do (_child.spawn_main).
+        import atexit
+
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code

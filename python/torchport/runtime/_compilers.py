@@ -54,7 +54,17 @@ def install(s: Session) -> None:
     warned: set[str] = set()
 
     def script(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        # torch.jit.script resolves the names a scripted class or function uses from its caller's
+        # frame, `_frames_up` frames above it: this wrapper is one frame more.
+        if len(args) >= 2:
+            args = (args[0], args[1] + 1, *args[2:])
+        else:
+            kwargs["_frames_up"] = kwargs.get("_frames_up", 0) + 1
         out = orig_script(obj, *args, **kwargs)
+        # torch's own recursive compilation (a scripted class's methods, functional optimizers) needs
+        # the scripted result: only the user's calls fall back to eager.
+        if str(sys._getframe(1).f_globals.get("__name__", "")).startswith("torch."):
+            return out
         try:
             lines = cuda_lines(out)
         except Exception:  # a graph we cannot read: keep torch's result

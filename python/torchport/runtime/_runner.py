@@ -28,7 +28,14 @@ def _exit_code(code: object) -> int:
     return 1
 
 
+# The exception the last run ended with (None: it returned or called sys.exit), for callers that
+# tell "raised" from "exited with N" (probe's manifest status).
+last_exception: Optional[BaseException] = None
+
+
 def _run(argv0: str, argv: list[str], path0: str, call: Callable[[], object]) -> int:
+    global last_exception
+    last_exception = None
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [argv0, *argv]
     sys.path.insert(0, path0)
@@ -41,6 +48,7 @@ def _run(argv0: str, argv: list[str], path0: str, call: Callable[[], object]) ->
         traceback.print_exception(type(e), e, _user_tb(e.__traceback__))
         return 130
     except BaseException as e:  # noqa: BLE001 - printed like python prints it
+        last_exception = e
         sys.stderr.flush()
         if getattr(type(e), "torchport_short", False):  # our own policy errors: one located line
             print(f"torchport: error: {e}", file=sys.stderr)

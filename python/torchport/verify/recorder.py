@@ -222,7 +222,8 @@ class Recorder:
         sq = 0.0
         for _, p in self._params(optimizer):
             if p.grad is not None:
-                sq += float(torch.linalg.vector_norm(p.grad.detach().double()).item()) ** 2
+                # on the host: the device may refuse float64 (npu), and the checks are not the script's ops
+                sq += float(torch.linalg.vector_norm(p.grad.detach().to("cpu", torch.float64)).item()) ** 2
         self.grad_norm = math.sqrt(sq)
 
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -234,7 +235,7 @@ class Recorder:
         params = []
         for name, p in self._params(optimizer):
             c = _crc_tensor(p, 0)
-            x = p.detach().double()
+            x = p.detach().to("cpu", torch.float64)
             s = float(x.sum().item())
             n = float(torch.linalg.vector_norm(x).item())
             h = zlib.crc32(c.to_bytes(4, "little"), h)

@@ -76,6 +76,9 @@ std::string public_source(const std::string& source) {
       {"installed torch ", "the installed torch (https://github.com/pytorch/pytorch) "},
       {"no upstream data", "no public source: torchport's own rule"},
       {"PyTorch docs: ", "https://docs.pytorch.org/ "},
+      // The device-backends notes, section 1.1, are about Ascend's torch_npu sources.
+      {"shared/reference/device-backends-and-accuracy-tools.md 1.1 ",
+       "https://github.com/Ascend/pytorch (torch_npu) "},
   };
   // The notes on peer tools, by section: the public page each section is about.
   static constexpr Prefix kNotes[] = {
@@ -102,6 +105,10 @@ std::string public_source(const std::string& source) {
   while (start <= source.size()) {
     std::size_t semi = source.find("; ", start);
     std::string part = source.substr(start, semi == std::string::npos ? semi : semi - start);
+    // A fact marked unverified keeps the mark in front of its mapped source.
+    constexpr std::string_view kUnverified = "unverified: ";
+    const bool unverified = part.starts_with(kUnverified);
+    if (unverified) part.erase(0, kUnverified.size());
     if (part.starts_with(kNotesFile)) {
       std::size_t sec_end = part.find(' ', kNotesFile.size());
       std::string section = part.substr(kNotesFile.size(), sec_end - kNotesFile.size());
@@ -121,6 +128,7 @@ std::string public_source(const std::string& source) {
     }
     if (part.find("://") == std::string::npos && part.find("installed torch") != std::string::npos)
       part += " (https://github.com/pytorch/pytorch)";
+    if (unverified) part = std::string(kUnverified) + part;
     out += (out.empty() ? "" : "; ") + part;
     if (semi == std::string::npos) break;
     start = semi + 2;
