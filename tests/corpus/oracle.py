@@ -14,8 +14,13 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+import threading
 from dataclasses import dataclass
 from typing import Iterable, Optional
+
+# CPython 3.11.7's ast.parse is not safe across threads ("AST constructor recursion depth
+# mismatch", fixed in 3.11.8): the suite parses from a thread pool, so parses take turns.
+PARSE_LOCK = threading.Lock()
 
 # The kinds, in the order docs/fidelity.md describes them.
 KINDS = (
@@ -285,7 +290,8 @@ def find_references(source: str, filename: str = "<input>") -> list[Reference]:
     """The CUDA-specific references in one Python source, sorted by position.
 
     Raises SyntaxError when the source does not parse."""
-    tree = ast.parse(source, filename=filename)
+    with PARSE_LOCK:
+        tree = ast.parse(source, filename=filename)
     finder = _Finder(source)
     # imports first, so that a name used above a later import still resolves
     for node in ast.walk(tree):

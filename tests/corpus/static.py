@@ -113,7 +113,8 @@ def _read(p: Path) -> str:
 
 def _parses(src: str) -> Optional[SyntaxError]:
     try:
-        ast.parse(src)
+        with oracle.PARSE_LOCK:
+            ast.parse(src)
     except SyntaxError as e:
         return e
     return None

@@ -47,7 +47,9 @@ def _align(a: list[str], b: list[str]) -> list[tuple[int, int, str]]:
     out: list[tuple[int, int, str]] = []
     if a == b:
         return [(i + 1, i + 1, "=") for i in range(len(a))]
-    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    # Without autojunk, lines repeated thousands of times make the matcher quadratic (a 6,000-line
+    # file took minutes); large files get difflib's popular-line heuristic.
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=max(len(a), len(b)) > 2000)
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             out += [(i1 + k + 1, j1 + k + 1, "=") for k in range(i2 - i1)]

@@ -130,11 +130,11 @@ void run_advice(Context& ctx, const catalogue::AdviceTable& table) {
     auto it = table.affinity_classes.find(name);
     if (it == table.affinity_classes.end()) continue;
     const std::string& parent = it->second.parent;
-    std::string_view last = parent.substr(parent.rfind('.') + 1);
+    const std::string last = parent.substr(parent.rfind('.') + 1);
     bool derived = false;
     for (const syntax::Node* b : cls->bases()) {
       std::string_view t = tree.text(*b);
-      derived |= t == parent || t == last || t.ends_with("." + std::string(last));
+      derived |= t == parent || t == last || t.ends_with("." + last);
     }
     if (!derived) continue;
     add(Advice::Kind::Affinity, std::string(name), "class", "", it->second.affinity,
