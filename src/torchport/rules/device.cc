@@ -32,7 +32,8 @@
 //   Only strings in the contexts above change. `.cuda(i)` keeps its index except on the
 //   single-device targets cpu and mps, where it is dropped (reported). `.is_cuda` inside a
 //   comparison (`x.is_cuda == y`) is reported for the accelerator target, not rewritten.
-//   --specify-device makes plain device strings f"<device>:{DEVICE_ID}" (Ascend's -s).
+//   --specify-device makes plain device strings f"<device>:{DEVICE_ID}" (Ascend's -s; the
+//   variable is the target's device_id_env; TP303 does the explicit indices).
 #include <torchport/rules/context.h>
 
 #include <algorithm>
@@ -404,12 +405,14 @@ void device_strings(Context& ctx) {
         ctx.require_torch(kAcceleratorMinTorch);
         ctx.modify("TP300", api, "replace device string " + api + " with the current accelerator",
                    tok.begin, tok.end, text);
-      } else if (ctx.opts.specify_device && c == Ctx::Device && !indexed_device_call(m, i)) {
+      } else if (ctx.opts.specify_device && !ctx.target.device_id_env.empty() && c == Ctx::Device &&
+                 !indexed_device_call(m, i)) {
         ctx.used_device_id = true;
+        const std::string var = ctx.device_id_var();
         ctx.modify(
             "TP300", api,
-            "replace device string " + api + " with f'" + ctx.target.device + ":{DEVICE_ID}'",
-            tok.begin, tok.end, "f\"" + ctx.target.device + ":{DEVICE_ID}\"");
+            "replace device string " + api + " with f'" + ctx.target.device + ":{" + var + "}'",
+            tok.begin, tok.end, "f\"" + ctx.target.device + ":{" + var + "}\"");
       } else if (sv->value != "cuda" && !ctx.target.device_index && c != Ctx::Comparison) {
         // One device: the index is dropped (catalogue entry "cuda:N").
         ctx.modify("TP300", api,
