@@ -101,6 +101,7 @@ void run_custom_args(Context& ctx);        // TP800 custom_args.cc
 void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
 void run_cuda_leftover(Context& ctx);      // TP700 cuda_leftover.cc
 void run_specify_device(Context& ctx);     // TP303 specify_device.cc
+void run_custom_rules(Context& ctx);       // TP801-TP804 custom_rules.cc
 // tools/new_rule.py: declarations
 void run_insertions(Context& ctx);       // TP900 insertions.cc
 void run_custom_op_calls(Context& ctx);  // TP903 custom_op_calls.cc

@@ -162,6 +162,13 @@ void run_insertions(Context& ctx) {
       ++j;
     }
     ctx.modify("TP900", api, message, inserts[i].at, inserts[i].at, body);
+    // Imports and definitions come before the statements of an Ascend InsertGlobalRule (TP804)
+    // at the same place: the driver applies insertions at one offset in finding order.
+    auto& fs = ctx.result.findings;
+    auto first_custom = std::find_if(fs.begin(), fs.end(), [&](const Finding& f) {
+      return f.code == "TP804" && f.begin == inserts[i].at;
+    });
+    if (first_custom != fs.end()) std::rotate(first_custom, fs.end() - 1, fs.end());
     i = j;
   }
 }
