@@ -132,13 +132,14 @@ class Pinner {
 void run_specify_device(Context& ctx) {
   if (!ctx.opts.specify_device || ctx.target.device_id_env.empty()) return;
   const semantic::Model& m = ctx.m;
-  for (const semantic::Reference& r : m.references()) {
-    if (r.qualified == "torch.distributed" || r.qualified.starts_with("torch.distributed.")) {
-      const std::uint32_t at = m.tokens()[r.first].begin;
-      if (!ctx.result.distributed_at || at < *ctx.result.distributed_at)
-        ctx.result.distributed_at = at;
-    }
-  }
+  auto distributed = [&](std::string_view q, TokenIndex t) {
+    if (q != "torch.distributed" && !q.starts_with("torch.distributed.")) return;
+    const std::uint32_t at = m.tokens()[t].begin;
+    if (!ctx.result.distributed_at || at < *ctx.result.distributed_at)
+      ctx.result.distributed_at = at;
+  };
+  for (const semantic::Import& im : m.imports()) distributed(im.target, im.module_begin);
+  for (const semantic::Reference& r : m.references()) distributed(r.qualified, r.first);
   Pinner p(ctx);
   // Outer calls first: an index replaced whole takes the calls inside it along.
   const auto n = static_cast<TokenIndex>(m.tokens().size());
