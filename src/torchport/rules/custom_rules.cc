@@ -64,6 +64,16 @@ std::string replace_all(std::string v, std::string_view what, std::string_view w
   return v;
 }
 
+/// `block` occurs in `text` as whole lines.
+bool has_lines(std::string_view text, std::string_view block) {
+  auto eol = [](char c) { return c == '\n' || c == '\r'; };
+  for (std::size_t p = text.find(block); p != std::string_view::npos; p = text.find(block, p + 1)) {
+    const std::size_t e = p + block.size();
+    if ((p == 0 || eol(text[p - 1])) && (e == text.size() || eol(text[e]))) return true;
+  }
+  return false;
+}
+
 template <class R>
 std::vector<const R*> for_target(const std::vector<R>& all, const std::string& target) {
   std::vector<const R*> out;
@@ -173,7 +183,7 @@ void inserts(Context& ctx, const std::vector<const catalogue::InsertRule*>& rule
     if (!applies) continue;
     for (const std::string& c : r->content) {
       const std::string text = replace_all(c, "\n", nl);
-      if (m.text().find(text) != std::string_view::npos || body.find(text) != std::string::npos)
+      if (has_lines(m.text(), text) || has_lines(body, text))
         continue;  // there already (a file migrated before)
       body += text + nl;
       api += (api.empty() ? "" : "; ") + c.substr(0, c.find('\n'));
