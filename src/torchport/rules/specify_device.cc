@@ -4,7 +4,8 @@
 //   With --specify-device (Ascend's -s), on a target whose vendor documents an environment
 //   variable for the device index of a process (data/targets.json "device_id_env": DEVICE_ID
 //   for npu), every explicit device index becomes that variable:
-//   - the argument of torch.cuda.set_device(x) (a device string there is TP300's);
+//   - the argument of torch.cuda.set_device(x) and of the context manager
+//     torch.cuda.device(x) (a device string there is TP300's);
 //   - the index of .cuda(i) / .cuda(device=i);
 //   - the index of torch.device("cuda", i) / torch.device("cuda", index=i).
 //   A file that uses the variable gets a prologue after its imports (TP900) that reads it
@@ -77,7 +78,7 @@ class Pinner {
     done_.emplace_back(b, e);
   }
 
-  void set_device(TokenIndex lpar) {
+  void set_device(TokenIndex lpar, const std::string& api) {
     auto args = call_args(m_, lpar);
     for (const Arg& a : args) {
       if (m_.kind(a.first) == TokenKind::Star || m_.kind(a.first) == TokenKind::DoubleStar) return;
@@ -88,7 +89,7 @@ class Pinner {
         auto sv = semantic::string_value(m_.text(), m_.tokens()[first]);
         if (sv && semantic::is_cuda_device_string(sv->value)) return;
       }
-      pin(a, "torch.cuda.set_device", "the device of set_device");
+      pin(a, api, "the device of " + api);
       return;
     }
   }
@@ -146,8 +147,8 @@ void run_specify_device(Context& ctx) {
   for (TokenIndex i = 0; i < n; ++i) {
     if (m.kind(i) != TokenKind::LPar || !m.match(i)) continue;
     if (const semantic::Reference* c = callee_of(m, i)) {
-      if (c->qualified == "torch.cuda.set_device") {
-        p.set_device(i);
+      if (c->qualified == "torch.cuda.set_device" || c->qualified == "torch.cuda.device") {
+        p.set_device(i, c->qualified);
         continue;
       }
       if (c->qualified == "torch.device") {
