@@ -107,7 +107,7 @@ class Pinner {
     pin(idx, "torch.device", "the index of torch.device(\"cuda\", i)");
   }
 
-  void cuda_method(TokenIndex name, TokenIndex lpar) {
+  void cuda_method(TokenIndex lpar) {
     auto args = call_args(m_, lpar);
     for (const Arg& a : args) {
       if (m_.kind(a.first) == TokenKind::Star || m_.kind(a.first) == TokenKind::DoubleStar) return;
@@ -117,7 +117,6 @@ class Pinner {
       }
     }
     // No index: the current device, which the prologue sets.
-    (void)name;
     ctx_.used_device_id = true;
   }
 
@@ -163,7 +162,7 @@ void run_specify_device(Context& ctx) {
     auto dot = m.prev(*name);
     if (!dot || m.kind(*dot) != TokenKind::Dot || m.is_store(*name)) continue;
     if (const semantic::Reference* r = m.reference_at(*name); r && !r->qualified.empty()) continue;
-    p.cuda_method(*name, i);
+    p.cuda_method(i);
   }
 }
 
