@@ -43,8 +43,11 @@ void add_common(CLI::App& app, CommonArgs& a) {
   app.add_option("--torch-version,-v", a.torch_version,
                  "the torch version the output must run on (X.Y): selects per-version lists and "
                  "idioms");
-  app.add_flag("--specify-device,-s", a.specify_device,
-               "take the device index from the DEVICE_ID environment variable (Ascend's -s)");
+  app.add_flag(
+      "--specify-device,-s", a.specify_device,
+      "pin the device to the index in the environment variable the target's vendor documents "
+      "(device_id_env; Ascend's -s); refused for targets without one; can break distributed "
+      "scripts");
   app.add_option("--jobs,-j", a.jobs, "worker threads (default: one per CPU)");
   app.add_option("--rules,-r", a.rules,
                  "custom rules on top of the catalogue: torchport's catalogue format or Ascend's "
