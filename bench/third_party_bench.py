@@ -121,7 +121,8 @@ def measure(name: str, core: str, project: Path, site: Path, target: str, runs: 
         f"project calls reaching one {len(doc['findings'])}, libraries {len(doc['libraries'])}"
     )
     print(
-        f"   load average before {load0[0]:.2f}, after {load1[0]:.2f}; peak RSS of the core so far {rss_mib:.1f} MiB"
+        f"   load average before {load0[0]:.2f}, after {load1[0]:.2f}; "
+        f"peak RSS of the core so far {rss_mib:.1f} MiB"
     )
 
 
@@ -152,7 +153,8 @@ def main() -> int:
             modules, calls = whole_library_project(site, libs, gen)
             size = sum(p.stat().st_size for lib in libs for p in (site / lib).rglob("*.py"))
             print(
-                f"whole libraries {','.join(libs)}: {size / 1e6:.1f} MB of .py, {modules} modules, {calls} calls generated"
+                f"whole libraries {','.join(libs)}: {size / 1e6:.1f} MB of .py, {modules} modules, "
+                f"{calls} calls generated"
             )
             measure(f"whole libraries {','.join(libs)}", a.core, gen, site, a.target, a.runs)
     return 0

@@ -233,3 +233,63 @@ def test_accelerate_release_memory(tmp_path: Path) -> None:
         "accelerate/utils/imports.py",
         125,
     )
+
+
+def test_corpus_llm_c_with_transformers(tmp_path: Path) -> None:
+    """A corpus project (karpathy/llm.c, copied) against the PyPI transformers + accelerate."""
+    site = _installed("transformers", "5.24.0")
+    if site is None or _installed("accelerate", "1.15.0") != site:
+        pytest.skip("transformers 5.24.0 and accelerate 1.15.0 (PyPI) are not installed side by side")
+    src = CORPUS / "karpathy__llm.c"
+    if not src.is_dir():
+        pytest.skip("../shared/corpus is not present")
+    project = tmp_path / "llm.c"
+    shutil.copytree(src, project, symlinks=True)
+    out = tmp_path / "out"
+    rc, doc = analyze(project, "--env", str(site), "-o", str(out))
+    assert rc == 1
+    assert "transformers" in doc["libraries"]  # accelerate is reached through it, not imported
+    got = chains(doc, site)
+    # By hand: train_gpt2.py:216 `GPT2LMHeadModel.from_pretrained` (imported from transformers,
+    # TYPE_CHECKING star imports down to models/gpt2/modeling_gpt2.py; the method is inherited:
+    # GPT2LMHeadModel -> GPT2PreTrainedModel -> PreTrainedModel). modeling_utils.py:4418 calls
+    # _get_device_map; integrations/accelerate.py:354 get_balanced_memory, :276 get_max_memory,
+    # :210 accelerate_max_memory (accelerate.utils.get_max_memory, from utils/modeling.py), which
+    # calls torch.cuda.get_device_properties at accelerate/utils/modeling.py:820.
+    assert got[("transformers.GPT2LMHeadModel.from_pretrained", 216, "torch.cuda.get_device_properties")] == [
+        (
+            "transformers.modeling_utils.PreTrainedModel.from_pretrained",
+            "transformers/modeling_utils.py",
+            4418,
+        ),
+        (
+            "transformers.integrations.accelerate._get_device_map",
+            "transformers/integrations/accelerate.py",
+            354,
+        ),
+        (
+            "transformers.integrations.accelerate.get_balanced_memory",
+            "transformers/integrations/accelerate.py",
+            276,
+        ),
+        (
+            "transformers.integrations.accelerate.get_max_memory",
+            "transformers/integrations/accelerate.py",
+            210,
+        ),
+        ("accelerate.utils.modeling.get_max_memory", "accelerate/utils/modeling.py", 820),
+    ]
+    finding = next(
+        f for f in doc["findings"] if f["line"] == 216 and f["reaches"] == "torch.cuda.get_device_properties"
+    )
+    assert finding["file"] == "train_gpt2.py"
+    assert finding["category"] == "migration needed"
+    migration = {
+        r["Torch API"]: set(r["Affected 3rd-party API"].split("\n"))
+        for r in read_csv(out / "migration_needed_op.csv")
+    }
+    assert "accelerate.utils.modeling.get_max_memory" in migration["torch.cuda.get_device_properties"]
+    # The corpus copy is left as it was: the analysis writes only into -o.
+    assert sorted(p.relative_to(project) for p in project.rglob("*")) == sorted(
+        p.relative_to(src) for p in src.rglob("*")
+    )

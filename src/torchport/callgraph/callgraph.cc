@@ -184,6 +184,8 @@ FileFacts file_facts(const syntax::Tree& tree, const semantic::Model& model,
     } else {
       continue;
     }
+    // torch's return types are not known: `t = torch.from_numpy(a); t.to(...)` is not torch API.
+    if (is_framework(q)) continue;
     add_unique(f.instances, std::string(tree.name(*t)), q, amb_instances);
   }
   return f;
@@ -599,6 +601,15 @@ Analyzer::Sym Analyzer::resolve_in_module(std::uint32_t mi, const std::vector<st
   star_cache_[key] = Sym{};                              // on a cycle of star imports
   std::vector<std::string> stars = modules_[mi]->stars;  // resolve() may grow modules_
   for (const std::string& star : stars) {
+    // A module that neither mentions the name nor star-imports cannot bind it: not parsed.
+    if (!module_index_.count(star)) {
+      bool ns = false;
+      std::optional<fs::path> file = find_module_file(star, ns);
+      std::string bytes;
+      if (!file || ns || !read_bytes(*file, bytes)) continue;
+      if (bytes.find(head) == std::string::npos && bytes.find("import *") == std::string::npos)
+        continue;
+    }
     std::optional<std::uint32_t> si = load_module(star);
     if (!si || *si == mi) continue;
     if (modules_[*si]->all && !modules_[*si]->all->count(head)) continue;
