@@ -75,7 +75,9 @@ def whole_library_project(site: Path, libraries: list[str], dest: Path) -> tuple
     return modules, calls
 
 
-def run_once(core: str, project: Path, site: Path, target: str) -> tuple[float, dict]:
+def run_once(core: str, project: Path, site: Path, target: str) -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds of the child: user + sys, its JSON report)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run(
         [
@@ -95,18 +97,22 @@ def run_once(core: str, project: Path, site: Path, target: str) -> tuple[float, 
         check=False,
     )
     dt = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if p.returncode not in (0, 1):
         raise SystemExit(f"torchport failed ({p.returncode}): {p.stderr[-2000:]}")
-    return dt, json.loads(p.stdout)
+    return dt, cpu, json.loads(p.stdout)
 
 
 def measure(name: str, core: str, project: Path, site: Path, target: str, runs: int) -> None:
     load0 = os.getloadavg()
     times = []
+    cpus = []
     doc: dict = {}
     for _ in range(runs):
-        dt, doc = run_once(core, project, site, target)
+        dt, cpu, doc = run_once(core, project, site, target)
         times.append(dt)
+        cpus.append(cpu)
     load1 = os.getloadavg()
     rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     s = doc["stats"]
@@ -114,6 +120,10 @@ def measure(name: str, core: str, project: Path, site: Path, target: str, runs: 
     print(
         f"   {runs} runs: median {statistics.median(times):.3f} s, min {min(times):.3f} s, "
         f"max {max(times):.3f} s, stdev {statistics.pstdev(times):.3f} s"
+    )
+    print(
+        f"   CPU (user+sys): median {statistics.median(cpus):.3f} s, min {min(cpus):.3f} s, "
+        f"max {max(cpus):.3f} s"
     )
     print(
         f"   modules parsed {s['modules_parsed']} ({s['bytes_parsed'] / 1e6:.1f} MB), functions followed "

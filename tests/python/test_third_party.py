@@ -293,3 +293,16 @@ def test_corpus_llm_c_with_transformers(tmp_path: Path) -> None:
     assert sorted(p.relative_to(project) for p in project.rglob("*")) == sorted(
         p.relative_to(src) for p in src.rglob("*")
     )
+
+
+def test_default_env_is_the_active_environment(tmp_path: Path) -> None:
+    """Without --env, the `torchport` command passes this interpreter's site-packages."""
+    site = _installed("accelerate", "1.15.0")
+    if site is None:
+        pytest.skip("accelerate 1.15.0 (PyPI) is not installed")
+    project = tmp_path / "accel_project"
+    shutil.copytree(FIX / "accel_project", project)
+    rc, doc = analyze(project)
+    assert rc == 1
+    assert str(site.resolve()) in doc["env"]
+    assert ("accelerate.utils.release_memory", 7, "torch.cuda.empty_cache") in chains(doc, site)
