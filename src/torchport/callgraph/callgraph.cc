@@ -78,7 +78,7 @@ bool read_bytes(const fs::path& p, std::string& out) {
 /// A call (or a catalogued reference) made by a function: its target, resolved as far as one
 /// file allows (imports made absolute, `self.x` and module-level names qualified).
 struct Call {
-  std::string target;  ///< qualified name, or ".cuda" for a catalogued method on any object
+  std::uint32_t target = 0;  ///< interned: a qualified name, or ".cuda" for a catalogued method
   std::uint32_t line = 0;
   bool called = true;  ///< false: a reference that is not called (only catalogue leaves count)
 };
@@ -219,17 +219,40 @@ class Analyzer {
     std::uint32_t line = 0;
   };
   struct Reach {
-    std::int64_t via = -1;  ///< the callee node it comes through; -1 = called here
+    std::int32_t via = -1;  ///< the callee node it comes through; -1 = called here
     std::uint32_t line = 0;
-    std::string file;  ///< for a known row: where the leaf is called
+  };
+  /// leaf id -> how, sorted by leaf: 8 bytes an entry (a library function can reach hundreds).
+  class ReachMap {
+   public:
+    using value_type = std::pair<std::uint32_t, Reach>;
+    bool add(std::uint32_t leaf, Reach r) {
+      auto it = std::lower_bound(v_.begin(), v_.end(), leaf,
+                                 [](const value_type& e, std::uint32_t l) { return e.first < l; });
+      if (it != v_.end() && it->first == leaf) return false;
+      v_.insert(it, value_type{leaf, r});
+      return true;
+    }
+    const Reach* find(std::uint32_t leaf) const {
+      auto it = std::lower_bound(v_.begin(), v_.end(), leaf,
+                                 [](const value_type& e, std::uint32_t l) { return e.first < l; });
+      return it != v_.end() && it->first == leaf ? &it->second : nullptr;
+    }
+    std::vector<value_type>::const_iterator begin() const { return v_.begin(); }
+    std::vector<value_type>::const_iterator end() const { return v_.end(); }
+    bool empty() const { return v_.empty(); }
+
+   private:
+    std::vector<value_type> v_;
   };
   struct GraphNode {
     std::string qname;
     std::string file;
     std::uint32_t line = 0;
     std::vector<Edge> edges;
-    std::map<std::uint32_t, Reach> reach;  ///< leaf id -> how
-    std::set<std::string> names;           ///< other names it was called by
+    ReachMap reach;
+    std::map<std::uint32_t, std::string> known_files;  ///< from_results: leaf -> where called
+    std::set<std::string> names;                       ///< other names it was called by
     bool from_results = false;
     std::uint32_t module = 0, func = 0;  ///< its definition (not for from_results)
   };
@@ -254,6 +277,16 @@ class Analyzer {
   std::vector<std::unique_ptr<Module>> modules_;
   std::unordered_map<std::string, std::int64_t> module_index_;  ///< -1 = not found
   std::unordered_map<std::string, Sym> resolved_;
+  /// Call targets, interned: a library repeats the same few thousand names in every function.
+  std::deque<std::string> strings_;
+  std::unordered_map<std::string_view, std::uint32_t> string_ids_;
+  std::uint32_t intern(const std::string& s) {
+    if (auto it = string_ids_.find(s); it != string_ids_.end()) return it->second;
+    auto id = static_cast<std::uint32_t>(strings_.size());
+    strings_.push_back(s);
+    string_ids_.emplace(strings_.back(), id);
+    return id;
+  }
   std::map<std::pair<std::uint32_t, std::string>, Sym> star_cache_;
   std::vector<Leaf> leaves_;
   std::map<std::pair<std::string, bool>, std::optional<std::uint32_t>> leaf_cache_;
@@ -471,7 +504,7 @@ std::unique_ptr<Module> Analyzer::parse_module(const std::string& name, const fs
       std::string q = qualify(*r, *sp);
       if (!q.empty()) {
         seen.insert((std::uint64_t{sp->func} << 32) | r->first);
-        m->funcs[sp->func].calls.push_back(Call{std::move(q), line, true});
+        m->funcs[sp->func].calls.push_back(Call{intern(q), line, true});
         continue;
       }
     }
@@ -479,7 +512,7 @@ std::unique_ptr<Module> Analyzer::parse_module(const std::string& name, const fs
       std::string method = "." + std::string(tree.name(*fn));
       const catalogue::Entry* e = cat_.find(method);
       if (e && e->kind == catalogue::Kind::Method)
-        m->funcs[sp->func].calls.push_back(Call{method, line, true});
+        m->funcs[sp->func].calls.push_back(Call{intern(method), line, true});
     }
   }
   // Catalogued APIs used without a call (torch.backends.cudnn.benchmark = True).
@@ -489,7 +522,7 @@ std::unique_ptr<Module> Analyzer::parse_module(const std::string& name, const fs
     if (!sp || seen.count((std::uint64_t{sp->func} << 32) | r.first)) continue;
     if (!classify(r.qualified, false)) continue;
     std::uint32_t line = tree.lines().locate(tree.token_range(r.first).begin).line;
-    m->funcs[sp->func].calls.push_back(Call{r.qualified, line, false});
+    m->funcs[sp->func].calls.push_back(Call{intern(r.qualified), line, false});
   }
   return m;
 }
@@ -654,7 +687,7 @@ std::optional<std::uint32_t> Analyzer::node_for(const Sym& s) {
     n.from_results = true;
     for (const KnownApi::Reached& r : k.reached)
       if (std::optional<std::uint32_t> leaf = classify(r.api, true))
-        n.reach.emplace(*leaf, Reach{-1, r.line, r.file});
+        if (n.reach.add(*leaf, Reach{-1, r.line})) n.known_files[*leaf] = r.file;
     nodes_.push_back(std::move(n));
     known_node_[f.a] = id;
     return id;
@@ -665,7 +698,7 @@ std::optional<std::uint32_t> Analyzer::node_for(const Sym& s) {
   auto id = static_cast<std::uint32_t>(nodes_.size());
   const Module& m = *modules_[f.a];
   nodes_.push_back(
-      GraphNode{m.funcs[f.b].qname, m.path, m.funcs[f.b].line, {}, {}, {}, false, f.a, f.b});
+      GraphNode{m.funcs[f.b].qname, m.path, m.funcs[f.b].line, {}, {}, {}, {}, false, f.a, f.b});
   func_node_[key] = id;
   pending_.push_back(id);
   return id;
@@ -676,12 +709,13 @@ void Analyzer::expand(std::uint32_t node) {
   // A copy: resolving may load modules (and grow modules_).
   std::vector<Call> calls = modules_[nodes_[node].module]->funcs[nodes_[node].func].calls;
   for (const Call& c : calls) {
-    if (c.target.starts_with(".") || !c.called) {
-      if (std::optional<std::uint32_t> leaf = classify(c.target, c.called))
+    const std::string& target = strings_[c.target];  // a deque: stays valid as it grows
+    if (target.starts_with(".") || !c.called) {
+      if (std::optional<std::uint32_t> leaf = classify(target, c.called))
         nodes_[node].edges.push_back(Edge{true, *leaf, c.line});
       continue;
     }
-    Sym s = resolve(c.target, 0);
+    Sym s = resolve(target, 0);
     if (s.kind == SymKind::Leaf) {
       nodes_[node].edges.push_back(Edge{true, s.a, c.line});
     } else if (std::optional<std::uint32_t> callee = node_for(s)) {
@@ -696,7 +730,7 @@ void Analyzer::propagate() {
   // one pass on a call tree.
   for (GraphNode& n : nodes_)
     for (const Edge& e : n.edges)
-      if (e.leaf) n.reach.emplace(e.id, Reach{-1, e.line, {}});
+      if (e.leaf) n.reach.add(e.id, Reach{-1, e.line});
   for (bool changed = true; changed;) {
     changed = false;
     for (std::size_t i = nodes_.size(); i-- > 0;) {
@@ -705,8 +739,7 @@ void Analyzer::propagate() {
         if (e.leaf) continue;
         for (const auto& [leaf, how] : nodes_[e.id].reach) {
           (void)how;
-          if (n.reach.emplace(leaf, Reach{static_cast<std::int64_t>(e.id), e.line, {}}).second)
-            changed = true;
+          if (n.reach.add(leaf, Reach{static_cast<std::int32_t>(e.id), e.line})) changed = true;
         }
       }
     }
@@ -718,11 +751,11 @@ std::vector<Hop> Analyzer::chain(std::uint32_t node, std::uint32_t leaf) const {
   std::set<std::uint32_t> seen;
   for (std::int64_t cur = node; cur >= 0 && seen.insert(static_cast<std::uint32_t>(cur)).second;) {
     const GraphNode& n = nodes_[static_cast<std::size_t>(cur)];
-    auto it = n.reach.find(leaf);
-    if (it == n.reach.end()) break;
-    out.push_back(
-        Hop{n.qname, it->second.file.empty() ? n.file : it->second.file, it->second.line});
-    cur = it->second.via;
+    const Reach* how = n.reach.find(leaf);
+    if (!how) break;
+    auto known = n.known_files.find(leaf);
+    out.push_back(Hop{n.qname, known != n.known_files.end() ? known->second : n.file, how->line});
+    cur = how->via;
   }
   return out;
 }
