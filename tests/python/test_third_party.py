@@ -306,3 +306,32 @@ def test_default_env_is_the_active_environment(tmp_path: Path) -> None:
     assert rc == 1
     assert str(site.resolve()) in doc["env"]
     assert ("accelerate.utils.release_memory", 7, "torch.cuda.empty_cache") in chains(doc, site)
+
+
+def test_reads_an_ascend_results_file(tmp_path: Path) -> None:
+    """A full_unsupported_results.csv in Ascend's layout, written by hand (names one a line, the
+    message one `file_path:F, start_line:N, api_name:API ` line per API, each ending in a space),
+    for a library that is not installed: the project's call is reported from it alone."""
+    empty = tmp_path / "site"
+    empty.mkdir()
+    rc, doc = analyze(
+        FIX / "mmcv_project", "--env", str(empty), "--api", str(FIX / "ascend_full_unsupported_results.csv")
+    )
+    assert rc == 1
+    got = {(f["api"], f["line"], f["reaches"], f["category"]): f["chain"] for f in doc["findings"]}
+    assert got == {
+        ("mmcv.ops.nms", 5, "torch.cuda.current_device", "migration needed"): [
+            {
+                "function": "mmcv.ops.nms.nms",
+                "file": "/usr/lib/python3/site-packages/mmcv/ops/nms.py",
+                "line": 42,
+            }
+        ],
+        ("mmcv.ops.nms", 5, "torch.cuda.is_available", "migration needed"): [
+            {
+                "function": "mmcv.ops.nms.nms",
+                "file": "/usr/lib/python3/site-packages/mmcv/utils/ext_loader.py",
+                "line": 13,
+            }
+        ],
+    }
