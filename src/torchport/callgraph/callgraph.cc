@@ -531,9 +531,26 @@ std::optional<std::uint32_t> Analyzer::classify(const std::string& q, bool calle
   auto key = std::make_pair(q, called);
   if (auto it = leaf_cache_.find(key); it != leaf_cache_.end()) return it->second;
   std::optional<Leaf> leaf;
+  auto under = [&q](const std::string& prefix) {
+    return !prefix.empty() && (q == prefix || (q.starts_with(prefix) && q[prefix.size()] == '.'));
+  };
+  // The target's own device module and package (torch.npu, torch_npu.npu, torch_npu) are what
+  // the migration aims at, as Ascend skips them; another device's module (torch.xpu.empty_cache
+  // behind is_xpu_available()) needs migrating, as Ascend counts torch.mlu and torch.mps.
+  const catalogue::Target* target = cat_.target(opts_.target);
+  const catalogue::Target* other_device = nullptr;
+  bool own = false;
+  if (target) {
+    own = under(target->module) || (!target->device.empty() && under("torch." + target->device));
+    if (!target->package.empty())
+      own = own || under(target->package.substr(0, target->package.find('.')));
+  }
+  for (const catalogue::Target& t : cat_.targets())
+    if (!own && !t.host && !t.device.empty() && &t != target && under("torch." + t.device))
+      other_device = &t;
   // The catalogue: the name itself, or a catalogued module or package it lies in.
   const catalogue::Entry* e = nullptr;
-  for (std::string p = q;;) {
+  for (std::string p = own || other_device ? std::string() : q; !p.empty();) {
     const catalogue::Entry* f = cat_.find(p);
     if (f &&
         (p == q || f->kind == catalogue::Kind::Module || f->kind == catalogue::Kind::Package)) {
@@ -571,6 +588,12 @@ std::optional<std::uint32_t> Analyzer::classify(const std::string& q, bool calle
       }
       leaf = std::move(l);
     }
+  } else if (own) {
+    // nothing to report
+  } else if (other_device) {
+    leaf = Leaf{q, Category::MigrationNeeded,
+                "the " + other_device->device + " device module (" + other_device->vendor +
+                    "): runs only there, usually behind an availability check"};
   } else if (q.starts_with("torch.cuda.") || q == "torch.cuda") {
     leaf = Leaf{q, Category::MigrationNeeded, "a torch.cuda API the catalogue does not list"};
   } else if (called && is_framework(q)) {
