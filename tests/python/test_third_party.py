@@ -190,6 +190,9 @@ def test_errors(tmp_path: Path) -> None:
     assert "--third-party prints text or json" in p.stderr
     p = torchport("analyze", str(tmp_path / "missing"), "-t", "npu", "--third-party", "--env", str(SITE))
     assert p.returncode == 2
+    p = torchport("analyze", str(FIX / "project"), "-t", "npu", "--env", str(SITE))
+    assert p.returncode == 2
+    assert "--env requires --third-party" in p.stderr
 
 
 def _installed(name: str, version: str) -> Path | None:

@@ -16,20 +16,23 @@ namespace fs = std::filesystem;
 
 void add_third_party_options(CLI::App& app, ThirdPartyArgs& a) {
   auto* group = app.add_option_group("third-party", "third-party analysis (docs/third-party.md)");
-  group->add_flag("--third-party", a.enabled,
-                  "analyse the installed libraries the project calls instead: which of their "
-                  "functions reach a CUDA-only or unsupported API, with the chain of calls "
-                  "(Ascend's -m third_party)");
+  CLI::Option* flag =
+      group->add_flag("--third-party", a.enabled,
+                      "analyse the installed libraries the project calls instead: which of their "
+                      "functions reach a CUDA-only or unsupported API, with the chain of calls "
+                      "(Ascend's -m third_party)");
   group
       ->add_option("--env", a.env,
                    "with --third-party: library search paths (site-packages), ':'-separated or "
                    "repeated (default: the active environment)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->needs(flag);
   group
       ->add_option("--api", a.results,
                    "with --third-party: a full_unsupported_results.csv from an earlier run; the "
                    "library APIs it lists are not analysed again (repeatable)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->needs(flag);
 }
 
 namespace {
