@@ -1,7 +1,7 @@
 """Entry-script harnesses for the corpus projects (docs/fidelity.md, "Entry scripts").
 
 Each harness writes tiny inputs into a temporary directory, then runs one entry script of one
-project three ways, with small flags and a timeout:
+project six ways, with small flags and a timeout:
 - `original`: the project unchanged, under `torchport run --target cpu`;
 - `cpu` and `accelerator`: the output of `torchport migrate -t cpu` / `-t accelerator`, run with
   plain `python`;
@@ -433,7 +433,7 @@ def run_one(h: Harness, mode: str, tree: Path, inputs: Path, scratch: Path) -> R
             f"--nproc_per_node={h.nproc}",
         ]
     if mode == "original":
-        # torchport run starts torchrun itself when given `-m torch.distributed.run ...`
+        # under torchrun: `torchport run ... -m torch.distributed.run ... script` (one runtime per rank)
         cmd = [*static.torchport_cmd(), "run", "--target", "cpu", "--quiet", *launch[1:], *script_args]
     elif mode in REHEARSED:
         rehearse = [*static.torchport_cmd(), "rehearse", "--target", mode]
