@@ -44,8 +44,8 @@ ENTRY_JSON = static.REPO / "docs" / "fidelity-entry.json"
 REHEARSED = ("npu", "mlu", "musa")  # targets run under `torchport rehearse`
 MODES = ("original", "cpu", "accelerator", *REHEARSED)
 # The rehearsed targets tests/python/test_corpus_entry.py runs in CI (all with TORCHPORT_CORPUS_ALL=1).
-# Measured (docs/fidelity.md, "In CI"): the three targets add 95% to the CI harnesses' run time,
-# npu alone 33%.
+# Measured (docs/fidelity.md, "In CI"): npu adds 37% to the CI test's wall time; the three
+# targets would add about three times that.
 CI_REHEARSED: tuple[str, ...] = ("npu",)
 # (project, harness name, target) -> (device reason, measured relative bound): rehearsed losses that
 # differ from the reference run for a reason of the device; the difference is asserted to exist
