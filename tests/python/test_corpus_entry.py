@@ -32,6 +32,43 @@ def test_table_lists_every_harness() -> None:
     assert entry.markdown(list(COMMITTED.values())) in md
 
 
+def _ci_modes() -> tuple[str, ...]:
+    if os.environ.get("TORCHPORT_CORPUS_ALL") == "1":
+        return entry.MODES
+    return ("original", "cpu", "accelerator", *entry.CI_REHEARSED)
+
+
+def test_rehearsed_losses_verdicts() -> None:
+    """The rule of the "rehearsed losses" column, on made-up runs."""
+    h = next(h for h in entry.HARNESSES if h.project == "karpathy__makemore")
+    ok = {"status": "pass", "losses": [[0, 3.0], [10, 2.5]]}
+
+    def result(original: dict, npu: dict) -> dict:
+        return {"runs": {"original": original, "cpu": ok, "npu": npu}}
+
+    same = entry.rehearse_losses(h, result(ok, dict(ok)), "npu")
+    assert (same["verdict"], same["reference"], same["max_rel"]) == ("same", "original", 0.0)
+    off = {"status": "pass", "losses": [[0, 3.0], [10, 2.4]]}
+    assert entry.rehearse_losses(h, result(ok, off), "npu")["verdict"] == "NO"
+    fewer = {"status": "pass", "losses": [[0, 3.0]]}
+    assert entry.rehearse_losses(h, result(ok, fewer), "npu")["verdict"] == "NO"
+    # the original failed: the reference is the migrated cpu run
+    failed = {"status": "fail", "losses": []}
+    assert entry.rehearse_losses(h, result(failed, dict(ok)), "npu")["reference"] == "cpu"
+    assert entry.rehearse_losses(h, result(ok, failed), "npu")["verdict"] == "n/a"
+    # a declared device reason admits a difference within its bound, and only that
+    key = (h.project, h.name, "npu")
+    saved = dict(entry.REHEARSE_DIFFERS)
+    try:
+        entry.REHEARSE_DIFFERS[key] = ("made up", 0.05)
+        assert entry.rehearse_losses(h, result(ok, off), "npu")["verdict"] == "differs"
+        entry.REHEARSE_DIFFERS[key] = ("made up", 0.01)
+        assert entry.rehearse_losses(h, result(ok, off), "npu")["verdict"] == "NO"
+    finally:
+        entry.REHEARSE_DIFFERS.clear()
+        entry.REHEARSE_DIFFERS.update(saved)
+
+
 @pytest.mark.parametrize("h", entry.HARNESSES, ids=lambda h: h.key)
 def test_entry_script_no_worse(h: entry.Harness) -> None:
     if h.skip:
@@ -43,19 +80,31 @@ def test_entry_script_no_worse(h: entry.Harness) -> None:
     if not entry.DEPS.is_dir():
         pytest.skip(f"{entry.DEPS} missing: run tools/setup.sh --test (tests/corpus/requirements.txt)")
     was = COMMITTED[(h.project, h.name)]
-    now = entry.run_harness(h, CORPUS)
+    modes = _ci_modes()
+    now = entry.run_harness(h, CORPUS, modes)
     worse, better = [], []
-    for mode in entry.MODES:
-        a, b = was["runs"][mode], now["runs"][mode]
+    for mode in modes:
+        a, b = was["runs"].get(mode, {"status": "not run"}), now["runs"][mode]
         if a["status"] == "pass" and b["status"] != "pass":
             worse.append(f"{h.key} [{mode}]: passed, now {b['status']}: {b['first_error']}")
         elif a["status"] != "pass" and b["status"] == "pass":
-            better.append(f"{h.key} [{mode}]: failed, now passes")
+            better.append(f"{h.key} [{mode}]: {a['status']}, now passes")
     if was["losses_match"] is True and now["losses_match"] is not True:
         o, c = now["runs"]["original"], now["runs"]["cpu"]
         worse.append(
             f"{h.key}: original and migrated cpu losses no longer match: {o['losses']} vs {c['losses']}"
         )
+    for t in (m for m in modes if m in entry.REHEARSED):
+        v_was, v_now = entry.rehearse_losses(h, was, t), entry.rehearse_losses(h, now, t)
+        if now["runs"][t]["status"] != "pass":
+            continue  # counted above when it passed before
+        ref = v_now["reference"]
+        got = f"{now['runs'][ref]['losses'] if ref else []} vs {now['runs'][t]['losses']}"
+        if (h.project, h.name, t) in entry.REHEARSE_DIFFERS and v_now["verdict"] != "differs":
+            # the device reason must still show, and within its measured bound
+            worse.append(f"{h.key} [{t}]: expected to differ within its bound, got {v_now['verdict']}: {got}")
+        elif v_was["verdict"] in ("same", "differs") and v_now["verdict"] not in ("same", "differs"):
+            worse.append(f"{h.key} [{t}]: rehearsed losses no longer match the {ref} run: {got}")
     if better and not worse:
         warnings.warn(
             "\n".join(better) + "\nrun `python -m tests.corpus --entry-only --update`", stacklevel=1
