@@ -39,6 +39,8 @@ class Session:
     backward_site: str = ""
     # What rehearsal ran differently from the vendor's stack, once per kind (printed and in the report).
     notes: list[str] = field(default_factory=list)
+    # Operators given the CPU kernel instead of torch's composite (the target's lists say native).
+    listed_kernels: list[str] = field(default_factory=list)
 
 
 _session: Optional[Session] = None
@@ -316,6 +318,7 @@ def activate(
         _site_callback(sess),
         _warn_callback(sess),
     )
+    sess.listed_kernels = sorted(mod.register_listed_kernels())
     torch.utils.rename_privateuse1_backend(target)
     _session = sess
     from torchport.rehearse import devmod

@@ -71,6 +71,7 @@ def collect() -> dict[str, Any]:
         "dtype_violations": violations,
         "memory": memory,
         "notes": list(sess.notes),
+        "listed_kernels": list(sess.listed_kernels),
         "time": {
             "wall_s": round(wall, 6),
             "device_op_s": round(op_ns / 1e9, 6),

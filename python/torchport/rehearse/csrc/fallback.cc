@@ -588,6 +588,36 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> rh_conv_backward(
 }
 
 }  // namespace
+
+std::vector<std::string> register_listed_kernels() {
+  // Library objects must outlive every registration: leaked on purpose (as TORCH_LIBRARY_IMPL's
+  // static ones live to the end of the process).
+  static std::vector<std::string> done;
+  static bool ran = false;
+  if (ran) return done;
+  ran = true;
+  auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
+                                 __FILE__, static_cast<uint32_t>(__LINE__));
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) continue;
+    std::optional<c10::OperatorHandle> op = dispatcher.findOp(name);
+    if (!op || !op->hasSchema()) continue;
+    if (!op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
+    if (op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
+    if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional))
+      continue;
+    OpEntry& e = op_entry(*op);
+    if (e.status != Status::Native) continue;
+    std::string overload = name.name.substr(6);
+    if (!name.overload_name.empty()) overload += "." + name.overload_name;
+    lib->impl(overload.c_str(), torch::CppFunction::makeFromBoxedFunction<&rehearse_fallback>());
+    done.push_back(e.name);
+  }
+  return done;
+}
+
 }  // namespace torchport::rehearse
 
 namespace {
