@@ -171,7 +171,7 @@ def test_npu_launchers_loop_over_rank_id_and_device_id(tmp_path: Path) -> None:
     result = convert(tmp_path, "main_function", target="npu")
     text = (result / "main_function.py").read_text()
     assert '_tp_dist.init_process_group(backend="hccl")' in text
-    assert 'device_ids=[_tp_local_rank]' in text
+    assert "device_ids=[_tp_local_rank]" in text
     launcher = result / "run_distributed_npu.sh"
     assert os.access(launcher, os.X_OK) and os.access(result / "run_distributed.sh", os.X_OK)
     # No NPU here: a stand-in interpreter prints what each process is given.
@@ -192,7 +192,8 @@ def test_npu_launchers_loop_over_rank_id_and_device_id(tmp_path: Path) -> None:
 
 BAD = {
     "no_loader": (
-        "import torch\nmodel = torch.nn.Linear(2, 1)\nfor x in torch.randn(4, 2):\n    model(x).sum().backward()\n",
+        "import torch\nmodel = torch.nn.Linear(2, 1)\n"
+        "for x in torch.randn(4, 2):\n    model(x).sum().backward()\n",
         "no_loader.py:1:1: no torch.utils.data.DataLoader",
     ),
     "no_model": (
@@ -227,7 +228,8 @@ def test_converting_again_reports_it_and_changes_nothing(tmp_path: Path) -> None
     result = convert(tmp_path, "main_function")
     before = (result / "main_function.py").read_text()
     out2 = tmp_path / "again"
-    r = torchport("migrate", str(result / "main_function.py"), "-o", str(out2), "--target", "cpu", "--distributed")
+    again = str(result / "main_function.py")
+    r = torchport("migrate", again, "-o", str(out2), "--target", "cpu", "--distributed")
     assert r.returncode == 2
     assert "already uses torch.distributed" in r.stderr
     assert not out2.exists() or not any(out2.iterdir())
@@ -242,7 +244,8 @@ def test_project_needs_main_and_ascend_alias(tmp_path: Path) -> None:
     r = torchport("migrate", str(project), "-o", str(tmp_path / "o1"), "--target", "cpu", "--distributed")
     assert r.returncode == 2 and "--distributed needs --main FILE" in r.stderr
     # Ascend's spelling: distributed -m FILE -t VAR (the target defaults to npu).
-    r = torchport("distributed", str(project), "-m", "train.py", "-t", "net", "-o", str(tmp_path / "o2"), "-q")
+    o2 = str(tmp_path / "o2")
+    r = torchport("distributed", str(project), "-m", "train.py", "-t", "net", "-o", o2, "-q")
     assert r.returncode == 0, r.stderr
     alias = tmp_path / "o2" / "proj_npu_multi"
     r = torchport(

@@ -189,9 +189,14 @@ void run_ddp(Context& ctx) {
     auto l = m.line_of(stmt.last_token());
     return l ? m.lines()[*l].end : t.byte_range(stmt).end;
   };
+  // Nothing but trivia between the statement and its NEWLINE (no `; more`).
   auto ends_line = [&](const Node& stmt) {
-    auto n = m.next(stmt.last_token());
-    return !n || m.kind(*n) == TokenKind::Newline;
+    for (TokenIndex i = stmt.last_token() + 1; i < m.tokens().size(); ++i) {
+      const TokenKind k = m.kind(i);
+      if (k == TokenKind::Newline) return true;
+      if (!syntax::is_trivia(k)) return false;
+    }
+    return true;
   };
   auto node_text = [&](const Node* n) { return std::string(t.text(*n)); };
 
