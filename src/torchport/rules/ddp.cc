@@ -49,10 +49,12 @@
 // Safety:
 //   A script that cannot be converted (no DataLoader, the model never bound, already using
 //   torch.distributed) is refused by the driver before anything is written
-//   (distributed_refusal). A loader whose dataset is not a name, or that has its own sampler,
-//   is reported UNSUPPORTED and left alone. DistributedSampler(shuffle=True) draws another
-//   random order than the loader's RandomSampler; with drop_last=False it pads the last
-//   shard with repeated samples when the dataset does not divide by the ranks.
+//   (distributed_refusal). A loader with its own sampler is reported UNSUPPORTED and left
+//   alone; a dataset that is not a name is bound once, `DataLoader((_tp_dataset := ds(...)),
+//   ..., sampler=_tp_sampler(_tp_dataset, ...))`, so it is built once as before.
+//   DistributedSampler(shuffle=True) draws another random order than the loader's RandomSampler;
+//   with drop_last=False it pads the last shard with repeated samples when the dataset does not
+//   divide by the ranks.
 #include <torchport/rules/context.h>
 #include <torchport/syntax/tree.h>
 
@@ -345,14 +347,15 @@ void run_ddp(Context& ctx) {
       continue;
     }
     const Node* ds = positional(*call, 0);
+    const Node* ds_kw = nullptr;
     if (!ds) {
-      if (const Node* k = keyword_arg(t, *call, "dataset")) ds = k->value();
+      ds_kw = keyword_arg(t, *call, "dataset");
+      if (ds_kw) ds = ds_kw->value();
     }
-    if (!ds || (ds->kind() != NodeKind::Name && ds->kind() != NodeKind::Attribute)) {
+    if (!ds) {
       ctx.flag("TP413", Operation::Unsupported, "torch.utils.data.DataLoader",
-               "the dataset is not a name: bind it to a variable so that the DistributedSampler "
-               "and the DataLoader share it",
-               cb, ce);
+               "no dataset argument: shard it between the ranks by hand (DistributedSampler)", cb,
+               ce);
       continue;
     }
     const Node* shuffle_kw = keyword_arg(t, *call, "shuffle");
@@ -362,18 +365,31 @@ void run_ddp(Context& ctx) {
                                 : shuffle_pos ? node_text(shuffle_pos)
                                               : "False";
     const std::string drop = drop_kw ? node_text(drop_kw->value()) : "False";
-    const std::string sampler = "sampler=_tp_sampler(" + node_text(ds) + ", shuffle=" + shuffle +
-                                ", drop_last=" + drop + ")";
     fix::Fix fx;
-    if (shuffle_kw) {
+    // The sampler needs the loader's dataset: a name is repeated; any other expression is
+    // bound once with a walrus (arguments are evaluated left to right, the sampler comes
+    // after it).
+    std::string ds_ref = node_text(ds);
+    if (ds->kind() != NodeKind::Name && ds->kind() != NodeKind::Attribute) {
+      auto [db, de] = t.byte_range(*ds);
+      fx.edits.push_back({db, db, "(_tp_dataset := "});
+      fx.edits.push_back({de, de, ")"});
+      ds_ref = "_tp_dataset";
+    }
+    const std::string sampler =
+        "sampler=_tp_sampler(" + ds_ref + ", shuffle=" + shuffle + ", drop_last=" + drop + ")";
+    // In place of `shuffle=` (DataLoader refuses both), unless the dataset is a keyword that
+    // comes after it; otherwise after the last argument (a trailing comma stays valid).
+    const bool in_place =
+        shuffle_kw && !(ds_kw && ds_kw->first_token() > shuffle_kw->first_token());
+    if (in_place) {
       auto [kb, ke] = t.byte_range(*shuffle_kw);
       fx.edits.push_back({kb, ke, sampler});
     } else {
-      if (shuffle_pos) {
-        auto [pb, pe] = t.byte_range(*shuffle_pos);
+      if (shuffle_pos || shuffle_kw) {
+        auto [pb, pe] = t.byte_range(shuffle_pos ? *shuffle_pos : *shuffle_kw->value());
         fx.edits.push_back({pb, pe, "False"});
       }
-      // After the last argument (a trailing comma stays valid).
       std::uint32_t after_last = 0;
       for (const Node* c : call->children())
         if (c->role() == Role::Arg || c->role() == Role::Keyword)
