@@ -149,6 +149,7 @@ def test_each_change_is_reported(tmp_path: Path) -> None:
     assert "    model = _tp_ddp(model)\n" in text
     assert "        loader.sampler.set_epoch(epoch)\n" in text
     assert 'if _tp_rank0(): torch.save(_tp_unwrap(model).state_dict(), "model.pt")' in text
+    assert '_tp_rank0_only(print)(f"epoch {epoch} step {step} loss {loss.item():.6f}")' in text
     assert text.rstrip().endswith("main()\n    _tp_cleanup()")
 
 

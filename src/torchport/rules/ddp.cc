@@ -6,7 +6,7 @@
 //   process), the device of this rank from LOCAL_RANK, init_process_group with the target's
 //   collective backend (data/targets.json "backend"; accelerator: the backend torch reports for
 //   the device), and small helpers (_tp_ddp, _tp_unwrap, _tp_sampler, _tp_rank_batch,
-//   _tp_rank0, _tp_cleanup).
+//   _tp_rank0, _tp_rank0_only, _tp_cleanup).
 //   TP411 wraps the model variable (--model-var, also `self.<var>`) in DistributedDataParallel
 //   after its last binding (and the `.to()`/`.cuda()` calls right after it): `model =
 //   _tp_ddp(model)`, which moves it to the rank's device first.
@@ -20,8 +20,10 @@
 //   batch_size=_tp_rank_batch(B) (B // WORLD_SIZE, an error when it does not divide). With
 //   --per-rank-batch keep the batch stays per device and an UNKNOWN row says the global batch
 //   grows with the number of ranks.
-//   TP415 runs side effects on rank 0 only: print, logging, torch.save, wandb, TensorBoard
-//   writers, `with open(..., "w")` blocks get `if _tp_rank0():`.
+//   TP415 runs side effects on rank 0 only: torch.save and `with open(..., "w")` blocks get
+//   `if _tp_rank0():`; print, logging, wandb and TensorBoard writer calls become
+//   `_tp_rank0_only(print)(...)`, so that their arguments are still evaluated on every rank
+//   (`print(evaluate(model))` runs DDP's forward, a collective when the model has buffers).
 //   TP416 calls _tp_cleanup() (destroy_process_group) at the end of the
 //   `if __name__ == "__main__":` block, or of the module.
 //   TP417 takes the module out of DDP for state_dict() / load_state_dict() of the model
@@ -45,7 +47,7 @@
 //   for epoch in range(3):
 //       loader.sampler.set_epoch(epoch)
 //       for x, y in loader: ...
-//       if _tp_rank0(): print(epoch)
+//       _tp_rank0_only(print)(epoch)
 // Safety:
 //   A script that cannot be converted (no DataLoader, the model never bound, already using
 //   torch.distributed) is refused by the driver before anything is written
@@ -525,10 +527,30 @@ void run_ddp(Context& ctx) {
     const Node* v = s->value();
     if (!v || v->kind() != NodeKind::Call) continue;
     const std::string what = side_effect(v);
-    if (what.empty() || !ends_line(*s)) continue;
-    const std::uint32_t at = t.byte_range(*s).begin;
-    if (!indent_before(text, at)) continue;
-    ctx.modify("TP415", what, what + " on rank 0 only", at, at, "if _tp_rank0(): ");
+    if (what.empty()) continue;
+    if (what == "torch.save") {
+      // A write: the whole statement on rank 0 (its arguments are a state_dict, no forward).
+      const std::uint32_t at = t.byte_range(*s).begin;
+      if (!ends_line(*s) || !indent_before(text, at)) continue;
+      ctx.modify("TP415", what, what + " on rank 0 only", at, at, "if _tp_rank0(): ");
+      continue;
+    }
+    // Output: only the call is skipped on the other ranks; its arguments are still evaluated
+    // on every rank, as before (`print(evaluate(model))` runs DDP's forward, which broadcasts
+    // buffers: a forward on rank 0 alone would hang).
+    auto [fb, fe] = t.byte_range(*v->func());
+    fix::Fix fx;
+    fx.edits.push_back({fb, fb, "_tp_rank0_only("});
+    fx.edits.push_back({fe, fe, ")"});
+    Finding f;
+    f.code = "TP415";
+    f.op = Operation::Modify;
+    f.api = what;
+    f.message = what + " on rank 0 only (its arguments are still evaluated on every rank)";
+    f.begin = fb;
+    f.end = t.byte_range(*v).end;
+    f.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(f));
   }
   for (const Node* w : t.find_all(NodeKind::With)) {
     bool writes = false;
@@ -670,6 +692,12 @@ void run_ddp(Context& ctx) {
       "def _tp_rank0():",
       "    \"\"\"True on the process that prints, logs and saves (rank 0).\"\"\"",
       "    return _tp_dist.get_rank() == 0",
+      "",
+      "",
+      "def _tp_rank0_only(fn):",
+      "    \"\"\"fn on rank 0, a no-op elsewhere (the arguments are evaluated on every "
+      "rank).\"\"\"",
+      "    return fn if _tp_rank0() else (lambda *args, **kwargs: None)",
       "",
       "",
       "def _tp_ddp(module):",
