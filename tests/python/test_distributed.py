@@ -108,6 +108,18 @@ def test_two_ranks_train_like_one_device(name: str, tmp_path: Path) -> None:
         torch.testing.assert_close(two[k], one[k], rtol=1e-5, atol=1e-6)
 
 
+def test_accelerator_output_trains_like_one_device(tmp_path: Path) -> None:
+    """--target accelerator: on this CPU-only machine the device is the CPU and the backend is the
+    one torch reports for it (gloo)."""
+    result = convert(tmp_path, "main_function", target="accelerator")
+    text = (result / "main_function.py").read_text()
+    assert "backend=_tp_dist.get_default_backend_for_device(_tp_rank_device)" in text
+    single = run_original("main_function", tmp_path / "single")
+    ranks, _ = run_converted(result / "main_function.py", tmp_path / "ddp")
+    mean = [(a + b) / 2 for a, b in zip(ranks[0], ranks[1])]
+    assert len(single) >= 5 and mean == pytest.approx(single, rel=1e-5, abs=1e-7)
+
+
 def test_side_effects_on_rank_zero_only(tmp_path: Path) -> None:
     result = convert(tmp_path, "main_function")
     ranks, stdout = run_converted(result / "main_function.py", tmp_path / "ddp")
