@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -118,6 +119,23 @@ def test_accelerator_output_trains_like_one_device(tmp_path: Path) -> None:
     ranks, _ = run_converted(result / "main_function.py", tmp_path / "ddp")
     mean = [(a + b) / 2 for a, b in zip(ranks[0], ranks[1])]
     assert len(single) >= 5 and mean == pytest.approx(single, rel=1e-5, abs=1e-7)
+
+
+SETUP_BLOCK = re.compile(
+    r"(?:import os\n)?\n# torchport --distributed: one process per device.*?"
+    r"        _tp_dist\.destroy_process_group\(\)\n\n",
+    flags=re.S,
+)
+
+
+@pytest.mark.parametrize("name", [*sorted(EQUIVALENT), "batchnorm"])
+def test_converted_scripts_match_the_hand_written_expectations(name: str, tmp_path: Path) -> None:
+    """expected/<name>.cpu.py: each output written by hand, with the TP410 set-up block (the same
+    in every file, checked by tests/fixtures/rules/ddp) as one marker line."""
+    result = convert(tmp_path, name, EQUIVALENT.get(name, "model"))
+    got, n = SETUP_BLOCK.subn("# [TP410 set-up block]\n", (result / f"{name}.py").read_text())
+    assert n == 1
+    assert got == (FIXTURES / "expected" / f"{name}.cpu.py").read_text()
 
 
 def test_side_effects_on_rank_zero_only(tmp_path: Path) -> None:

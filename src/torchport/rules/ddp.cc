@@ -228,6 +228,11 @@ void run_ddp(Context& ctx) {
     fx.edits.push_back({fe, ab, "("});
     fx.edits.push_back({ae, ce, ")"});
     f.fix = std::move(fx);
+    // The dropped arguments take the findings inside them along (device_ids=list(range(
+    // torch.cuda.device_count()))): their code is gone.
+    std::erase_if(ctx.result.findings, [&](const Finding& x) {
+      return x.begin >= ae && x.end <= ce && x.end > x.begin;
+    });
     ctx.result.findings.push_back(std::move(f));
   }
 
