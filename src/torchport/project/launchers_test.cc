@@ -19,7 +19,8 @@ TEST(Launchers, EveryTargetGetsTorchrunWithItsDeviceCount) {
     EXPECT_EQ(ls[0].name, "run_distributed.sh");
     for (const Launcher& l : ls) {
       EXPECT_TRUE(l.text.starts_with("#!/usr/bin/env bash\n"));
-      EXPECT_EQ(l.text.find('@'), std::string::npos) << "a placeholder is left";
+      for (const char* key : {"@TARGET@", "@MODULE@", "@COUNT@", "@BACKEND@", "@ARGS@", "@MAIN@"})
+        EXPECT_EQ(l.text.find(key), std::string::npos) << key << " is left";
       EXPECT_NE(l.text.find("'src/train.py' \"$@\""), std::string::npos);
       EXPECT_NE(l.text.find("--nnodes) NNODES=\"$2\""), std::string::npos);
     }
