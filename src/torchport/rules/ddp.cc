@@ -606,9 +606,17 @@ void run_ddp(Context& ctx) {
   const Node* main_guard = nullptr;
   for (const Node* s : t.root().body()) {
     if (s->kind() != NodeKind::If || !s->test() || s->test()->kind() != NodeKind::Compare) continue;
-    const std::string test = node_text(s->test());
-    if (test.find("__name__") != std::string::npos && test.find("__main__") != std::string::npos)
-      main_guard = s;
+    // `__name__ == "__main__"`, either way round.
+    const Node* cmp = s->test();
+    std::vector<const Node*> sides{cmp->left()};
+    for (const Node* c : cmp->comparators()) sides.push_back(c);
+    bool name = false, main = false;
+    for (const Node* x : sides) {
+      if (x->kind() == NodeKind::Name && t.name(*x) == "__name__") name = true;
+      if (x->kind() == NodeKind::Constant && t.is_string(*x) && t.string_value(*x) == "__main__")
+        main = true;
+    }
+    if (name && main && sides.size() == 2) main_guard = s;
   }
   {
     std::uint32_t at = static_cast<std::uint32_t>(text.size());
