@@ -90,6 +90,10 @@ def main(command: str, argv: Sequence[str]) -> int:
     except ConfigError as e:
         print(f"torchport {command}: error: {e}", file=sys.stderr)
         return 2
+    if command == "analyze":
+        from torchport.third_party import with_default_env
+
+        args = with_default_env(args)
     storage: Optional[tuple[str, Optional[str]]] = None
     if command == "migrate":
         from torchport.cloud import cli as cloud

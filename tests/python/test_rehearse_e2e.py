@@ -136,3 +136,32 @@ def test_migrated_script_trains_under_rehearsal_like_cpu(
     if name != "ddp_train":  # its ranks are spawned processes with their own devices
         assert rep["memory"][0]["peak_allocated_bytes"] > 0
         assert rep["counts"]["native"]["calls"] > 0
+
+
+def test_torch_compile_runs_under_rehearsal_and_says_how(
+    migrated: dict[str, Path],
+    cpu_losses: dict[str, list[float]],
+    rehearsal_built: None,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """With torch.compile on (the script's default): inductor has no code generator for the rehearsal device,
+    so the compile runs with aot_eager, which the run says on stderr and in the report; the losses are those
+    of the uncompiled --target cpu run."""
+    script = migrated["npu"] / "transformer_sdpa_compile.py"
+    report = tmp_path / "report.json"
+    p = rehearse(
+        "--target",
+        "npu",
+        "--report",
+        str(report),
+        str(script),
+        cwd=script.parent,
+        extra_env={"E2E_NO_COMPILE": "0"},
+    )
+    assert p.returncode == 0, p.stderr
+    note = "torch.compile(backend='inductor') runs with backend='aot_eager' under rehearsal"
+    assert note in p.stderr
+    rep = read_report(report)
+    assert [n for n in rep["notes"] if note in n], rep["notes"]
+    got = losses(p.stdout)
+    assert got == pytest.approx(cpu_losses["transformer_sdpa_compile"], rel=1e-5), got

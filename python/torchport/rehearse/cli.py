@@ -10,6 +10,7 @@ import sys
 import traceback
 from typing import Optional, Sequence
 
+from torchport._leave import exit_code, leave
 from torchport.rehearse.runtime import REHEARSE_TARGETS
 
 USAGE = (
@@ -123,21 +124,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
             runpy.run_path(script, run_name="__main__")
     except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        if e.code is not None and not isinstance(e.code, int):
-            print(e.code, file=sys.stderr)
+        code = exit_code(e)
     except BaseException:
         traceback.print_exc()
         code = 1
     summary.finish()
-    if "RANK" in os.environ or "TORCHELASTIC_RUN_ID" in os.environ:
-        # A rank of a launcher (torchrun): run the exit handlers, then leave without the C++ teardown
-        # (gloo and autograd threads), which can abort a rank after its work is done, as the spawned
-        # ranks do (_child.spawn_main).
-        import atexit
-
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    # Leave without the C++ static teardown: backward passes ran on the rehearsal device's autograd
+    # thread (and ranks hold gloo threads), which the interpreter's finalisation can abort with
+    # "terminate called without an active exception" after the work is done (torchport._leave).
+    leave(code)

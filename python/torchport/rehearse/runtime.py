@@ -8,6 +8,7 @@ judged by check-ops' Classifier, and the per-target table torchport.targets.
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -36,6 +37,8 @@ class Session:
     ext: Any = None
     started: float = field(default_factory=time.perf_counter)
     backward_site: str = ""
+    # What rehearsal ran differently from the vendor's stack, once per kind (printed and in the report).
+    notes: list[str] = field(default_factory=list)
 
 
 _session: Optional[Session] = None
@@ -169,6 +172,38 @@ class StandinFinder(importlib.abc.MetaPathFinder):
         return None
 
 
+# torch.compile backends that generate device code: inductor has no code generator for a PrivateUse1
+# device unless its vendor registers one (torch_npu, torch_mlu and torch_musa each ship their own), and
+# none of those exists here. Dynamo and AOTAutograd still run, with the graph executed by the rehearsal
+# device's eager kernels ("aot_eager"), so a compiled model gets through the same graph capture.
+_CODEGEN_BACKENDS = ("inductor",)
+COMPILE_NOTE = (
+    "torch.compile(backend={backend!r}) runs with backend='aot_eager' under rehearsal: the graph is captured "
+    "by Dynamo and AOTAutograd as on the device, but the {target} vendor's compiler backend is not rehearsed"
+)
+
+
+def _patch_compile(sess: Session) -> None:
+    import torch
+
+    orig = torch.compile
+
+    @functools.wraps(orig)
+    def compile(*args: Any, **kwargs: Any) -> Any:
+        backend = kwargs.get("backend", "inductor")
+        if isinstance(backend, str) and backend in _CODEGEN_BACKENDS:
+            kwargs["backend"] = "aot_eager"
+            for key in ("mode", "options"):  # inductor's own settings mean nothing to aot_eager
+                kwargs.pop(key, None)
+            note = COMPILE_NOTE.format(backend=backend, target=sess.target)
+            if note not in sess.notes:
+                sess.notes.append(note)
+                print(f"torchport rehearse: {note}", file=sys.stderr)
+        return orig(*args, **kwargs)
+
+    torch.compile = compile
+
+
 def install_import_hook(target: str) -> None:
     from torchport.targets import get_target
 
@@ -291,6 +326,7 @@ def activate(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
     _patch_backward(sess)
+    _patch_compile(sess)
     _register_collectives(target)
     install_import_hook(target)
     _patch_spawn()

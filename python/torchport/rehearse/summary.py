@@ -70,6 +70,7 @@ def collect() -> dict[str, Any]:
         "ops": groups,
         "dtype_violations": violations,
         "memory": memory,
+        "notes": list(sess.notes),
         "time": {
             "wall_s": round(wall, 6),
             "device_op_s": round(op_ns / 1e9, 6),
@@ -108,6 +109,8 @@ def format_text(rep: dict[str, Any], max_sites: int = 3) -> str:
             f"{_mib(m['peak_reserved_bytes'])} reserved, capacity {_mib(m['capacity_bytes'])}"
             + (f", {m['ooms']} out-of-memory error(s)" if m["ooms"] else "")
         )
+    for note in rep.get("notes", []):
+        lines.append(f"{who}  note: {note}")
     t = rep["time"]
     lines.append(
         f"{who}  fallback ops took {t['fallback_op_s']:.3f} s of {t['wall_s']:.3f} s wall "

@@ -62,8 +62,10 @@ def install(s: Session, *, shims: tuple[str, ...], log_all_ranks: bool) -> None:
 
 
 def child(conf_json: str) -> None:
-    """In a spawned child: enable the redirect with the parent's settings right after `import torch`."""
+    """In a spawned child: enable the redirect with the parent's settings right after `import torch`,
+    and leave through torchport._leave once the child's work is done."""
     conf = json.loads(conf_json)
+    _exit_without_teardown()
 
     def go(_torch: object = None) -> None:
         import torchport.runtime as rt
@@ -99,3 +101,28 @@ def child(conf_json: str) -> None:
 
     finder.callbacks["torch"] = on_torch
     sys.meta_path.insert(0, finder)
+
+
+def _exit_without_teardown() -> None:
+    """The child's command line goes on with `from multiprocessing.spawn import spawn_main; spawn_main(...)`:
+    wrap that spawn_main so the child ends through torchport._leave.leave (atexit handlers, then os._exit)
+    instead of the C++ static teardown, where gloo's threads can abort a rank whose work is done
+    ("terminate called without an active exception", exit -6)."""
+    import multiprocessing.spawn as mp_spawn
+
+    orig = mp_spawn.spawn_main
+    if getattr(orig, "_torchport", False):
+        return
+
+    def spawn_main(*args: Any, **kwargs: Any) -> None:
+        from torchport._leave import exit_code, leave
+
+        code = 0
+        try:
+            orig(*args, **kwargs)
+        except SystemExit as e:
+            code = exit_code(e)
+        leave(code)
+
+    spawn_main._torchport = True  # type: ignore[attr-defined]
+    mp_spawn.spawn_main = spawn_main

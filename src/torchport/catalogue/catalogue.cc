@@ -178,6 +178,7 @@ struct Catalogue::Impl {
   std::vector<Target> targets;
   std::map<std::string, SupportLists, std::less<>> support;  // by target
   std::vector<ArgRule> arg_rules;
+  CustomRules custom_rules;
   std::map<std::string, AdviceTable, std::less<>> advice;  // by target
 };
 
@@ -360,41 +361,122 @@ ArgRule parse_arg_rule(const Json& r, const std::string& w, std::string source,
 /// Ascend's legacy custom-rule file: {"rules": {"FuncNameModifyRule": [...], ...}}. The name
 /// rules become catalogue entries for `target` that take precedence over the built-in ones;
 /// ArgsModifyRule entries become ArgRules (applied by rules/custom_args.cc).
+/// Ascend's feature switches that are on: "normal" and "2.1.0" always (its tool adds 2.1.0
+/// whatever -v says), "specify_device" with -s. "distributed" (Ascend's `distributed -m FILE`
+/// mode, single-GPU to multi-NPU) has no torchport equivalent and is never on.
+bool switched_on(const Json& r, const std::string& w, bool specify_device) {
+  auto fs = r.find("feature_switch");
+  if (fs == r.end()) return true;
+  if (!fs->is_array()) throw DataError(w + ".feature_switch: expected a list of strings");
+  for (const Json& x : *fs) {
+    if (!x.is_string()) throw DataError(w + ".feature_switch: expected a list of strings");
+    const std::string v = x.get<std::string>();
+    if (v == "normal" || v == "2.1.0" || (v == "specify_device" && specify_device)) return true;
+  }
+  return false;
+}
+
+std::string parse_statement(const std::string& text, const std::string& w) {
+  syntax::Tree t = syntax::parse("insert_content", text + "\n");
+  if (!t.ok())
+    throw DataError(w + ": \"" + text + "\" is not Python statements" +
+                    (t.diagnostics().empty() ? std::string() : ": " + t.diagnostics()[0].message));
+  return text;
+}
+
 void parse_ascend_rules(Catalogue::Impl& impl, const std::string& name, const Json& rules,
-                        const std::string& target) {
+                        const std::string& target, bool specify_device) {
   if (!rules.is_object()) throw DataError(name + ": rules: expected an object");
+  static constexpr std::string_view kKinds[] = {
+      "InsertMainFileRule",   "InsertGlobalRule",  "ArgsModifyRule",      "FuncNameModifyRule",
+      "ModuleNameModifyRule", "ReplaceStringRule", "ReplaceAttributeRule"};
   for (const auto& [kind, list] : rules.items()) {
     std::string where = name + ": rules." + kind;
-    if (kind != "FuncNameModifyRule" && kind != "ModuleNameModifyRule" && kind != "ArgsModifyRule")
+    if (std::find(std::begin(kKinds), std::end(kKinds), kind) == std::end(kKinds))
       throw DataError(where +
-                      ": is not a supported customization (expected FuncNameModifyRule, "
-                      "ModuleNameModifyRule or ArgsModifyRule)");
+                      ": is not a rule kind torchport can run (expected InsertMainFileRule, "
+                      "InsertGlobalRule, ArgsModifyRule, FuncNameModifyRule, "
+                      "ModuleNameModifyRule, ReplaceStringRule or ReplaceAttributeRule)");
     if (!list.is_array()) throw DataError(where + ": expected a list");
     std::size_t i = 0;
     for (const Json& r : list) {
-      std::string w = where + "[" + std::to_string(i++) + "]";
+      const std::string idx = "[" + std::to_string(i++) + "]";
+      std::string w = where + idx;
+      const std::string source = "custom rules " + name + " (" + kind + idx + ")";
       if (!r.is_object()) throw DataError(w + ": expected an object");
+      if (!switched_on(r, w, specify_device)) continue;
       if (kind == "ArgsModifyRule") {
-        impl.arg_rules.push_back(parse_arg_rule(
-            r, w, "custom rules " + name + " (ArgsModifyRule[" + std::to_string(i - 1) + "])",
-            target));
+        impl.arg_rules.push_back(parse_arg_rule(r, w, source, target));
+        continue;
+      }
+      if (kind == "InsertMainFileRule")
+        throw DataError(
+            w +
+            ": InsertMainFileRule cannot be expressed: it inserts into the main file of "
+            "Ascend's `distributed -m FILE` mode, and torchport has no main file (rules whose "
+            "feature_switch is only \"distributed\" are skipped)");
+      if (kind == "InsertGlobalRule") {
+        InsertRule ir;
+        ir.import_key_word = str_field(r, "import_key_word", w, false);
+        auto c = r.find("insert_content");
+        if (c == r.end() || !c->is_array() || c->empty())
+          throw DataError(w + ": missing list \"insert_content\"");
+        std::size_t k = 0;
+        for (const Json& x : *c) {
+          const std::string wk = w + ".insert_content[" + std::to_string(k++) + "]";
+          if (!x.is_string()) throw DataError(wk + ": expected a string");
+          ir.content.push_back(parse_statement(x.get<std::string>(), wk));
+        }
+        ir.target = target;
+        ir.source = source;
+        impl.custom_rules.inserts.push_back(std::move(ir));
+        continue;
+      }
+      if (kind == "ReplaceStringRule") {
+        StringRule sr;
+        sr.str_old = str_field(r, "str_old", w, true);
+        sr.str_new = str_field(r, "str_new", w, true);
+        if (sr.str_old.empty()) throw DataError(w + ".str_old: empty");
+        for (const std::string* f : {&sr.str_old, &sr.str_new})
+          if (f->find_first_of("\"'\\\n\r{}") != std::string::npos)
+            throw DataError(w + ": \"" + *f +
+                            "\" cannot be expressed: quotes, backslashes, braces and line "
+                            "breaks would change the string literal's syntax");
+        auto st = r.find("strict");
+        if (st != r.end()) {
+          if (!st->is_boolean()) throw DataError(w + ".strict: expected true or false");
+          sr.strict = st->get<bool>();
+        }
+        sr.target = target;
+        sr.source = source;
+        impl.custom_rules.strings.push_back(std::move(sr));
+        continue;
+      }
+      std::string old_name = str_field(r, "old_name", w, true);
+      std::string new_name = str_field(r, "new_name", w, true);
+      if (!dotted_name(old_name))
+        throw DataError(w + ".old_name: \"" + old_name + "\" is not a name or a dotted name");
+      if (!dotted_name(new_name))
+        throw DataError(w + ".new_name: \"" + new_name + "\" is not a name or a dotted name");
+      const bool dotless = old_name.find('.') == std::string::npos;
+      if (dotless && kind != "ModuleNameModifyRule") {
+        // A called name or an attribute on any object, whatever it resolves to.
+        if (new_name.find('.') != std::string::npos)
+          throw DataError(w + ": " + kind + " cannot be expressed: \"" + old_name +
+                          "\" matches a name on any object, which cannot become the dotted \"" +
+                          new_name + "\"");
+        auto& list2 =
+            kind == "FuncNameModifyRule" ? impl.custom_rules.calls : impl.custom_rules.attributes;
+        list2.push_back({old_name, new_name, target, source});
         continue;
       }
       Entry e;
       e.family = "custom";
       Mapping m;
       m.status = Status::Supported;
-      m.source = "custom rules " + name + " (" + kind + ")";
-      std::string old_name = str_field(r, "old_name", w, true);
-      std::string new_name = str_field(r, "new_name", w, true);
-      if (old_name.empty()) throw DataError(w + ".old_name: empty");
-      if (new_name.empty()) throw DataError(w + ".new_name: empty");
-      if (kind == "FuncNameModifyRule") {
-        if (old_name.find('.') == std::string::npos)
-          throw DataError(w + ".old_name: \"" + old_name +
-                          "\" is not a qualified name (module.function): torchport matches "
-                          "calls by their qualified name");
-        e.kind = Kind::Function;
+      m.source = source;
+      if (kind == "FuncNameModifyRule" || kind == "ReplaceAttributeRule") {
+        e.kind = kind == "FuncNameModifyRule" ? Kind::Function : Kind::Attribute;
         e.api = old_name;
         m.replacement = new_name;
       } else {
@@ -429,6 +511,7 @@ void parse_targets(Catalogue::Impl& impl, const std::string& name, const std::st
     out.install = str_field(t, "install", where, true);
     out.backend = str_field(t, "backend", where, false);
     out.visible_devices = str_field(t, "visible_devices", where, false);
+    out.device_id_env = str_field(t, "device_id_env", where, false);
     out.amp_device = str_field(t, "amp_device", where, false);
     out.min_torch = str_field(t, "min_torch", where, false);
     out.torch_versions = str_list(t, "torch_versions", where);
@@ -674,13 +757,19 @@ const Catalogue& Catalogue::builtin() {
 std::optional<Catalogue> Catalogue::with_rules(const std::string& name, const std::string& text,
                                                const std::string& target,
                                                std::string* error) const {
+  return with_rules(name, text, target, false, error);
+}
+
+std::optional<Catalogue> Catalogue::with_rules(const std::string& name, const std::string& text,
+                                               const std::string& target, bool specify_device,
+                                               std::string* error) const {
   Catalogue out;
   *out.impl_ = *impl_;
   try {
     Json doc = Json::parse(text);
     if (!doc.is_object()) throw DataError(name + ": expected a JSON object");
     if (auto r = doc.find("rules"); r != doc.end()) {
-      parse_ascend_rules(*out.impl_, name, *r, target);
+      parse_ascend_rules(*out.impl_, name, *r, target, specify_device);
     } else if (doc.contains("entries")) {
       std::set<std::string> names;
       for (const Target& t : impl_->targets) names.insert(t.name);
@@ -715,6 +804,8 @@ const Mapping* Catalogue::lookup(std::string_view api, std::string_view target) 
 }
 
 const std::vector<ArgRule>& Catalogue::arg_rules() const { return impl_->arg_rules; }
+
+const CustomRules& Catalogue::custom_rules() const { return impl_->custom_rules; }
 
 const std::vector<Target>& Catalogue::targets() const { return impl_->targets; }
 

@@ -82,8 +82,11 @@ struct Target {
   std::string install;          ///< what the user installs
   std::string backend;          ///< collective backend; "" = none on the device
   std::string visible_devices;  ///< the CUDA_VISIBLE_DEVICES equivalent; "" = none
-  std::string amp_device;       ///< device_type for torch.amp.autocast: "npu", ...
-  std::string min_torch;        ///< oldest torch the target works with
+  /// The environment variable the vendor documents for the device index of a process
+  /// (--specify-device, Ascend's DEVICE_ID); "" = none documented: -s is refused.
+  std::string device_id_env;
+  std::string amp_device;                   ///< device_type for torch.amp.autocast: "npu", ...
+  std::string min_torch;                    ///< oldest torch the target works with
   std::vector<std::string> torch_versions;  ///< --torch-version values with per-version lists
   std::vector<std::string> no_dtypes;       ///< dtypes the device lacks ("float64", ...)
   std::string amp_dtype;                    ///< autocast's default dtype: "float16", "bfloat16"
@@ -122,6 +125,34 @@ struct ArgRule {
   std::vector<std::string> white_list;
   std::string target;  ///< the target the rule file was loaded for
   std::string source;  ///< "custom rules r.json (ArgsModifyRule[0])"
+};
+
+/// The other rule kinds of Ascend's rule tables (builtin_rules.json), run by the custom_rules
+/// family (TP801-TP804). Dotted FuncNameModifyRule / ReplaceAttributeRule names and every
+/// ModuleNameModifyRule become catalogue entries instead (TP100).
+struct NameRule {
+  std::string old_name;  ///< a dotless name: the called name (`x.cuda()`) or attribute (`.CUDA`)
+  std::string new_name;  ///< a dotless name
+  std::string target;
+  std::string source;  ///< "custom rules r.json (FuncNameModifyRule[0])"
+};
+struct StringRule {  ///< ReplaceStringRule
+  std::string str_old, str_new;
+  bool strict = true;  ///< the whole value equals str_old; else every occurrence in it
+  std::string target;
+  std::string source;
+};
+struct InsertRule {                  ///< InsertGlobalRule: statements inserted after the imports
+  std::vector<std::string> content;  ///< statements (each parses on its own)
+  std::string import_key_word;       ///< only files with an import whose name contains it
+  std::string target;
+  std::string source;
+};
+struct CustomRules {
+  std::vector<NameRule> calls;       ///< dotless FuncNameModifyRule
+  std::vector<NameRule> attributes;  ///< dotless ReplaceAttributeRule
+  std::vector<StringRule> strings;
+  std::vector<InsertRule> inserts;
 };
 
 /// Support of a general torch API on a target for one torch version (Ascend's supported_op /
@@ -200,12 +231,18 @@ class Catalogue {
 
   /// A copy of this catalogue with a custom rule file on top (`--rules FILE`): either
   /// torchport's own format (an "entries" list, as in data/catalogue/*.json, "*" allowed) or
-  /// Ascend's legacy {"rules": {"FuncNameModifyRule": [...], "ModuleNameModifyRule": [...],
-  /// "ArgsModifyRule": [...]}}, whose rules apply to `target`. Custom entries replace built-in
-  /// ones with the same api; ArgsModifyRule entries are appended to arg_rules().
+  /// Ascend's {"rules": {"<kind>": [...]}} (its legacy custom rules and its rule tables
+  /// builtin_rules.json, builtin_rules_pytorch_npu.json), whose rules apply to `target`.
+  /// Ascend's rules with a "feature_switch" list are used only when it names a switch that is
+  /// on: "normal" and "2.1.0" always (as in Ascend's tool), "specify_device" with
+  /// `specify_device`. Custom entries replace built-in ones with the same api; ArgsModifyRule
+  /// entries are appended to arg_rules(), the other kinds to custom_rules().
   /// On error returns nullopt and sets `error` to "<name>: <field>: <what is wrong>".
   std::optional<Catalogue> with_rules(const std::string& name, const std::string& text,
                                       const std::string& target, std::string* error) const;
+  std::optional<Catalogue> with_rules(const std::string& name, const std::string& text,
+                                      const std::string& target, bool specify_device,
+                                      std::string* error) const;
 
   const std::vector<Entry>& entries() const;
   const Entry* find(std::string_view api) const;
@@ -214,6 +251,8 @@ class Catalogue {
 
   /// The ArgsModifyRule entries of the custom rule files, sorted by name.
   const std::vector<ArgRule>& arg_rules() const;
+  /// The other Ascend rule kinds of the custom rule files, in file order.
+  const CustomRules& custom_rules() const;
 
   const std::vector<Target>& targets() const;
   const Target* target(std::string_view name) const;

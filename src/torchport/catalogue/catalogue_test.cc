@@ -200,7 +200,7 @@ TEST(CustomRules, AscendLegacyFormatBecomesEntriesForTheTarget) {
   const Mapping* f = c->lookup("CC.DD.old_name", "npu");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->replacement, "AA.BB.new_name");
-  EXPECT_EQ(f->source, "custom rules r.json (FuncNameModifyRule)");
+  EXPECT_EQ(f->source, "custom rules r.json (FuncNameModifyRule[0])");
   EXPECT_EQ(c->lookup("CC.DD.old_name", "mlu"), nullptr) << "legacy rules apply to one target";
   EXPECT_EQ(c->lookup("torch.cuda", "npu")->replacement, "torch.npu");
   // The built-in catalogue itself is untouched.
@@ -224,17 +224,18 @@ TEST(CustomRules, BadFilesNameTheField) {
   const Catalogue& b = Catalogue::builtin();
   EXPECT_FALSE(b.with_rules("r.json", R"({"rules": {"Bogus": []}})", "npu", &error));
   EXPECT_EQ(error,
-            "r.json: rules.Bogus: is not a supported customization (expected "
-            "FuncNameModifyRule, ModuleNameModifyRule or ArgsModifyRule)");
+            "r.json: rules.Bogus: is not a rule kind torchport can run (expected "
+            "InsertMainFileRule, InsertGlobalRule, ArgsModifyRule, FuncNameModifyRule, "
+            "ModuleNameModifyRule, ReplaceStringRule or ReplaceAttributeRule)");
   EXPECT_FALSE(b.with_rules("r.json", R"({"rules": {"FuncNameModifyRule": [{"old_name": "a.b"}]}})",
                             "npu", &error));
   EXPECT_EQ(error, "r.json: rules.FuncNameModifyRule[0]: missing field \"new_name\"");
   EXPECT_FALSE(b.with_rules(
-      "r.json", R"({"rules": {"FuncNameModifyRule": [{"old_name": "f", "new_name": "g"}]}})", "npu",
-      &error));
-  EXPECT_NE(error.find("rules.FuncNameModifyRule[0].old_name: \"f\" is not a qualified name"),
-            std::string::npos)
-      << error;
+      "r.json", R"({"rules": {"FuncNameModifyRule": [{"old_name": "f", "new_name": "g.h"}]}})",
+      "npu", &error));
+  EXPECT_EQ(error,
+            "r.json: rules.FuncNameModifyRule[0]: FuncNameModifyRule cannot be expressed: \"f\" "
+            "matches a name on any object, which cannot become the dotted \"g.h\"");
   EXPECT_FALSE(b.with_rules("r.json", R"({"something": 1})", "npu", &error));
   EXPECT_NE(error.find("expected a top-level \"rules\" object"), std::string::npos);
   EXPECT_FALSE(b.with_rules("r.json", "[1,", "npu", &error));
@@ -244,6 +245,101 @@ TEST(CustomRules, BadFilesNameTheField) {
       R"({"entries": [{"api": "x.y", "kind": "function", "family": "f", "targets": {"npu": {"status": "supported", "replacement": "z"}}}]})",
       "npu", &error));
   EXPECT_EQ(error, "r.json: entries[0] (x.y).targets.npu: missing field \"source\"");
+}
+
+// Ascend's rule tables (builtin_rules.json): the kinds beyond the legacy three.
+TEST(CustomRules, AscendRuleTableKindsBecomeCustomRules) {
+  std::string error;
+  auto c = Catalogue::builtin().with_rules("t.json", R"({"rules": {
+      "FuncNameModifyRule": [{"old_name": "cuda", "new_name": "npu"}],
+      "ReplaceStringRule": [{"str_old": "cuda:", "str_new": "npu:", "strict": false}],
+      "ReplaceAttributeRule": [{"old_name": "is_cuda", "new_name": "is_npu"},
+                               {"old_name": "a.B", "new_name": "c.B"}],
+      "InsertGlobalRule": [{"import_key_word": "torch", "insert_content": ["import os"]}]}})",
+                                           "npu", &error);
+  ASSERT_TRUE(c.has_value()) << error;
+  const CustomRules& r = c->custom_rules();
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].new_name, "npu");
+  EXPECT_EQ(r.calls[0].source, "custom rules t.json (FuncNameModifyRule[0])");
+  ASSERT_EQ(r.strings.size(), 1u);
+  EXPECT_FALSE(r.strings[0].strict);
+  ASSERT_EQ(r.attributes.size(), 1u) << "a dotted attribute is a catalogue entry";
+  EXPECT_EQ(c->lookup("a.B", "npu")->replacement, "c.B");
+  ASSERT_EQ(r.inserts.size(), 1u);
+  EXPECT_EQ(r.inserts[0].import_key_word, "torch");
+  EXPECT_TRUE(Catalogue::builtin().custom_rules().calls.empty());
+}
+
+// A rule is used when its feature_switch names a switch that is on: normal and 2.1.0 always,
+// specify_device with -s, distributed never.
+TEST(CustomRules, FeatureSwitchesSelectRules) {
+  const std::string text = R"({"rules": {"ArgsModifyRule": [
+      {"func_name": "a", "arg_idx": 0, "arg_new": "1", "feature_switch": ["specify_device"]},
+      {"func_name": "b", "arg_idx": 0, "arg_new": "1", "feature_switch": ["distributed"]},
+      {"func_name": "c", "arg_idx": 0, "arg_new": "1", "feature_switch": ["normal"]},
+      {"func_name": "d", "arg_idx": 0, "arg_new": "1", "feature_switch": ["2.1.0"]},
+      {"func_name": "e", "arg_idx": 0, "arg_new": "1"}]}})";
+  auto names = [](const Catalogue& c) {
+    std::string out;
+    for (const ArgRule& r : c.arg_rules()) out += r.func_name;
+    return out;
+  };
+  std::string error;
+  auto plain = Catalogue::builtin().with_rules("t.json", text, "npu", false, &error);
+  ASSERT_TRUE(plain) << error;
+  EXPECT_EQ(names(*plain), "cde");
+  auto pinned = Catalogue::builtin().with_rules("t.json", text, "npu", true, &error);
+  ASSERT_TRUE(pinned) << error;
+  EXPECT_EQ(names(*pinned), "acde");
+  EXPECT_FALSE(Catalogue::builtin().with_rules(
+      "t.json",
+      R"({"rules": {"ArgsModifyRule": [{"func_name": "a", "arg_idx": 0, "arg_new": "1", "feature_switch": "normal"}]}})",
+      "npu", &error));
+  EXPECT_EQ(error, "t.json: rules.ArgsModifyRule[0].feature_switch: expected a list of strings");
+}
+
+// InsertMainFileRule needs Ascend's main file (`distributed -m FILE`): skipped when only the
+// distributed switch selects it, a clear error otherwise.
+TEST(CustomRules, InsertMainFileRuleIsSkippedOrRefused) {
+  std::string error;
+  auto c = Catalogue::builtin().with_rules(
+      "t.json",
+      R"({"rules": {"InsertMainFileRule": [{"insert_content": ["import torch.npu"], "feature_switch": ["distributed"]}]}})",
+      "npu", &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_TRUE(c->custom_rules().inserts.empty());
+  EXPECT_FALSE(Catalogue::builtin().with_rules(
+      "t.json", R"({"rules": {"InsertMainFileRule": [{"insert_content": ["import torch.npu"]}]}})",
+      "npu", &error));
+  EXPECT_EQ(error,
+            "t.json: rules.InsertMainFileRule[0]: InsertMainFileRule cannot be expressed: it "
+            "inserts into the main file of Ascend's `distributed -m FILE` mode, and torchport "
+            "has no main file (rules whose feature_switch is only \"distributed\" are skipped)");
+}
+
+TEST(CustomRules, BadRuleTableEntriesNameTheField) {
+  std::string error;
+  const Catalogue& b = Catalogue::builtin();
+  EXPECT_FALSE(b.with_rules("t.json",
+                            R"({"rules": {"InsertGlobalRule": [{"insert_content": ["if x:"]}]}})",
+                            "npu", &error));
+  EXPECT_EQ(error.rfind("t.json: rules.InsertGlobalRule[0].insert_content[0]: \"if x:\" is not "
+                        "Python statements",
+                        0),
+            0u)
+      << error;
+  EXPECT_FALSE(b.with_rules(
+      "t.json", R"({"rules": {"ReplaceStringRule": [{"str_old": "a'b", "str_new": "c"}]}})", "npu",
+      &error));
+  EXPECT_EQ(error,
+            "t.json: rules.ReplaceStringRule[0]: \"a'b\" cannot be expressed: quotes, "
+            "backslashes, braces and line breaks would change the string literal's syntax");
+  EXPECT_FALSE(b.with_rules(
+      "t.json",
+      R"({"rules": {"ReplaceStringRule": [{"str_old": "a", "str_new": "b", "strict": 1}]}})", "npu",
+      &error));
+  EXPECT_EQ(error, "t.json: rules.ReplaceStringRule[0].strict: expected true or false");
 }
 
 TEST(CustomRules, ArgsModifyRuleBecomesAnArgRuleForTheTarget) {

@@ -1,6 +1,7 @@
 // `torchport migrate` and `torchport analyze`.
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/cli/cli.h>
+#include <torchport/cli/third_party.h>
 #include <torchport/project/driver.h>
 #include <torchport/report/sarif.h>
 #include <unistd.h>
@@ -43,8 +44,11 @@ void add_common(CLI::App& app, CommonArgs& a) {
   app.add_option("--torch-version,-v", a.torch_version,
                  "the torch version the output must run on (X.Y): selects per-version lists and "
                  "idioms");
-  app.add_flag("--specify-device,-s", a.specify_device,
-               "take the device index from the DEVICE_ID environment variable (Ascend's -s)");
+  app.add_flag(
+      "--specify-device,-s", a.specify_device,
+      "pin the device to the index in the environment variable the target's vendor documents "
+      "(device_id_env; Ascend's -s); refused for targets without one; can break distributed "
+      "scripts");
   app.add_option("--jobs,-j", a.jobs, "worker threads (default: one per CPU)");
   app.add_option("--rules,-r", a.rules,
                  "custom rules on top of the catalogue: torchport's catalogue format or Ascend's "
@@ -211,7 +215,14 @@ void setup_analyze(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"text", "json", "csv", "sarif", "github"}));
   app.add_option("--output,-o", a->outdir,
                  "also write the report files (CSV, report.json, log) into this directory");
-  app.callback([a, &exit_code] {
+  auto third_party = std::make_shared<ThirdPartyArgs>();
+  add_third_party_options(app, *third_party);
+  app.callback([a, third_party, &exit_code] {
+    if (third_party->enabled) {
+      exit_code = run_third_party(*third_party, "torchport analyze", a->input, a->target,
+                                  a->torch_version, a->outdir, a->format, a->include_excluded);
+      return;
+    }
     project::Options o = to_options(*a);
     o.analyze_only = true;
     o.progress_line = ::isatty(STDERR_FILENO);

@@ -45,6 +45,7 @@ struct FileWork {
   std::vector<report::AdviceRow> advice;
   std::string output;  ///< the new bytes when entry.changed
   std::string diff;
+  std::string distributed_at;  ///< --specify-device: "file:line:col" of a torch.distributed use
 };
 
 /// 1-based line and column of byte `offset` in raw bytes (for decode errors).
@@ -175,6 +176,10 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   drop_ignored(f.rel, opts, fr.findings, w);
   w.entry.min_torch = fr.min_torch_version;
   w.cuda_ops = fr.cuda_apis;
+  if (fr.distributed_at) {
+    text::LineCol at = tree.lines().locate(*fr.distributed_at);
+    w.distributed_at = f.rel + ":" + std::to_string(at.line) + ":" + std::to_string(at.column + 1);
+  }
   for (const rules::Advice& a : fr.advice) {
     text::LineCol start = tree.lines().locate(a.begin);
     text::LineCol end = tree.lines().locate(a.end > a.begin ? a.end - 1 : a.begin);
@@ -365,6 +370,16 @@ std::string refuse_options(const Options& opts, const catalogue::Catalogue& cat)
     for (const catalogue::Target& x : cat.targets()) names += (names.empty() ? "" : ", ") + x.name;
     return "unknown target '" + opts.rules.target + "' (expected one of: " + names + ")";
   }
+  if (opts.rules.specify_device && t->device_id_env.empty()) {
+    std::string with;
+    for (const catalogue::Target& x : cat.targets())
+      if (!x.device_id_env.empty())
+        with += (with.empty() ? "" : ", ") + x.name + " (" + x.device_id_env + ")";
+    return "--specify-device: no vendor document names an environment variable for the device "
+           "index of a process on target " +
+           t->name + " (data/targets.json \"device_id_env\"), so there is nothing to pin to" +
+           (with.empty() ? std::string() : "; targets with one: " + with);
+  }
   const std::string& v = opts.rules.torch_version;
   if (!v.empty()) {
     if (!valid_version(v)) return "--torch-version '" + v + "': expected X.Y, e.g. 2.6";
@@ -445,7 +460,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     if (!read_file(file, text, error)) return refuse(file.string() + ": cannot read: " + error);
     const catalogue::Catalogue& base = custom ? *custom : builtin;
     std::optional<catalogue::Catalogue> next =
-        base.with_rules(file.string(), text, opts.rules.target, &error);
+        base.with_rules(file.string(), text, opts.rules.target, opts.rules.specify_device, &error);
     if (!next) return refuse(error);
     custom = std::move(next);
   }
@@ -750,6 +765,20 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
                     std::make_move_iterator(w.rows.end()));
     res.diff += w.diff;
     rep.files.push_back(std::move(w.entry));
+  }
+  // --specify-device pins every process to one device: a distributed script usually picks
+  // its device from its rank instead.
+  for (const FileWork& w : works) {
+    if (w.distributed_at.empty()) continue;
+    const std::string msg =
+        "--specify-device pins every process to the device in " +
+        cat.target(rep.target)->device_id_env + ", but the project uses torch.distributed (" +
+        w.distributed_at +
+        "): a distributed script whose processes pick their device from their rank can break; "
+        "set the variable per process or migrate without -s";
+    log += now() + " [WARNING] " + msg + "\n";
+    if (progress) *progress << "torchport " << rep.command << ": warning: " << msg << "\n";
+    break;
   }
   // Project-level advice (settings with no site in the code): rows with NA for file and lines.
   if (const catalogue::AdviceTable* adv = cat.advice(rep.target)) {

@@ -63,8 +63,14 @@ class Context {
 
   bool need_torch_import = false;
   bool used_device_var = false;
-  bool used_device_id = false;   ///< --specify-device: DEVICE_ID must be defined
+  bool used_device_id = false;  ///< --specify-device: DEVICE_ID must be defined
+  /// The name of the device-index variable: the target's device_id_env, else DEVICE_ID (the
+  /// name Ascend's rule tables use in arg_new, for --rules files on any target).
+  std::string device_id_var() const {
+    return target.device_id_env.empty() ? "DEVICE_ID" : target.device_id_env;
+  }
   bool used_host_event = false;  ///< _TpHostEvent must be defined
+  std::string custom_inserted;   ///< the statements TP804 inserted (Ascend's InsertGlobalRule)
   bool changed = false;
 };
 
@@ -95,6 +101,8 @@ void run_setup_requires(Context& ctx);
 void run_custom_args(Context& ctx);        // TP800 custom_args.cc
 void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
 void run_cuda_leftover(Context& ctx);      // TP700 cuda_leftover.cc
+void run_specify_device(Context& ctx);     // TP303 specify_device.cc
+void run_custom_rules(Context& ctx);       // TP801-TP804 custom_rules.cc
 void run_ddp(Context& ctx);                // TP410-TP417 ddp.cc (--distributed only)
 /// The first token of a use of torch.distributed / DDP (an import or a reference), if any.
 std::optional<semantic::TokenIndex> uses_torch_distributed(const semantic::Model& m);

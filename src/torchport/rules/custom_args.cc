@@ -11,9 +11,10 @@
 //   t.zeros(...)` is torch.zeros); a dotless one matches calls whose called name, or the last
 //   component of its qualified name, is func_name, methods included (`to` matches `x.to(...)`).
 //   An argument whose source text contains a match of a white_list regex (ECMAScript syntax,
-//   searched like Python's re.search) is left alone. When several rules pick one argument, the
-//   first in the file wins. If arg_new names DEVICE_ID (or torch) and the file does not bind
-//   it, `DEVICE_ID = int(os.environ.get("DEVICE_ID", "0"))` (or `import torch`) is inserted.
+//   searched like Python's re.search, ignoring case as Ascend's tool does) is left alone. When
+//   several rules pick one argument, the first in the file wins. If arg_new names DEVICE_ID (or
+//   torch) and the file does not bind it, `DEVICE_ID = int(os.environ.get("DEVICE_ID", "0"))` (or
+//   `import torch`) is inserted.
 // Why:
 //   Projects migrated with Ascend's tool keep their custom rule files; torchport reads them
 //   as they are, for the target they are given with.
@@ -267,7 +268,7 @@ class Rewriter {
       compiled_[r].emplace();
       for (const std::string& p : rule.white_list) {
         try {
-          compiled_[r]->emplace_back(p);
+          compiled_[r]->emplace_back(p, std::regex::ECMAScript | std::regex::icase);
         } catch (const std::regex_error&) {
           // Checked when the rule file was read; a pattern that fails here matches nothing.
         }

@@ -32,7 +32,9 @@
 //   Only strings in the contexts above change. `.cuda(i)` keeps its index except on the
 //   single-device targets cpu and mps, where it is dropped (reported). `.is_cuda` inside a
 //   comparison (`x.is_cuda == y`) is reported for the accelerator target, not rewritten.
-//   --specify-device makes plain device strings f"<device>:{DEVICE_ID}" (Ascend's -s).
+//   --specify-device makes device strings with an index ("cuda:0") f"<device>:{DEVICE_ID}"
+//   (Ascend's -s; the variable is the target's device_id_env; TP303 does the other explicit
+//   indices); "cuda" stays a device type, pinned by the prologue that sets the current device.
 #include <torchport/rules/context.h>
 
 #include <algorithm>
@@ -391,6 +393,8 @@ void device_strings(Context& ctx) {
         continue;
       }
       if (c == Ctx::Choice && drop_duplicate_choice(ctx, i, api)) continue;
+      const bool pin = ctx.opts.specify_device && !ctx.target.device_id_env.empty();
+      if (pin && c == Ctx::Device) ctx.used_device_id = true;  // the prologue pins "cuda"
       if (c == Ctx::Comparison && comparison_guard(ctx, i, *sv, api)) continue;
       if (ctx.accelerator()) {
         std::string text;
@@ -404,12 +408,16 @@ void device_strings(Context& ctx) {
         ctx.require_torch(kAcceleratorMinTorch);
         ctx.modify("TP300", api, "replace device string " + api + " with the current accelerator",
                    tok.begin, tok.end, text);
-      } else if (ctx.opts.specify_device && c == Ctx::Device && !indexed_device_call(m, i)) {
+      } else if (pin && c == Ctx::Device && sv->value != "cuda" && !indexed_device_call(m, i)) {
+        // "cuda:N": an index written into the script. A plain "cuda" is the current device,
+        // which the --specify-device prologue sets; it stays a device type ("npu"), so that
+        // `device == "cuda"` and `device_type = "cuda"` keep working.
         ctx.used_device_id = true;
+        const std::string var = ctx.device_id_var();
         ctx.modify(
             "TP300", api,
-            "replace device string " + api + " with f'" + ctx.target.device + ":{DEVICE_ID}'",
-            tok.begin, tok.end, "f\"" + ctx.target.device + ":{DEVICE_ID}\"");
+            "replace device string " + api + " with f'" + ctx.target.device + ":{" + var + "}'",
+            tok.begin, tok.end, "f\"" + ctx.target.device + ":{" + var + "}\"");
       } else if (sv->value != "cuda" && !ctx.target.device_index && c != Ctx::Comparison) {
         // One device: the index is dropped (catalogue entry "cuda:N").
         ctx.modify("TP300", api,

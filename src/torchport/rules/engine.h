@@ -54,7 +54,7 @@ using CustomOps = std::map<std::string, std::string, std::less<>>;
 struct Options {
   std::string target;           ///< a target of the catalogue (data/targets.json)
   std::string torch_version;    ///< "X.Y"; empty = the catalogue's default for the target
-  bool specify_device = false;  ///< Ascend's -s: device index from the DEVICE_ID env variable
+  bool specify_device = false;  ///< Ascend's -s: device index from the target's device_id_env
   /// Project-level information (Need::Project): the custom CUDA operators of the project's
   /// C++/CUDA sources. nullptr when the caller has no project (a single file, `explain`):
   /// families that need it do not run.
@@ -87,6 +87,9 @@ struct FileResult {
   std::vector<Advice> advice;          ///< the target's vendor advice, in source order
   std::vector<std::string> cuda_apis;  ///< custom CUDA ops (cuda_op_list.csv "Api" column)
   std::string min_torch_version;       ///< minimum torch the output needs ("" = no constraint)
+  /// --specify-device: byte offset of the file's first use of torch.distributed (the driver
+  /// warns that pinning every process to one device can break a distributed script).
+  std::optional<std::uint32_t> distributed_at;
 };
 
 /// Runs every rule family over one parsed Python file.

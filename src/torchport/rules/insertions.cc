@@ -8,7 +8,8 @@
 //   - for --target accelerator, the module-level device variable after the imports:
 //       _tp_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available()
 //       else torch.device("cpu")
-//   - for --specify-device, DEVICE_ID read from the environment (Ascend's -s);
+//   - for --specify-device, DEVICE_ID read from the environment and made the current device
+//     (Ascend's -s; the target's device_id_env);
 //   - where torch.cuda.Event has no device to run on (cpu; accelerator on a CPU-only machine),
 //     the small class _TpHostEvent, which times on the host.
 // Why:
@@ -80,15 +81,28 @@ void run_insertions(Context& ctx) {
     const std::uint32_t at = after_torch.value_or(block_end);
     inserts.push_back({at, target_import, "insert " + target_import, target_import + nl});
   }
-  if (ctx.used_device_id) {
+  // An Ascend InsertGlobalRule (TP804) may have defined the variable already.
+  const std::string& custom = ctx.custom_inserted;
+  const bool var_inserted = custom.starts_with(ctx.device_id_var()) ||
+                            custom.find(nl + ctx.device_id_var()) != std::string::npos;
+  if (ctx.used_device_id && !var_inserted) {
     std::string os = "os";
     if (auto alias = m.module_alias("os")) {
       os = *alias;
     } else {
       inserts.push_back({var_at, "import os", "insert import os", "import os" + nl});
     }
-    inserts.push_back({var_at, "DEVICE_ID", "insert DEVICE_ID read from the environment",
-                       "DEVICE_ID = int(" + os + ".environ.get(\"DEVICE_ID\", \"0\"))" + nl});
+    const std::string var = ctx.device_id_var();
+    inserts.push_back({var_at, var, "insert " + var + " read from the environment",
+                       var + " = int(" + os + ".environ.get(\"" + var + "\", \"0\"))" + nl});
+    // --specify-device: the variable is the current device too (Ascend's InsertGlobalRule),
+    // so `.cuda()` and the torch.cuda calls without a device use it.
+    const catalogue::Mapping* sd = ctx.cat.lookup("torch.cuda.set_device", ctx.target.name);
+    if (ctx.opts.specify_device && !ctx.target.device_id_env.empty() && sd &&
+        sd->status == catalogue::Status::Supported && !sd->replacement.empty()) {
+      inserts.push_back({var_at, "set_device", "insert " + var + " as the current device",
+                         ctx.render(sd->replacement) + "(" + var + ")" + nl});
+    }
   }
   const bool host_event = ctx.used_host_event && !m.lookup(kHostEvent, 0);
   if (host_event && !m.module_alias("time")) {
@@ -148,6 +162,13 @@ void run_insertions(Context& ctx) {
       ++j;
     }
     ctx.modify("TP900", api, message, inserts[i].at, inserts[i].at, body);
+    // Imports and definitions come before the statements of an Ascend InsertGlobalRule (TP804)
+    // at the same place: the driver applies insertions at one offset in finding order.
+    auto& fs = ctx.result.findings;
+    auto first_custom = std::find_if(fs.begin(), fs.end(), [&](const Finding& f) {
+      return f.code == "TP804" && f.begin == inserts[i].at;
+    });
+    if (first_custom != fs.end()) std::rotate(first_custom, fs.end() - 1, fs.end());
     i = j;
   }
 }

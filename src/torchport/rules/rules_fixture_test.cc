@@ -178,7 +178,7 @@ std::pair<FileResult, std::string> run_case(const Case& c, const FixtureOptions&
   if (!o.rules.empty()) {
     std::string error;
     with_rules = catalogue::Catalogue::builtin().with_rules(o.rules, slurp(c.dir / o.rules),
-                                                            c.target, &error);
+                                                            c.target, o.specify_device, &error);
     EXPECT_TRUE(with_rules) << error;
   }
   const catalogue::Catalogue& cat = with_rules ? *with_rules : catalogue::Catalogue::builtin();
