@@ -35,6 +35,7 @@ PYTHON_DEV_COMMANDS: dict[str, tuple[str, str, str]] = {
 CORE_COMMANDS: dict[str, str] = {
     "analyze": "find CUDA-specific code and what will not work on a target",
     "migrate": "rewrite a project tree for a target, with reports",
+    "distributed": "Ascend's spelling of migrate --distributed: distributed INPUT -m FILE -t VAR -o OUT",
     "explain": "what torchport does with one CUDA API",
     "targets": "the targets and what each needs",
     "dev": "developer tools (tokens, parse, dump-spans, parse-check)",
@@ -111,6 +112,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     name, rest = args[0], args[1:]
     if name in PYTHON_COMMANDS:
         return _python_command(f"torchport {name}", PYTHON_COMMANDS[name], rest)
+    if name == "distributed":
+        # Ascend's `distributed -m FILE -t VAR`: migrate --distributed (docs/migrate.md)
+        from torchport.static_cli import distributed_alias
+        from torchport.static_cli import main as static_main
+
+        return static_main("migrate", distributed_alias(rest))
     if name in ("analyze", "migrate"):
         # [tool.torchport] configuration, then the core, then torchport-report/index.html
         from torchport.static_cli import main as static_main

@@ -185,6 +185,9 @@ def _input_of(argv: Sequence[str]) -> Optional[str]:
         "--ignore",
         "--per-file-ignores",
         "--config",
+        "--main",
+        "--model-var",
+        "--per-rank-batch",
     }
     skip = False
     for a in argv:

@@ -54,7 +54,34 @@ def report_dir(command: str, args: Sequence[str]) -> Optional[Path]:
     if not out or not target:
         return None
     name = src.name if src.is_dir() else src.stem
-    return Path(out) / f"{name or 'project'}_{target}" / "torchport-report"
+    multi = "_multi" if "--distributed" in args else ""
+    return Path(out) / f"{name or 'project'}_{target}{multi}" / "torchport-report"
+
+
+def distributed_alias(argv: Sequence[str]) -> list[str]:
+    """Ascend's spelling, `distributed INPUT -m FILE -t VAR [-o OUT] [--target T]`, as migrate's
+    `--distributed --main FILE --model-var VAR` (--target defaults to npu, as Ascend's tool has
+    only that target). -t is the model variable here, as in Ascend's tool."""
+    out: list[str] = ["--distributed"]
+    args = list(argv)
+    has_target = False
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            out.extend(args[i:])
+            break
+        if a in ("-m", "-t") and i + 1 < len(args):
+            out.extend(["--main" if a == "-m" else "--model-var", args[i + 1]])
+            i += 2
+            continue
+        if a == "--target" or a.startswith("--target="):
+            has_target = True
+        out.append(a)
+        i += 1
+    if not has_target:
+        out.extend(["--target", "npu"])
+    return out
 
 
 def main(command: str, argv: Sequence[str]) -> int:

@@ -40,6 +40,8 @@ def split(argv: Sequence[str]) -> tuple[list[str], str, Optional[str]]:
             main = a.split("=", 1)[1]
         else:
             core.append(a)
+    if main is not None and "--distributed" in core:
+        core += ["--main", main]  # migrate --distributed converts that script too
     return core, platform, main
 
 

@@ -520,6 +520,7 @@ void parse_targets(Catalogue::Impl& impl, const std::string& name, const std::st
     out.device_index = bool_field(t, "device_index", where, true);
     out.host = bool_field(t, "host", where, false);
     out.profiler_activity = str_field(t, "profiler_activity", where, false);
+    out.rank_loop_launcher = str_field(t, "rank_loop_launcher", where, false);
     if (auto fb = t.find("fallback"); fb != t.end()) {
       if (!fb->is_object()) throw DataError(where + ".fallback: expected an object");
       out.fallback.default_behaviour = str_field(*fb, "default", where + ".fallback", false);

@@ -93,6 +93,9 @@ struct Target {
   bool device_index = true;  ///< false: one device only, "cuda:N" collapses to the device
   bool host = false;         ///< the device is the host CPU (no device memory, events, streams)
   std::string profiler_activity;  ///< torch.profiler.ProfilerActivity member; "" = none
+  /// migrate --distributed: the vendor-style launcher that starts one process per device with
+  /// RANK_ID / DEVICE_ID (Ascend's run_distributed_npu.sh); "" = none.
+  std::string rank_loop_launcher;
   Fallback fallback;
   std::string notes;
   std::vector<std::string> sources;

@@ -131,6 +131,8 @@ void setup_migrate(CLI::App& app, int& exit_code) {
   struct Args : CommonArgs {
     bool diff = false, inplace = false, force = false, quiet = false;
     std::string backup;
+    bool distributed = false;
+    std::string main, model_var = "model", per_rank_batch = "split";
   };
   auto a = std::make_shared<Args>();
   add_common(app, *a);
@@ -144,6 +146,19 @@ void setup_migrate(CLI::App& app, int& exit_code) {
                  "with --inplace: where the originals go (default: <INPUT>.torchport-backup)");
   app.add_flag("--force,-f", a->force, "replace an existing result or backup directory");
   app.add_flag("--quiet,-q", a->quiet, "no summary table");
+  app.add_flag("--distributed", a->distributed,
+               "make the --main training script a DistributedDataParallel one (one process per "
+               "device, torchrun): OUTDIR/<input-name>_<target>_multi/ with run_distributed.sh");
+  app.add_option("--main", a->main,
+                 "with --distributed: the training script, relative to INPUT (Ascend's -m)");
+  app.add_option("--model-var", a->model_var,
+                 "with --distributed: the variable that holds the model (default: model; "
+                 "`self.<var>` matches too)");
+  app.add_option("--per-rank-batch", a->per_rank_batch,
+                 "with --distributed: split (default) divides each DataLoader's batch_size "
+                 "between the ranks, so the global batch stays the same; keep leaves it per "
+                 "device (the global batch grows with the ranks)")
+      ->check(CLI::IsMember({"split", "keep"}));
   app.callback([a, &exit_code] {
     if (!a->inplace && a->outdir.empty()) {
       std::cerr << "torchport migrate: error: -o OUTDIR is required (or --inplace); see "
@@ -162,6 +177,16 @@ void setup_migrate(CLI::App& app, int& exit_code) {
     o.inplace = a->inplace;
     o.backup = a->backup;
     o.force = a->force;
+    o.distributed = a->distributed;
+    o.main = a->main;
+    o.rules.model_var = a->model_var;
+    o.rules.keep_batch = a->per_rank_batch == "keep";
+    if (!a->distributed && (!a->main.empty() || a->model_var != "model")) {
+      std::cerr << "torchport migrate: error: --main and --model-var only go with "
+                   "--distributed; see `torchport migrate --help`\n";
+      exit_code = project::kExitUsage;
+      return;
+    }
     o.progress_line = !a->quiet && ::isatty(STDERR_FILENO);
     project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
     if (!r.error.empty()) {

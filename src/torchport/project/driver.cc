@@ -3,6 +3,7 @@
 #include <torchport/project/diff.h>
 #include <torchport/project/driver.h>
 #include <torchport/project/files.h>
+#include <torchport/project/launchers.h>
 #include <torchport/semantic/model.h>
 #include <torchport/syntax/parser.h>
 #include <torchport/text/line_index.h>
@@ -144,7 +145,8 @@ void drop_ignored(const std::string& rel, const Options& opts,
 }
 
 FileWork process_python(const ProjectFile& f, const std::string& bytes,
-                        const catalogue::Catalogue& cat, const Options& opts, const OpMap& ops) {
+                        const catalogue::Catalogue& cat, const Options& opts, const OpMap& ops,
+                        const std::string& main_rel) {
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = true;
@@ -169,6 +171,7 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   const semantic::Model model(tree);
   rules::Options ropts = opts.rules;
   ropts.custom_ops = &ops;  // project information for TP903
+  ropts.distributed = opts.distributed && f.rel == main_rel;
   rules::FileResult fr = rules::check(tree, model, cat, ropts);
   drop_ignored(f.rel, opts, fr.findings, w);
   w.entry.min_torch = fr.min_torch_version;
@@ -225,7 +228,7 @@ FileWork process_scanned(const ProjectFile& f, const std::string& bytes, const O
 }
 
 FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Options& opts,
-                 const OpMap& ops) {
+                 const OpMap& ops, const std::string& main_rel) {
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = f.kind == FileKind::Python;
@@ -272,7 +275,7 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
     return w;
   }
   try {
-    FileWork done = f.kind == FileKind::Python ? process_python(f, bytes, cat, opts, ops)
+    FileWork done = f.kind == FileKind::Python ? process_python(f, bytes, cat, opts, ops, main_rel)
                                                : process_scanned(f, bytes, opts);
     done.entry.not_migrated = done.entry.outcome != Outcome::Success;
     return done;
@@ -389,6 +392,50 @@ std::string refuse_options(const Options& opts, const catalogue::Catalogue& cat)
   return {};
 }
 
+/// --distributed: resolves --main (relative to INPUT) into `main_rel` and checks that the
+/// script can be converted (rules::distributed_refusal). Returns "" or why not.
+std::string distributed_entry(const Options& opts, const catalogue::Catalogue& cat,
+                              const fs::path& input, bool input_is_dir, std::string& main_rel) {
+  if (opts.analyze_only || opts.inplace)
+    return "--distributed writes a new tree: it goes with migrate -o OUTDIR, not with "
+           "analyze or --inplace";
+  fs::path main;
+  std::error_code ec;
+  if (!input_is_dir) {
+    main = input;
+    if (!opts.main.empty() && fs::weakly_canonical(fs::absolute(opts.main), ec) != input &&
+        opts.main.filename() != input.filename())
+      return "--main " + opts.main.string() + " is not the INPUT file " + input.string();
+  } else {
+    if (opts.main.empty())
+      return "--distributed needs --main FILE: the training script to convert, relative to " +
+             input.string();
+    main = opts.main.is_absolute() ? opts.main : input / opts.main;
+    if (!fs::exists(main, ec) && fs::exists(fs::absolute(opts.main), ec))
+      main = fs::absolute(opts.main);
+    main = fs::weakly_canonical(main, ec);
+    if (!is_within(main, input))
+      return "--main " + opts.main.string() + " is not a file of the input " + input.string();
+  }
+  if (!fs::is_regular_file(main, ec)) return "--main " + main.string() + ": no such file";
+  main_rel = input_is_dir ? main.lexically_relative(input).generic_string()
+                          : main.filename().generic_string();
+  std::string bytes, error;
+  if (!read_file(main, bytes, error)) return main.string() + ": cannot read: " + error;
+  text::DecodeResult dec = text::decode(main_rel, bytes);
+  if (!dec.source) return main_rel + ": cannot decode: nothing was converted";
+  syntax::Tree tree = syntax::parse(std::move(*dec.source));
+  if (!tree.ok())
+    return (tree.diagnostics().empty() ? main_rel + ": syntax error"
+                                       : tree.format(tree.diagnostics().front())) +
+           ": nothing was converted";
+  const semantic::Model model(tree);
+  (void)cat;
+  std::string why = rules::distributed_refusal(tree, model, opts.rules.model_var);
+  if (!why.empty()) why += " (--distributed: nothing was written)";
+  return why;
+}
+
 }  // namespace
 
 std::string result_name(const fs::path& input, const std::string& target) {
@@ -422,7 +469,14 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   std::error_code ec;
   const fs::path input = fs::weakly_canonical(fs::absolute(opts.input));
   const bool input_is_dir = fs::is_directory(input);
-  const std::string name = result_name(input, opts.rules.target);
+  std::string name = result_name(input, opts.rules.target);
+  // --distributed: the entry script must be convertible, or nothing is written.
+  std::string main_rel;
+  if (opts.distributed) {
+    name += "_multi";
+    if (std::string why = distributed_entry(opts, cat, input, input_is_dir, main_rel); !why.empty())
+      return refuse(why);
+  }
   fs::path tmp_dir;  // migrate: the tree is built here, then renamed into place
   fs::path backup_dir;
   std::vector<fs::path> exclude;
@@ -527,7 +581,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     auto worker = [&] {
       for (std::size_t k = next++; k < todo.size(); k = next++) {
         std::size_t i = todo[k];
-        FileWork w = process(files[i], cat, opts, ops);
+        FileWork w = process(files[i], cat, opts, ops, main_rel);
         if (!tmp_dir.empty()) {
           fs::path dst = out_path(files[i]);
           std::string error;
@@ -569,6 +623,49 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     for (const std::string& op : works[i].cuda_ops) ops.emplace(op, files[i].rel);
   run_pass(second);
   show_progress(true);
+
+  // --distributed: the launchers, in the result's root, each a row of the reports.
+  std::vector<FileWork> launcher_works;
+  if (opts.distributed && !tmp_dir.empty()) {
+    for (const Launcher& l : distributed_launchers(*cat.target(opts.rules.target), main_rel)) {
+      FileWork w;
+      w.entry.file = l.name;
+      w.entry.outcome = Outcome::Success;
+      w.entry.changed = true;
+      std::string error;
+      const fs::path dst = tmp_dir / l.name;
+      if (fs::exists(dst, ec)) {
+        w.entry.outcome = Outcome::Failure;
+        w.entry.not_migrated = true;
+        w.entry.reason = l.name + ": the project has a file of that name: launcher not written";
+      } else if (!write_atomic(dst, l.text, error)) {
+        w.entry.outcome = Outcome::Failure;
+        w.entry.not_migrated = true;
+        w.entry.reason = l.name + ": cannot write: " + error;
+      } else {
+        fs::permissions(dst,
+                        fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec,
+                        ec);
+        w.entry.reason = "launcher generated by --distributed";
+        Row row;
+        row.file = l.name;
+        row.start_line = 1;
+        row.end_line = static_cast<std::uint32_t>(std::count(l.text.begin(), l.text.end(), '\n'));
+        row.column = 1;
+        row.op = rules::Operation::Insert;
+        row.code = "TP410";
+        row.api = l.name;
+        row.message = "launcher: starts " + main_rel + " on every " + opts.rules.target +
+                      " device of the node (" + l.name + " --nproc N overrides the count)";
+        row.applied = true;
+        w.rows.push_back(std::move(row));
+        w.entry.findings = 1;
+      }
+      launcher_works.push_back(std::move(w));
+    }
+  }
+  for (FileWork& w : launcher_works) works.push_back(std::move(w));
 
   // In place: back up every original that changes, then replace each file atomically.
   if (opts.inplace) {

@@ -48,6 +48,11 @@ struct Options {
   bool progress_line = false;
   bool default_excludes = true;  ///< skip .git, __pycache__, virtualenvs... (files.h)
   std::uintmax_t max_bytes = 0;  ///< files larger than this are not migrated (0 = no limit)
+  /// --distributed: the entry script (--main) becomes a DDP one (rules/ddp.cc), the result is
+  /// OUTDIR/<name>_<target>_multi/ with launchers (launchers.h). rules.model_var and
+  /// rules.keep_batch are its options; rules.distributed is set per file by the driver.
+  bool distributed = false;
+  std::filesystem::path main;  ///< --main: the entry script (relative to INPUT, or absolute)
 };
 
 struct RunResult {

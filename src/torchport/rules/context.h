@@ -6,6 +6,7 @@
 #include <torchport/rules/engine.h>
 #include <torchport/semantic/model.h>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -102,6 +103,9 @@ void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
 void run_cuda_leftover(Context& ctx);      // TP700 cuda_leftover.cc
 void run_specify_device(Context& ctx);     // TP303 specify_device.cc
 void run_custom_rules(Context& ctx);       // TP801-TP804 custom_rules.cc
+void run_ddp(Context& ctx);                // TP410-TP417 ddp.cc (--distributed only)
+/// The first token of a use of torch.distributed / DDP (an import or a reference), if any.
+std::optional<semantic::TokenIndex> uses_torch_distributed(const semantic::Model& m);
 // tools/new_rule.py: declarations
 void run_insertions(Context& ctx);       // TP900 insertions.cc
 void run_custom_op_calls(Context& ctx);  // TP903 custom_op_calls.cc

@@ -8,7 +8,8 @@
 //   mentions "backend", and in comparisons with get_backend(). A backend argument whose value
 //   cannot be resolved (a parameter, `cfg.backend`, a call) is reported UNKNOWN.
 //   torch.distributed.Backend.NCCL and is_nccl_available() are catalogued (TP100).
-//   TP401 reports torch.nn.DataParallel, which only drives CUDA devices.
+//   TP401 reports torch.nn.DataParallel, which only drives CUDA devices (with --distributed,
+//   TP412 replaces it instead).
 //   TP402 handles DistributedDataParallel's device_ids= and output_device= keywords: cpu drops
 //   them; accelerator passes them only when the device is not the CPU
 //   (`device_ids=[rank] if _tp_device.type != "cpu" else None`); the other targets keep them.
@@ -289,8 +290,10 @@ void run_distributed(Context& ctx) {
     const std::string& q = ref.qualified;
     const std::uint32_t b = m.tokens()[ref.first].begin;
     const std::uint32_t e = m.tokens()[ref.last].end;
-    if (q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel" ||
-        q == "torch.nn.parallel.data_parallel.DataParallel") {
+    // With --distributed, TP412 (ddp.cc) replaces it by DistributedDataParallel.
+    if ((q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel" ||
+         q == "torch.nn.parallel.data_parallel.DataParallel") &&
+        !ctx.opts.distributed) {
       ctx.flag("TP401", Operation::Unsupported, "torch.nn.DataParallel",
                "DataParallel only drives CUDA devices; use DistributedDataParallel with one "
                "process per device",

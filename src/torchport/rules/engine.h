@@ -59,6 +59,10 @@ struct Options {
   /// C++/CUDA sources. nullptr when the caller has no project (a single file, `explain`):
   /// families that need it do not run.
   const CustomOps* custom_ops = nullptr;
+  /// --distributed, on the entry script (--main) only: the TP410-TP417 rewrite (ddp.cc).
+  bool distributed = false;
+  std::string model_var = "model";  ///< --model-var: the variable holding the model
+  bool keep_batch = false;          ///< --per-rank-batch keep (default split)
 };
 
 /// One row of the vendor's advice reports (Ascend's api_precision_advice.csv,
@@ -100,6 +104,12 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
 /// produced where the rewrite is safe (e.g. CUDA_VISIBLE_DEVICES in a shell launcher).
 /// Files of any other kind return an empty result.
 FileResult check_other(std::string_view path, std::string_view text, const Options& opts);
+
+/// --distributed: why the entry script cannot be made a DDP one, as `path:line:col: reason`
+/// (it already uses torch.distributed, it has no DataLoader, the model variable is never
+/// bound), or "" when it can (ddp.cc).
+std::string distributed_refusal(const syntax::Tree& tree, const semantic::Model& model,
+                                std::string_view model_var);
 
 class Context;  // rules/context.h: the state of one check() run
 

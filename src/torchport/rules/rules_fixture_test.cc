@@ -102,8 +102,12 @@ std::vector<Case> cases() {
 // <target>.options, one per line: "specify_device", "torch_version=X.Y", "rules=FILE" (a
 // --rules file of the fixture directory), "custom_op=NAME:FILE" (project information: a custom
 // CUDA operator and the file defining it), "path=NAME" (the name a non-Python input is checked
-// under, e.g. requirements.txt).
+// under, e.g. requirements.txt), "distributed" (--distributed on this file), "model_var=NAME",
+// "keep_batch" (--per-rank-batch keep).
 struct FixtureOptions {
+  bool distributed = false;
+  std::string model_var = "model";
+  bool keep_batch = false;
   bool specify_device = false;
   std::string torch_version;
   std::string rules;
@@ -126,6 +130,12 @@ FixtureOptions read_options(const Case& c) {
     } else if (line.starts_with("custom_op=") && line.find(':') != std::string::npos) {
       const auto colon = line.find(':');
       o.custom_ops.emplace(line.substr(10, colon - 10), line.substr(colon + 1));
+    } else if (line == "distributed") {
+      o.distributed = true;
+    } else if (line.starts_with("model_var=")) {
+      o.model_var = line.substr(10);
+    } else if (line == "keep_batch") {
+      o.keep_batch = true;
     } else if (line.starts_with("path=")) {
       o.path = line.substr(5);
     } else if (!line.empty()) {
@@ -138,10 +148,15 @@ FixtureOptions read_options(const Case& c) {
 FileResult migrate(const std::string& name, const std::string& text, const std::string& target,
                    bool specify_device = false, const std::string& torch_version = "",
                    const catalogue::Catalogue& cat = catalogue::Catalogue::builtin(),
-                   const CustomOps* custom_ops = nullptr) {
+                   const CustomOps* custom_ops = nullptr, const FixtureOptions* fo = nullptr) {
   syntax::Tree tree = syntax::parse(name, text);
   EXPECT_TRUE(tree.ok()) << name;
   Options o;
+  if (fo) {
+    o.distributed = fo->distributed;
+    o.model_var = fo->model_var;
+    o.keep_batch = fo->keep_batch;
+  }
   o.target = target;
   o.specify_device = specify_device;
   o.torch_version = torch_version;
@@ -168,11 +183,12 @@ std::pair<FileResult, std::string> run_case(const Case& c, const FixtureOptions&
   }
   const catalogue::Catalogue& cat = with_rules ? *with_rules : catalogue::Catalogue::builtin();
   const CustomOps* ops = o.custom_ops.empty() ? nullptr : &o.custom_ops;
-  FileResult r = migrate("input.py", input, c.target, o.specify_device, o.torch_version, cat, ops);
+  FileResult r =
+      migrate("input.py", input, c.target, o.specify_device, o.torch_version, cat, ops, &o);
   std::string out = apply_fixes(input, r);
   // The output parses, and migrating it again changes nothing.
   FileResult again =
-      migrate("output.py", out, c.target, o.specify_device, o.torch_version, cat, ops);
+      migrate("output.py", out, c.target, o.specify_device, o.torch_version, cat, ops, &o);
   EXPECT_EQ(apply_fixes(out, again), out) << "not idempotent";
   return {std::move(r), std::move(out)};
 }

@@ -1,0 +1,763 @@
+// Rule family TP410-TP417: --distributed, a single-device training script made a DDP one.
+//
+// What it does (only with `migrate --distributed`, only in the entry script given by --main):
+//   TP410 inserts, after the imports, the process-group set-up from the environment torchrun
+//   sets (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; defaults for a single
+//   process), the device of this rank from LOCAL_RANK, init_process_group with the target's
+//   collective backend (data/targets.json "backend"; accelerator: the backend torch reports for
+//   the device), and small helpers (_tp_ddp, _tp_unwrap, _tp_sampler, _tp_rank_batch,
+//   _tp_rank0, _tp_rank0_only, _tp_cleanup).
+//   TP411 wraps the model variable (--model-var, also `self.<var>`) in DistributedDataParallel
+//   after its last binding (and the `.to()`/`.cuda()` calls right after it): `model =
+//   _tp_ddp(model)`, which moves it to the rank's device first.
+//   TP412 replaces torch.nn.DataParallel(m, device_ids=...) by _tp_ddp(m).
+//   TP413 gives every training DataLoader a DistributedSampler with the loader's shuffle and
+//   drop_last (the loader's own shuffle becomes the sampler's), and inserts
+//   `<loader>.sampler.set_epoch(<epoch>)` at the top of the epoch loop. A loader bound to a
+//   name that says val/test/eval is evaluation: it is not sharded (every rank evaluates the
+//   whole set, rank 0 prints).
+//   TP414 splits the global batch between the ranks: batch_size=B becomes
+//   batch_size=_tp_rank_batch(B) (B // WORLD_SIZE, an error when it does not divide). With
+//   --per-rank-batch keep the batch stays per device and an UNKNOWN row says the global batch
+//   grows with the number of ranks.
+//   TP415 runs side effects on rank 0 only: torch.save and `with open(..., "w")` blocks get
+//   `if _tp_rank0():`; print, logging, wandb and TensorBoard writer calls become
+//   `_tp_rank0_only(print)(...)`, so that their arguments are still evaluated on every rank
+//   (`print(evaluate(model))` runs DDP's forward, a collective when the model has buffers).
+//   TP416 calls _tp_cleanup() (destroy_process_group) at the end of the
+//   `if __name__ == "__main__":` block, or of the module.
+//   TP417 takes the module out of DDP for state_dict() / load_state_dict() of the model
+//   variable: `_tp_unwrap(model).state_dict()` has no `module.` prefix, so single-device
+//   loading keeps working.
+// Why:
+//   torchrun starts one process per device; each needs its process group, its device, its
+//   shard of the data, and gradients averaged by DDP. With the global batch split, N ranks with
+//   batch B/N compute the same gradient as one device with batch B.
+// Example:
+//   model = Net().cuda()
+//   loader = DataLoader(ds, batch_size=32, shuffle=True)
+//   for epoch in range(3):
+//       for x, y in loader: ...
+//       print(epoch)
+// Becomes (npu):
+//   model = Net().npu()
+//   model = _tp_ddp(model)
+//   loader = DataLoader(ds, batch_size=_tp_rank_batch(32), sampler=_tp_sampler(ds,
+//                       shuffle=True, drop_last=False))
+//   for epoch in range(3):
+//       loader.sampler.set_epoch(epoch)
+//       for x, y in loader: ...
+//       _tp_rank0_only(print)(epoch)
+// Safety:
+//   A script that cannot be converted (no DataLoader, the model never bound, already using
+//   torch.distributed) is refused by the driver before anything is written
+//   (distributed_refusal). A loader with its own sampler is reported UNSUPPORTED and left
+//   alone; a dataset that is not a name is bound once, `DataLoader((_tp_dataset := ds(...)),
+//   ..., sampler=_tp_sampler(_tp_dataset, ...))`, so it is built once as before.
+//   DistributedSampler(shuffle=True) draws another random order than the loader's RandomSampler;
+//   with drop_last=False it pads the last shard with repeated samples when the dataset does not
+//   divide by the ranks.
+#include <torchport/rules/context.h>
+#include <torchport/syntax/tree.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace torchport::rules {
+
+using semantic::TokenIndex;
+using syntax::Node;
+using syntax::NodeKind;
+using syntax::Role;
+using syntax::TokenKind;
+
+namespace {
+
+std::string_view bare_var(std::string_view var) {
+  return var.starts_with("self.") ? var.substr(5) : var;
+}
+
+/// `model` or `self.model` for --model-var model.
+bool is_var(const syntax::Tree& t, const Node* n, std::string_view var) {
+  if (!n) return false;
+  var = bare_var(var);
+  if (n->kind() == NodeKind::Name) return t.name(*n) == var;
+  if (n->kind() == NodeKind::Attribute) {
+    const Node* v = n->value();
+    return t.name(*n) == var && v && v->kind() == NodeKind::Name && t.name(*v) == "self";
+  }
+  return false;
+}
+
+std::string qualified(const semantic::Model& m, const Node* func) {
+  if (!func) return {};
+  const semantic::Reference* r = m.reference_at(func->last_token());
+  if (r && r->last == func->last_token()) return r->qualified;
+  return {};
+}
+
+bool is_dataloader(std::string_view q) {
+  return q == "torch.utils.data.DataLoader" || q == "torch.utils.data.dataloader.DataLoader";
+}
+bool is_data_parallel(std::string_view q) {
+  return q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel" ||
+         q == "torch.nn.parallel.data_parallel.DataParallel";
+}
+
+const Node* statement_of(const Node* n) {
+  while (n && !syntax::is_statement(n->kind())) n = n->parent();
+  return n;
+}
+
+/// The whitespace before `offset` on its line, or nullopt when code precedes it.
+std::optional<std::string> indent_before(std::string_view text, std::uint32_t offset) {
+  std::uint32_t b = offset;
+  while (b > 0 && text[b - 1] != '\n' && text[b - 1] != '\r') --b;
+  std::string_view ws = text.substr(b, offset - b);
+  if (ws.find_first_not_of(" \t") != std::string_view::npos) return std::nullopt;
+  return std::string(ws);
+}
+
+const Node* keyword_arg(const syntax::Tree& t, const Node& call, std::string_view name) {
+  for (const Node* k : call.keywords())
+    if (t.name(*k) == name) return k;
+  return nullptr;
+}
+const Node* positional(const Node& call, std::size_t i) {
+  std::size_t k = 0;
+  for (const Node* a : call.args()) {
+    if (a->kind() == NodeKind::Starred) return nullptr;
+    if (k++ == i) return a;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<TokenIndex> uses_torch_distributed(const semantic::Model& m) {
+  for (const semantic::Import& im : m.imports()) {
+    if (im.target.starts_with("torch.distributed") ||
+        im.target.starts_with("torch.nn.parallel.DistributedDataParallel") ||
+        im.target.starts_with("torch.nn.parallel.distributed"))
+      return im.module_begin;
+  }
+  for (const semantic::Reference& r : m.references()) {
+    const std::string& q = r.qualified;
+    if (q.starts_with("torch.distributed") ||
+        q.starts_with("torch.nn.parallel.DistributedDataParallel") ||
+        q.starts_with("torch.nn.parallel.distributed"))
+      return r.first;
+  }
+  return std::nullopt;
+}
+
+std::string distributed_refusal(const syntax::Tree& tree, const semantic::Model& m,
+                                std::string_view model_var) {
+  auto where = [&](std::uint32_t offset) {
+    text::LineCol lc = tree.lines().locate(offset);
+    return tree.path() + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column + 1) + ": ";
+  };
+  if (auto tok = uses_torch_distributed(m))
+    return where(m.tokens()[*tok].begin) +
+           "the script already uses torch.distributed: it is distributed already, nothing was "
+           "converted";
+  bool loader = false;
+  for (const Node* call : tree.find_all(NodeKind::Call))
+    if (is_dataloader(qualified(m, call->func()))) loader = true;
+  if (!loader)
+    return where(0) +
+           "no torch.utils.data.DataLoader: --distributed shards the data through a "
+           "DataLoader's sampler, and this script loads its data another way";
+  for (const Node* a : tree.find_all(NodeKind::Assign))
+    for (const Node* tgt : a->targets())
+      if (is_var(tree, tgt, model_var)) return {};
+  for (const Node* a : tree.find_all(NodeKind::AnnAssign))
+    if (is_var(tree, a->target(), model_var)) return {};
+  return where(0) + "the model is never bound to `" + std::string(bare_var(model_var)) +
+         "` (nor `self." + std::string(bare_var(model_var)) +
+         "`): name the variable that holds the model with --model-var";
+}
+
+void run_ddp(Context& ctx) {
+  if (!ctx.opts.distributed) return;
+  const semantic::Model& m = ctx.m;
+  const syntax::Tree& t = ctx.tree;
+  const std::string_view text = m.text();
+  const std::string nl(m.newline());
+  if (uses_torch_distributed(m)) return;  // refused by the driver; idempotent here
+  const std::string var = std::string(bare_var(ctx.opts.model_var));
+  const std::string T = ctx.render("torch");
+
+  auto line_end = [&](const Node& stmt) -> std::uint32_t {
+    auto l = m.line_of(stmt.last_token());
+    return l ? m.lines()[*l].end : t.byte_range(stmt).end;
+  };
+  // Nothing but trivia between the statement and its NEWLINE (no `; more`).
+  auto ends_line = [&](const Node& stmt) {
+    for (TokenIndex i = stmt.last_token() + 1; i < m.tokens().size(); ++i) {
+      const TokenKind k = m.kind(i);
+      if (k == TokenKind::Newline) return true;
+      if (!syntax::is_trivia(k)) return false;
+    }
+    return true;
+  };
+  auto node_text = [&](const Node* n) { return std::string(t.text(*n)); };
+
+  // ---- TP412: DataParallel -> DDP ----
+  for (const Node* call : t.find_all(NodeKind::Call)) {
+    if (!is_data_parallel(qualified(m, call->func()))) continue;
+    const Node* first = positional(*call, 0);
+    if (!first) first = keyword_arg(t, *call, "module");
+    if (!first) continue;
+    Finding f;
+    f.code = "TP412";
+    f.op = Operation::Modify;
+    f.api = "torch.nn.DataParallel";
+    f.message =
+        "nn.DataParallel becomes DistributedDataParallel on this rank's device (_tp_ddp); its "
+        "device_ids/output_device/dim are dropped: torchrun runs one process per device";
+    auto [cb, ce] = t.byte_range(*call);
+    f.begin = cb;
+    f.end = ce;
+    auto [fb, fe] = t.byte_range(*call->func());
+    auto [ab, ae] = t.byte_range(*first);
+    fix::Fix fx;
+    fx.edits.push_back({fb, fe, "_tp_ddp"});
+    if (first->kind() == NodeKind::keyword) ab = t.byte_range(*first->value()).begin;
+    fx.edits.push_back({fe, ab, "("});
+    fx.edits.push_back({ae, ce, ")"});
+    f.fix = std::move(fx);
+    // The dropped arguments take the findings inside them along (device_ids=list(range(
+    // torch.cuda.device_count()))): their code is gone.
+    std::erase_if(ctx.result.findings, [&](const Finding& x) {
+      return x.begin >= ae && x.end <= ce && x.end > x.begin;
+    });
+    ctx.result.findings.push_back(std::move(f));
+  }
+
+  // ---- TP411: wrap the model after its last binding ----
+  std::vector<const Node*> bindings;
+  for (const Node* n : t.find_all(NodeKind::Assign))
+    for (const Node* tgt : n->targets())
+      if (is_var(t, tgt, var)) bindings.push_back(n);
+  for (const Node* n : t.find_all(NodeKind::AnnAssign))
+    if (is_var(t, n->target(), var)) bindings.push_back(n);
+  std::sort(bindings.begin(), bindings.end(),
+            [](const Node* a, const Node* b) { return a->first_token() < b->first_token(); });
+  if (!bindings.empty()) {
+    const Node* first = bindings.front();
+    const Node* parent = first->parent();
+    std::vector<const Node*> siblings;
+    for (const Node* c : parent->children(first->role())) siblings.push_back(c);
+    std::size_t last = 0;
+    for (std::size_t i = 0; i < siblings.size(); ++i)
+      if (std::find(bindings.begin(), bindings.end(), siblings[i]) != bindings.end()) last = i;
+    const Node* binding = siblings[last];
+    std::string target_text;
+    for (const Node* tgt :
+         binding->kind() == NodeKind::Assign
+             ? std::vector<const Node*>(binding->targets().begin(), binding->targets().end())
+             : std::vector<const Node*>{binding->target()})
+      if (is_var(t, tgt, var)) target_text = node_text(tgt);
+    // Method calls on the model right after it (`model.to(device)`, `model.train()`).
+    std::size_t after = last;
+    while (after + 1 < siblings.size()) {
+      const Node* s = siblings[after + 1];
+      const Node* v = s->kind() == NodeKind::Expr ? s->value() : nullptr;
+      const Node* f = v && v->kind() == NodeKind::Call ? v->func() : nullptr;
+      if (!f || f->kind() != NodeKind::Attribute || !is_var(t, f->value(), var)) break;
+      ++after;
+    }
+    const Node* anchor = siblings[after];
+    // `model = nn.DataParallel(model)` last: TP412 already makes it the DDP wrap.
+    const Node* bv = binding->value();
+    const bool dp_binding =
+        bv && bv->kind() == NodeKind::Call && is_data_parallel(qualified(m, bv->func()));
+    auto indent = indent_before(text, t.byte_range(*binding).begin);
+    if (dp_binding) {
+      // nothing more: the binding is the wrap
+    } else if (indent && ends_line(*anchor)) {
+      const std::uint32_t at = line_end(*anchor);
+      const bool need_nl =
+          at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
+      ctx.modify("TP411", "torch.nn.parallel.DistributedDataParallel",
+                 "wrap " + target_text +
+                     " in DistributedDataParallel on this rank's device (after its last binding)",
+                 at, at,
+                 (need_nl ? nl : std::string()) + *indent + target_text + " = _tp_ddp(" +
+                     target_text + ")" + nl);
+    } else {
+      auto [b, e] = t.byte_range(*binding);
+      ctx.flag("TP411", Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
+               "the binding of " + target_text +
+                   " shares its line with other code: wrap it in DDP by hand (`" + target_text +
+                   " = _tp_ddp(" + target_text + ")`)",
+               b, e);
+    }
+  }
+
+  // ---- TP417: state_dict without the `module.` prefix ----
+  for (const Node* call : t.find_all(NodeKind::Call)) {
+    const Node* f = call->func();
+    if (!f || f->kind() != NodeKind::Attribute) continue;
+    const std::string_view name = t.name(*f);
+    if (name != "state_dict" && name != "load_state_dict") continue;
+    const Node* recv = f->value();
+    if (!is_var(t, recv, var)) continue;
+    auto [rb, re] = t.byte_range(*recv);
+    Finding fd;
+    fd.code = "TP417";
+    fd.op = Operation::Modify;
+    fd.api = std::string(name);
+    fd.message = std::string(name) + "() of the module inside DDP (_tp_unwrap): no `module.` " +
+                 "prefix, so single-device code loads the checkpoint as before";
+    fd.begin = rb;
+    fd.end = t.byte_range(*call).end;
+    fix::Fix fx;
+    fx.edits.push_back({rb, rb, "_tp_unwrap("});
+    fx.edits.push_back({re, re, ")"});
+    fd.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(fd));
+  }
+
+  // ---- TP413 / TP414: DataLoaders ----
+  struct Loader {
+    std::string name;  ///< the bound name's text ("train_loader", "self.loader")
+    const Node* stmt;
+  };
+  std::vector<Loader> loaders;
+  for (const Node* call : t.find_all(NodeKind::Call)) {
+    if (!is_dataloader(qualified(m, call->func()))) continue;
+    const Node* stmt = statement_of(call);
+    std::string bound;
+    if (stmt && stmt->kind() == NodeKind::Assign && stmt->value() == call) {
+      auto tg = stmt->targets();
+      if (tg.size() == 1 &&
+          ((*tg.begin())->kind() == NodeKind::Name || (*tg.begin())->kind() == NodeKind::Attribute))
+        bound = node_text(*tg.begin());
+    }
+    auto [cb, ce] = t.byte_range(*call);
+    std::string lower = bound;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string leaf =
+        lower.substr(lower.rfind('.') == std::string::npos ? 0 : lower.rfind('.') + 1);
+    if (leaf.find("val") != std::string::npos || leaf.find("test") != std::string::npos ||
+        leaf.find("eval") != std::string::npos)
+      continue;  // evaluation: every rank evaluates the whole set (docs/migrate.md)
+    if (keyword_arg(t, *call, "sampler") || keyword_arg(t, *call, "batch_sampler") ||
+        positional(*call, 3)) {
+      ctx.flag("TP413", Operation::Unsupported, "torch.utils.data.DataLoader",
+               "this DataLoader has its own sampler: shard it between the ranks by hand "
+               "(DistributedSampler)",
+               cb, ce);
+      continue;
+    }
+    const Node* ds = positional(*call, 0);
+    const Node* ds_kw = nullptr;
+    if (!ds) {
+      ds_kw = keyword_arg(t, *call, "dataset");
+      if (ds_kw) ds = ds_kw->value();
+    }
+    if (!ds) {
+      ctx.flag("TP413", Operation::Unsupported, "torch.utils.data.DataLoader",
+               "no dataset argument: shard it between the ranks by hand (DistributedSampler)", cb,
+               ce);
+      continue;
+    }
+    const Node* shuffle_kw = keyword_arg(t, *call, "shuffle");
+    const Node* shuffle_pos = positional(*call, 2);
+    const Node* drop_kw = keyword_arg(t, *call, "drop_last");
+    const std::string shuffle = shuffle_kw    ? node_text(shuffle_kw->value())
+                                : shuffle_pos ? node_text(shuffle_pos)
+                                              : "False";
+    const std::string drop = drop_kw ? node_text(drop_kw->value()) : "False";
+    fix::Fix fx;
+    // The sampler needs the loader's dataset: a name is repeated; any other expression is
+    // bound once with a walrus (arguments are evaluated left to right, the sampler comes
+    // after it).
+    std::string ds_ref = node_text(ds);
+    if (ds->kind() != NodeKind::Name && ds->kind() != NodeKind::Attribute) {
+      auto [db, de] = t.byte_range(*ds);
+      fx.edits.push_back({db, db, "(_tp_dataset := "});
+      fx.edits.push_back({de, de, ")"});
+      ds_ref = "_tp_dataset";
+    }
+    const std::string sampler =
+        "sampler=_tp_sampler(" + ds_ref + ", shuffle=" + shuffle + ", drop_last=" + drop + ")";
+    // In place of `shuffle=` (DataLoader refuses both), unless the dataset is a keyword that
+    // comes after it; otherwise after the last argument (a trailing comma stays valid).
+    const bool in_place =
+        shuffle_kw && !(ds_kw && ds_kw->first_token() > shuffle_kw->first_token());
+    if (in_place) {
+      auto [kb, ke] = t.byte_range(*shuffle_kw);
+      fx.edits.push_back({kb, ke, sampler});
+    } else {
+      if (shuffle_pos || shuffle_kw) {
+        auto [pb, pe] = t.byte_range(shuffle_pos ? *shuffle_pos : *shuffle_kw->value());
+        fx.edits.push_back({pb, pe, "False"});
+      }
+      std::uint32_t after_last = 0;
+      for (const Node* c : call->children())
+        if (c->role() == Role::Arg || c->role() == Role::Keyword)
+          after_last = std::max(after_last, t.byte_range(*c).end);
+      fx.edits.push_back({after_last, after_last, ", " + sampler});
+    }
+    Finding f;
+    f.code = "TP413";
+    f.op = Operation::Modify;
+    f.api = "torch.utils.data.DataLoader";
+    f.message = "DistributedSampler for " + (bound.empty() ? std::string("this loader") : bound) +
+                ": each rank loads its shard (shuffle=" + shuffle + ", drop_last=" + drop +
+                " kept; DistributedSampler shuffles with its own seed per epoch and, without "
+                "drop_last, pads the last shard with repeated samples)";
+    f.begin = cb;
+    f.end = ce;
+    f.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(f));
+    // TP414: the batch.
+    const Node* bs = nullptr;
+    if (const Node* k = keyword_arg(t, *call, "batch_size")) bs = k->value();
+    if (!bs) bs = positional(*call, 1);
+    if (bs) {
+      auto [bb, be] = t.byte_range(*bs);
+      if (ctx.opts.keep_batch) {
+        ctx.flag("TP414", Operation::Unknown, "batch_size",
+                 "per-rank batch kept (--per-rank-batch keep): the global batch is " +
+                     node_text(bs) + " x WORLD_SIZE; scale the learning rate if needed",
+                 bb, be);
+      } else {
+        ctx.modify("TP414", "batch_size",
+                   "the global batch " + node_text(bs) +
+                       " is split between the ranks (--per-rank-batch split, the default)",
+                   bb, be, "_tp_rank_batch(" + node_text(bs) + ")");
+      }
+    } else {
+      ctx.flag("TP414", Operation::Unknown, "batch_size",
+               "no batch_size: each rank loads batches of 1, the global batch is WORLD_SIZE", cb,
+               ce);
+    }
+    if (!bound.empty()) loaders.push_back({bound, stmt});
+  }
+
+  // set_epoch at the top of the epoch loop around each loader's use.
+  std::set<const Node*> epoch_loops;
+  for (const Loader& l : loaders) {
+    const Node* epoch = nullptr;
+    auto uses_loader = [&](const Node* n) {
+      bool found = false;
+      syntax::walk(*n, [&](const Node& x) {
+        if ((x.kind() == NodeKind::Name || x.kind() == NodeKind::Attribute) && t.text(x) == l.name)
+          found = true;
+      });
+      return found;
+    };
+    for (const Node* loop : t.find_all(NodeKind::For)) {
+      if (!uses_loader(loop->iter())) continue;
+      // The enclosing For loop is the epoch loop.
+      for (const Node* p = loop->parent(); p; p = p->parent())
+        if (p->kind() == NodeKind::For) {
+          epoch = p;
+          break;
+        }
+      if (epoch) break;
+    }
+    if (!epoch) {
+      // A For loop whose body passes the loader to a call (train_one_epoch(model, loader)).
+      for (const Node* loop : t.find_all(NodeKind::For)) {
+        bool passes = false;
+        for (const Node* s : loop->body())
+          syntax::walk(*s, [&](const Node& x) {
+            if (x.kind() == NodeKind::Call)
+              for (const Node* c : x.children())
+                if ((c->role() == Role::Arg || c->role() == Role::Keyword) && uses_loader(c))
+                  passes = true;
+          });
+        if (passes) {
+          epoch = loop;
+          break;
+        }
+      }
+    }
+    const Node* tgt = epoch ? epoch->target() : nullptr;
+    auto [sb, se] = t.byte_range(*l.stmt);
+    if (!tgt || tgt->kind() != NodeKind::Name || epoch_loops.contains(epoch)) {
+      if (!epoch_loops.contains(epoch))
+        ctx.flag("TP413", Operation::Unknown, "DistributedSampler.set_epoch",
+                 "no epoch loop found around " + l.name + ": call " + l.name +
+                     ".sampler.set_epoch(epoch) at the start of each epoch, or every epoch "
+                     "sees the same order",
+                 sb, se);
+      continue;
+    }
+    const Node* first_stmt = *epoch->body().begin();
+    const std::uint32_t at = t.byte_range(*first_stmt).begin;
+    auto indent = indent_before(text, at);
+    if (!indent) continue;
+    epoch_loops.insert(epoch);
+    ctx.modify("TP413", "DistributedSampler.set_epoch",
+               "set the sampler's epoch, so that each epoch shuffles anew on every rank", at, at,
+               l.name + ".sampler.set_epoch(" + node_text(tgt) + ")" + nl + *indent);
+  }
+
+  // ---- TP415: side effects on rank 0 only ----
+  std::set<std::string> loggers, writers;
+  for (const Node* a : t.find_all(NodeKind::Assign)) {
+    const Node* v = a->value();
+    if (!v || v->kind() != NodeKind::Call) continue;
+    const std::string q = qualified(m, v->func());
+    for (const Node* tgt : a->targets()) {
+      if (q == "logging.getLogger") loggers.insert(node_text(tgt));
+      if (q.ends_with("SummaryWriter")) writers.insert(node_text(tgt));
+    }
+  }
+  auto side_effect = [&](const Node* call) -> std::string {
+    const Node* f = call->func();
+    if (!f) return {};
+    const std::string q = qualified(m, f);
+    if (f->kind() == NodeKind::Name && t.name(*f) == "print" && q.empty()) {
+      auto l = m.line_of(f->first_token());
+      if (!m.lookup("print", l ? m.lines()[*l].scope : 0)) return "print";
+    }
+    if (q == "torch.save") return q;
+    if (q.starts_with("logging.") || q.starts_with("wandb.")) return q;
+    if (f->kind() == NodeKind::Attribute) {
+      const std::string recv = node_text(f->value());
+      if (loggers.contains(recv) || writers.contains(recv))
+        return recv + "." + std::string(t.name(*f));
+    }
+    return {};
+  };
+  for (const Node* s : t.find_all(NodeKind::Expr)) {
+    const Node* v = s->value();
+    if (!v || v->kind() != NodeKind::Call) continue;
+    const std::string what = side_effect(v);
+    if (what.empty()) continue;
+    if (what == "torch.save") {
+      // A write: the whole statement on rank 0 (its arguments are a state_dict, no forward).
+      const std::uint32_t at = t.byte_range(*s).begin;
+      if (!ends_line(*s) || !indent_before(text, at)) continue;
+      ctx.modify("TP415", what, what + " on rank 0 only", at, at, "if _tp_rank0(): ");
+      continue;
+    }
+    // Output: only the call is skipped on the other ranks; its arguments are still evaluated
+    // on every rank, as before (`print(evaluate(model))` runs DDP's forward, which broadcasts
+    // buffers: a forward on rank 0 alone would hang).
+    auto [fb, fe] = t.byte_range(*v->func());
+    fix::Fix fx;
+    fx.edits.push_back({fb, fb, "_tp_rank0_only("});
+    fx.edits.push_back({fe, fe, ")"});
+    Finding f;
+    f.code = "TP415";
+    f.op = Operation::Modify;
+    f.api = what;
+    f.message = what + " on rank 0 only (its arguments are still evaluated on every rank)";
+    f.begin = fb;
+    f.end = t.byte_range(*v).end;
+    f.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(f));
+  }
+  for (const Node* w : t.find_all(NodeKind::With)) {
+    bool writes = false;
+    for (const Node* item : w->items()) {
+      const Node* c = item->context_expr();
+      if (!c || c->kind() != NodeKind::Call || !c->func() || c->func()->kind() != NodeKind::Name ||
+          t.name(*c->func()) != "open")
+        continue;
+      const Node* mode = positional(*c, 1);
+      if (!mode)
+        if (const Node* k = keyword_arg(t, *c, "mode")) mode = k->value();
+      if (mode && mode->kind() == NodeKind::Constant) {
+        auto sv = t.string_value(*mode);
+        if (sv && sv->find_first_of("wax") != std::string::npos) writes = true;
+      }
+    }
+    if (!writes) continue;
+    auto [wb, we] = t.byte_range(*w);
+    auto indent = indent_before(text, wb);
+    bool multiline_string = false;
+    for (std::uint32_t k = w->first_token(); k <= w->last_token(); ++k)
+      if (m.kind(k) == TokenKind::String &&
+          m.token_text(k).find_first_of("\r\n") != std::string::npos)
+        multiline_string = true;
+    if (!indent || indent->find('\t') != std::string::npos || multiline_string) {
+      ctx.flag("TP415", Operation::Unsupported, "open",
+               "a file written on every rank: guard it with `if _tp_rank0():` by hand", wb, we);
+      continue;
+    }
+    fix::Fix fx;
+    fx.edits.push_back({wb, wb, "if _tp_rank0():" + nl + *indent + "    "});
+    for (std::uint32_t i = wb; i < we; ++i)
+      if ((text[i] == '\n' || (text[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n'))) &&
+          i + 1 < we)
+        fx.edits.push_back({i + 1, i + 1, "    "});
+    Finding f;
+    f.code = "TP415";
+    f.op = Operation::Modify;
+    f.api = "open";
+    f.message = "the file is written on rank 0 only";
+    f.begin = wb;
+    f.end = we;
+    f.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(f));
+  }
+
+  // ---- TP416: destroy_process_group at the end ----
+  const Node* main_guard = nullptr;
+  for (const Node* s : t.root().body()) {
+    if (s->kind() != NodeKind::If || !s->test() || s->test()->kind() != NodeKind::Compare) continue;
+    // `__name__ == "__main__"`, either way round.
+    const Node* cmp = s->test();
+    std::vector<const Node*> sides{cmp->left()};
+    for (const Node* c : cmp->comparators()) sides.push_back(c);
+    bool name = false, main = false;
+    for (const Node* x : sides) {
+      if (x->kind() == NodeKind::Name && t.name(*x) == "__name__") name = true;
+      if (x->kind() == NodeKind::Constant && t.is_string(*x) && t.string_value(*x) == "__main__")
+        main = true;
+    }
+    if (name && main && sides.size() == 2) main_guard = s;
+  }
+  {
+    std::uint32_t at = static_cast<std::uint32_t>(text.size());
+    std::string indent;
+    if (main_guard) {
+      const Node* last = nullptr;
+      for (const Node* s : main_guard->body()) last = s;
+      auto ind = indent_before(text, t.byte_range(*last).begin);
+      if (ind) {
+        indent = *ind;
+        at = line_end(*last);
+      }
+    }
+    const bool need_nl =
+        at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
+    ctx.modify("TP416", "torch.distributed.destroy_process_group",
+               "destroy the process group at the end of the run", at, at,
+               (need_nl ? nl : std::string()) + indent + "_tp_cleanup()" + nl);
+  }
+
+  // ---- TP410: the set-up block after the imports ----
+  std::string os = "os";
+  std::string header;
+  if (auto alias = m.module_alias("os")) {
+    os = *alias;
+  } else {
+    header += "import os" + nl;
+  }
+  if (!m.module_alias("torch")) header += "import torch" + nl;
+  bool have_target_import = ctx.target.import_stmt.empty();
+  if (!have_target_import) {
+    const std::string module = ctx.target.import_stmt.substr(ctx.target.import_stmt.rfind(' ') + 1);
+    for (const semantic::Import& im : m.imports())
+      if (im.module == module || im.module.starts_with(module + ".")) have_target_import = true;
+    for (const Finding& f : ctx.result.findings)
+      if (f.code == "TP900" && f.api.find(ctx.target.import_stmt) != std::string::npos)
+        have_target_import = true;
+  }
+  if (!have_target_import) header += ctx.target.import_stmt + nl;
+  std::vector<std::string> lines = {
+      "",
+      "# torchport --distributed: one process per device, started by torchrun",
+      "# (run_distributed.sh), which sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and",
+      "# MASTER_PORT; without them the script runs as a single process.",
+      "import torch.distributed as _tp_dist",
+      "from torch.nn.parallel import DistributedDataParallel as _TpDDP",
+      "from torch.utils.data.distributed import DistributedSampler as _TpDistributedSampler",
+      "",
+      "for _tp_key, _tp_value in (",
+      "    (\"RANK\", \"0\"),",
+      "    (\"LOCAL_RANK\", \"0\"),",
+      "    (\"WORLD_SIZE\", \"1\"),",
+      "    (\"MASTER_ADDR\", \"127.0.0.1\"),",
+      "    (\"MASTER_PORT\", \"29500\"),",
+      "):",
+      "    " + os + ".environ.setdefault(_tp_key, _tp_value)",
+      "_tp_local_rank = int(" + os + ".environ[\"LOCAL_RANK\"])",
+  };
+  std::string backend, device_ids;
+  if (ctx.accelerator()) {
+    lines.push_back("_tp_rank_device = (");
+    lines.push_back("    " + T + ".device(" + T + ".accelerator.current_accelerator().type, " +
+                    "_tp_local_rank)");
+    lines.push_back("    if " + T + ".accelerator.is_available()");
+    lines.push_back("    else " + T + ".device(\"cpu\")");
+    lines.push_back(")");
+    lines.push_back("if _tp_rank_device.type != \"cpu\":");
+    lines.push_back("    " + T + ".accelerator.set_device_index(_tp_local_rank)");
+    backend = "_tp_dist.get_default_backend_for_device(_tp_rank_device)";
+    device_ids = ", device_ids=[_tp_local_rank] if _tp_rank_device.type != \"cpu\" else None";
+    ctx.require_torch(kAcceleratorMinTorch);
+  } else if (ctx.target.device_index && !ctx.target.host) {
+    lines.push_back("_tp_rank_device = " + T + ".device(\"" + ctx.target.device +
+                    "\", _tp_local_rank)");
+    lines.push_back(ctx.render(ctx.target.module) + ".set_device(_tp_rank_device)");
+    backend = "\"" + (ctx.target.backend.empty() ? std::string("gloo") : ctx.target.backend) + "\"";
+    device_ids = ", device_ids=[_tp_local_rank]";
+  } else {
+    lines.push_back("_tp_rank_device = " + T + ".device(\"" + ctx.target.device + "\")");
+    backend = "\"" + (ctx.target.backend.empty() ? std::string("gloo") : ctx.target.backend) + "\"";
+  }
+  const std::vector<std::string> helpers = {
+      "_tp_dist.init_process_group(backend=" + backend + ")",
+      "",
+      "",
+      "def _tp_rank0():",
+      "    \"\"\"True on the process that prints, logs and saves (rank 0).\"\"\"",
+      "    return _tp_dist.get_rank() == 0",
+      "",
+      "",
+      "def _tp_rank0_only(fn):",
+      "    \"\"\"fn on rank 0, a no-op elsewhere (the arguments are evaluated on every "
+      "rank).\"\"\"",
+      "    return fn if _tp_rank0() else (lambda *args, **kwargs: None)",
+      "",
+      "",
+      "def _tp_ddp(module):",
+      "    \"\"\"The module on this rank's device, in DistributedDataParallel (once).\"\"\"",
+      "    if isinstance(module, _TpDDP):",
+      "        return module",
+      "    return _TpDDP(module.to(_tp_rank_device)" + device_ids + ")",
+      "",
+      "",
+      "def _tp_unwrap(module):",
+      "    \"\"\"The module inside DDP: its state_dict has no `module.` prefix.\"\"\"",
+      "    return module.module if isinstance(module, _TpDDP) else module",
+      "",
+      "",
+      "def _tp_sampler(dataset, shuffle, drop_last):",
+      "    \"\"\"This rank's shard of dataset, with the DataLoader's shuffle and drop_last.\"\"\"",
+      "    return _TpDistributedSampler(dataset, shuffle=shuffle, drop_last=drop_last)",
+      "",
+      "",
+      "def _tp_rank_batch(batch_size):",
+      "    \"\"\"The global batch split between the ranks (--per-rank-batch split).\"\"\"",
+      "    world = _tp_dist.get_world_size()",
+      "    if batch_size % world:",
+      "        raise ValueError(",
+      "            f\"torchport --distributed: the global batch size {batch_size} does not divide "
+      "\"",
+      "            f\"between {world} ranks (migrate with --per-rank-batch keep, or change it)\"",
+      "        )",
+      "    return batch_size // world",
+      "",
+      "",
+      "def _tp_cleanup():",
+      "    \"\"\"destroy_process_group() once the run is over.\"\"\"",
+      "    if _tp_dist.is_initialized():",
+      "        _tp_dist.destroy_process_group()",
+      "",
+  };
+  lines.insert(lines.end(), helpers.begin(), helpers.end());
+  std::string block = header;
+  for (const std::string& l : lines) block += l + nl;
+  const std::uint32_t at = std::max(m.import_block_end(), m.after_first_torch_import().value_or(0));
+  const bool need_nl =
+      at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
+  ctx.modify("TP410", "torch.distributed.init_process_group",
+             "process group from torchrun's environment (backend " + backend +
+                 "), this rank's device from LOCAL_RANK, and the --distributed helpers",
+             at, at, (need_nl ? nl : std::string()) + block);
+}
+
+}  // namespace torchport::rules
