@@ -22,7 +22,7 @@
 //   import torch_npu
 //   torch_npu.npu.synchronize()
 //   n = torch_npu.npu.device_count()
-//   (accelerator: t.get_device_module(_tp_device).synchronize(), t.accelerator.device_count())
+//   (accelerator: t.get_device_module().synchronize(), t.accelerator.device_count())
 // Safety:
 //   Replacements with status "partial" or "unknown" are applied and reported with the
 //   catalogue's note; "unsupported" ones are left in place and reported, and so are names kept
@@ -249,7 +249,7 @@ void run_cuda_api(Context& ctx) {
     std::string extra = covered.size() > prefix.size() ? covered.substr(prefix.size()) : "";
 
     // The accelerator target must also run on CPU-only machines, where torch.accelerator.X
-    // raises; the device module of _tp_device (torch.cpu there) has these functions.
+    // raises; the current accelerator's device module (torch.cpu there) has these functions.
     std::optional<catalogue::Mapping> accel;
     if (ctx.accelerator() && prefix.starts_with("torch.cuda.")) {
       std::string_view fn = std::string_view(prefix).substr(11);
@@ -258,7 +258,7 @@ void run_cuda_api(Context& ctx) {
         accel->replacement = "{module}." + std::string(fn);
         accel->status = catalogue::Status::Supported;
         accel->min_torch = std::string(kAcceleratorMinTorch);
-        accel->note = "the device module of _tp_device, torch.cpu when there is no accelerator";
+        accel->note = "the current accelerator's device module, torch.cpu when there is none";
         found = &*accel;
       }
     }
@@ -311,7 +311,7 @@ void run_cuda_api(Context& ctx) {
                "assignment to " + prefix + "; use " + mp.replacement + " instead", begin, end);
       continue;
     }
-    std::string text = ctx.render(mp.replacement) + extra;
+    std::string text = ctx.render(mp.replacement, begin) + extra;
     if (mp.replacement.find(kHostEvent) != std::string::npos) ctx.used_host_event = true;
     if (m.text().substr(begin, end - begin) == text) continue;
     ctx.require_torch(mp.min_torch);

@@ -25,9 +25,10 @@
 //   meaning: for accelerator `dev.type == "cuda"` becomes `dev.type != "cpu"` (never true on the
 //   CPU fallback, where pin_memory() and fused kernels fail); on cpu they are kept and reported
 //   (false, as on a machine without CUDA).
-//   (cpu: .to("cpu", non_blocking=True) and .is_cpu; accelerator: _tp_device, _tp_device.type,
-//   f"{_tp_device.type}:{rank}" and `.device.type == _tp_device.type`; inside a
-//   @torch.jit.script function, which cannot read _tp_device, `.device.type != "cpu"`)
+//   (cpu: .to("cpu", non_blocking=True) and .is_cpu; accelerator: the script's own `device` /
+//   `device.type` where one is in reach (else an inserted module-level `device`),
+//   torch.device(device.type, rank), and `.device.type != "cpu"` for .is_cuda: on an
+//   accelerator, never true for a CPU tensor)
 // Safety:
 //   Only strings in the contexts above change. `.cuda(i)` keeps its index except on the
 //   single-device targets cpu and mps, where it is dropped (reported). `.is_cuda` inside a
@@ -163,30 +164,88 @@ Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
   return Ctx::None;
 }
 
-std::string index_device(Context& ctx, const std::string& idx) {
+std::string index_device(Context& ctx, const std::string& idx, std::uint32_t at) {
   const bool literal = !idx.empty() && std::all_of(idx.begin(), idx.end(),
                                                    [](char c) { return c >= '0' && c <= '9'; });
-  if (literal && ctx.accelerator()) {
-    ctx.used_device_var = true;
-    return "f\"{" + std::string(kDeviceVar) + ".type}:" + idx + "\"";
+  if (ctx.accelerator()) {
+    // torch.device(type, index) rather than an f-string over the type.
+    return ctx.render("torch.device") + "(" + ctx.device_type_expr(at) + ", " + idx + ")";
   }
   if (literal && ctx.target.device_index) return "\"" + ctx.target.device + ":" + idx + "\"";
-  if (ctx.accelerator()) {
-    ctx.used_device_var = true;
-    return "f\"{" + std::string(kDeviceVar) + ".type}:{" + idx + "}\"";
-  }
   if (!ctx.target.device_index) return "\"" + ctx.target.device + "\"";
   return "f\"" + ctx.target.device + ":{" + idx + "}\"";
+}
+
+// torch.device("cuda") and torch.device("cuda" if <cond> else "cpu") (string token `i` is
+// "cuda"): the accelerator's own idiom, torch.accelerator.current_accelerator() (and
+// torch.device("cpu") for the other branch). Returns false when the call has another shape.
+bool device_call_selection(Context& ctx, TokenIndex i, const semantic::StringValue& sv,
+                           const std::string& api) {
+  const semantic::Model& m = ctx.m;
+  if (sv.value != "cuda" && sv.value != "cuda:0") return false;
+  auto open = m.enclosing_open(i);
+  if (!open || m.kind(*open) != TokenKind::LPar) return false;
+  const semantic::Reference* callee = callee_of(m, *open);
+  auto close = m.match(*open);
+  if (!callee || callee->qualified != "torch.device" || !close) return false;
+  auto args = call_args(m, *open);
+  if (args.size() != 1 || !args[0].keyword.empty() || args[0].first != i) return false;
+  const std::string current = ctx.render("torch.accelerator.current_accelerator()");
+  const std::uint32_t call_begin = m.tokens()[callee->first].begin;
+  Finding f;
+  f.code = "TP300";
+  f.op = Operation::Modify;
+  f.api = api;
+  f.begin = m.tokens()[i].begin;
+  f.end = m.tokens()[i].end;
+  fix::Fix fx;
+  if (args[0].last == i) {
+    if (sv.value != "cuda") return false;
+    fx.edits.push_back(fix::Edit{call_begin, m.tokens()[*close].end, current});
+    f.message = "change torch.device(\"cuda\") to torch.accelerator.current_accelerator()";
+  } else {
+    // "cuda" if <cond> else "cpu": the branches become devices and the call goes.
+    auto after = m.next(i);
+    const TokenIndex last = args[0].last;
+    auto before_last = m.prev(last);
+    auto before_call = m.prev(callee->first);
+    if (!after || m.kind(*after) != TokenKind::KwIf || m.kind(last) != TokenKind::String ||
+        !before_last || m.kind(*before_last) != TokenKind::KwElse || !before_call) {
+      return false;
+    }
+    const TokenKind pk = m.kind(*before_call);
+    if (pk != TokenKind::Equal && pk != TokenKind::LPar && pk != TokenKind::Comma &&
+        pk != TokenKind::KwReturn) {
+      return false;
+    }
+    auto other = semantic::string_value(m.text(), m.tokens()[last]);
+    if (!other || other->value != "cpu") return false;
+    for (TokenIndex t = i + 1; t < last; ++t) {
+      if (m.kind(t) == TokenKind::KwLambda) return false;
+    }
+    fx.edits.push_back(fix::Edit{call_begin, m.tokens()[*open].end, ""});
+    fx.edits.push_back(fix::Edit{m.tokens()[i].begin, m.tokens()[i].end, current});
+    fx.edits.push_back(fix::Edit{m.tokens()[last].begin, m.tokens()[*close].end,
+                                 ctx.render("torch.device") + "(" +
+                                     std::string(m.token_text(last)) + ")"});
+    f.message = "change torch.device(" + api +
+                " if ... else \"cpu\") to torch.accelerator.current_accelerator() if ... else "
+                "torch.device(\"cpu\")";
+    // Device 0 is the current device of a process that has not chosen another one.
+    if (sv.value == "cuda:0") f.message += " (cuda:0: the current device, 0 unless set)";
+  }
+  f.fix = std::move(fx);
+  ctx.result.findings.push_back(std::move(f));
+  ctx.changed = true;
+  ctx.require_torch(kAcceleratorMinTorch);
+  return true;
 }
 
 // torch.load cannot restore storages to an indexed CPU device ("cpu:0"), so on the one-device
 // targets and for accelerator (CPU fallback) the whole location becomes the device itself.
 void map_location(Context& ctx, const std::string& api, std::uint32_t b, std::uint32_t e) {
-  std::string repl = ctx.accelerator() ? std::string(kDeviceVar) : "\"" + ctx.target.device + "\"";
-  if (ctx.accelerator()) {
-    ctx.used_device_var = true;
-    ctx.require_torch(kAcceleratorMinTorch);
-  }
+  std::string repl = ctx.device_expr(b);
+  if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
   ctx.modify("TP300", api,
              "replace map_location " + api + " with " + repl +
                  " (the current device; torch.load cannot restore to an indexed CPU device)",
@@ -392,15 +451,24 @@ void device_strings(Context& ctx) {
       }
       if (c == Ctx::Choice && drop_duplicate_choice(ctx, i, api)) continue;
       if (c == Ctx::Comparison && comparison_guard(ctx, i, *sv, api)) continue;
+      if (ctx.accelerator() && device_call_selection(ctx, i, *sv, api)) continue;
       if (ctx.accelerator()) {
         std::string text;
-        if (sv->value == "cuda") {
-          text = std::string(kDeviceVar) + ".type";
+        auto after = m.next(i);
+        if (sv->value == "cuda" && after && m.kind(*after) == TokenKind::KwIf) {
+          // `"cuda" if <available> else "cpu"`: the branch runs only with an accelerator.
+          text = ctx.render("torch.accelerator.current_accelerator().type");
+        } else if (sv->value == "cuda") {
+          text = ctx.device_type_expr(tok.begin);
+        } else if (sv->value.substr(4).starts_with(":") &&
+                   std::all_of(sv->value.begin() + 5, sv->value.end(),
+                               [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+                   sv->value.size() > 5) {
+          text = index_device(ctx, std::string(sv->value.substr(5)), tok.begin);
         } else {
-          text = "f" + std::string(1, sv->quote) + "{" + std::string(kDeviceVar) + ".type}" +
+          text = "f" + std::string(1, sv->quote) + "{" + ctx.device_type_expr(tok.begin) + "}" +
                  std::string(sv->value.substr(4)) + std::string(1, sv->quote);
         }
-        ctx.used_device_var = true;
         ctx.require_torch(kAcceleratorMinTorch);
         ctx.modify("TP300", api, "replace device string " + api + " with the current accelerator",
                    tok.begin, tok.end, text);
@@ -447,9 +515,8 @@ void device_strings(Context& ctx) {
       const std::uint32_t b = m.tokens()[*mid].begin;
       std::string repl = ctx.target.device;
       if (ctx.accelerator()) {
-        ctx.used_device_var = true;
         ctx.require_torch(kAcceleratorMinTorch);
-        repl = "{" + std::string(kDeviceVar) + ".type}";
+        repl = "{" + ctx.device_type_expr(m.tokens()[i].begin) + "}";
       }
       ctx.modify("TP300", "f\"" + std::string(v) + "...\"",
                  "replace \"cuda\" with \"" + (ctx.accelerator() ? repl : ctx.target.device) +
@@ -478,11 +545,17 @@ void load_map_location(Context& ctx) {
       if (a.keyword.empty()) ++positional;
     }
     if (skip || positional == 0 || positional >= 2) continue;
-    const std::string dev =
-        ctx.accelerator() ? std::string(kDeviceVar) : "\"" + ctx.target.device + "\"";
+    // The script's own device where it has one in reach. Without one, the accelerator target
+    // leaves the load as it was: a whole model is restored where it was saved, and the rest of
+    // the script decides where it runs.
+    const std::uint32_t site = m.tokens()[ref.first].begin;
+    std::string dev;
     if (ctx.accelerator()) {
-      ctx.used_device_var = true;
+      dev = ctx.script_device(site, false);
+      if (dev.empty()) continue;
       ctx.require_torch(kAcceleratorMinTorch);
+    } else {
+      dev = "\"" + ctx.target.device + "\"";
     }
     const std::uint32_t at = m.tokens()[args.back().last].end;
     ctx.modify("TP300", "torch.load",
@@ -519,14 +592,13 @@ void cuda_methods(Context& ctx) {
       std::string repl;
       const bool scripted = ctx.accelerator() && in_scripted_function(m, i);
       if (scripted) {
-        // TorchScript cannot read the module-level _tp_device: "on an accelerator" instead.
+        // "On an accelerator" (TorchScript reads no module-level names).
         repl = "device.type != \"cpu\"";
       } else if (mp && !mp->replacement.empty()) {
-        repl = ctx.render(mp->replacement);
+        repl = ctx.render(mp->replacement, tok.begin);
         if (repl.starts_with(".")) repl.erase(0, 1);
       } else if (ctx.accelerator()) {
-        repl = "device.type == " + std::string(kDeviceVar) + ".type";
-        ctx.used_device_var = true;
+        repl = "device.type != \"cpu\"";  // on an accelerator, whichever is current
       } else {
         repl = "is_" + ctx.target.device;
       }
@@ -602,7 +674,7 @@ void cuda_methods(Context& ctx) {
     fx.edits.push_back(fix::Edit{tok.begin, tok.end, "to"});
     std::string msg;
     if (!idx) {
-      const std::string dev = ctx.device_expr();
+      const std::string dev = ctx.device_expr(tok.begin);
       const std::uint32_t at = m.tokens()[*nx].end;
       fx.edits.push_back(fix::Edit{at, at, dev + (args.empty() ? "" : ", ")});
       msg = "change method .cuda(...) to .to(" + dev + ")";
@@ -611,7 +683,8 @@ void cuda_methods(Context& ctx) {
       const bool literal =
           std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
       if (literal || !ctx.target.device_index) {
-        const std::string dev = literal ? index_device(ctx, text) : "\"" + ctx.target.device + "\"";
+        const std::string dev =
+            literal ? index_device(ctx, text, tok.begin) : "\"" + ctx.target.device + "\"";
         fx.edits.push_back(fix::Edit{idx->first, idx->second, dev});
         // The dropped index expression takes the findings inside it along.
         std::erase_if(ctx.result.findings, [&](const Finding& g) {
@@ -621,8 +694,7 @@ void cuda_methods(Context& ctx) {
         if (!ctx.target.device_index) msg += " (" + t + " has one device)";
       } else {
         const std::string type =
-            ctx.accelerator() ? std::string(kDeviceVar) + ".type" : "\"" + ctx.target.device + "\"";
-        if (ctx.accelerator()) ctx.used_device_var = true;
+            ctx.accelerator() ? ctx.device_type_expr(tok.begin) : "\"" + ctx.target.device + "\"";
         fx.edits.push_back(
             fix::Edit{idx->first, idx->first, ctx.render("torch.device") + "(" + type + ", "});
         fx.edits.push_back(fix::Edit{idx->second, idx->second, ")"});

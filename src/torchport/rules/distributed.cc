@@ -11,7 +11,8 @@
 //   TP401 reports torch.nn.DataParallel, which only drives CUDA devices.
 //   TP402 handles DistributedDataParallel's device_ids= and output_device= keywords: cpu drops
 //   them; accelerator passes them only when the device is not the CPU
-//   (`device_ids=[rank] if _tp_device.type != "cpu" else None`); the other targets keep them.
+//   (`device_ids=[rank] if torch.accelerator.is_available() else None`); the other targets keep
+//   them.
 // Why:
 //   NCCL exists only on NVIDIA GPUs; the targets use hccl (npu, hpu), cncl (mlu), mccl (musa),
 //   xccl (xpu) or gloo (cpu, and mps which has no collective backend).
@@ -20,7 +21,7 @@
 // Becomes (npu):
 //   dist.init_process_group(backend="hccl")
 //   ddp = DDP(model, device_ids=[rank])  -> cpu: DDP(model)
-//   (accelerator: backend=dist.get_default_backend_for_device(_tp_device), torch >= 2.6)
+//   (accelerator: backend=dist.get_default_backend_for_device(device), torch >= 2.6)
 // Safety:
 //   "nccl" anywhere else (a log message) is left alone; so is a variable assigned anything but
 //   string literals (reported instead). DataParallel is reported, never
@@ -98,13 +99,13 @@ void ddp_device_ids(Context& ctx) {
       const std::uint32_t vb = m.tokens()[v].begin;
       const std::uint32_t ve = m.tokens()[arg.last].end;
       const std::string_view value = m.text().substr(vb, ve - vb);
-      const std::string cond = " if " + std::string(kDeviceVar) + ".type != \"cpu\" else None";
+      const std::string cond =
+          " if " + ctx.render("torch.accelerator.is_available()") + " else None";
       if (value.find(cond.substr(1)) != std::string_view::npos) continue;  // already done
       bool paren = false;
       for (TokenIndex t = v; t <= arg.last; ++t) {
         if (m.kind(t) == TokenKind::KwIf || m.kind(t) == TokenKind::KwLambda) paren = true;
       }
-      ctx.used_device_var = true;
       ctx.require_torch(kAcceleratorMinTorch);
       const std::string repl =
           paren ? "(" + std::string(value) + ")" + cond : std::string(value) + cond;
@@ -127,7 +128,7 @@ void run_distributed(Context& ctx) {
           ? " (" + ctx.target.name + " has no collective backend: gloo runs on the CPU)"
           : "";
   // The backend expression for the accelerator target, spelled with the callee's module.
-  auto accel_backend = [&](const semantic::Reference* callee) {
+  auto accel_backend = [&](const semantic::Reference* callee, std::uint32_t at) {
     auto alias = m.module_alias("torch.distributed");
     std::string mod = alias ? *alias : ctx.render("torch.distributed");
     if (callee && callee->names.size() >= 2) {
@@ -135,9 +136,8 @@ void run_distributed(Context& ctx) {
       const std::uint32_t e = m.tokens()[callee->names[callee->names.size() - 2]].end;
       mod = std::string(m.text().substr(b, e - b));
     }
-    ctx.used_device_var = true;
     ctx.require_torch(kAcceleratorMinTorch);
-    return mod + ".get_default_backend_for_device(" + std::string(kDeviceVar) + ")";
+    return mod + ".get_default_backend_for_device(" + ctx.device_expr(at) + ")";
   };
   std::set<TokenIndex> done;  // "nccl" string tokens already rewritten
   // Rewrites the "nccl" string token `i`; `how` says where the string was found.
@@ -147,7 +147,7 @@ void run_distributed(Context& ctx) {
     const syntax::Token& tok = m.tokens()[i];
     if (ctx.accelerator()) {
       ctx.modify("TP400", "nccl", "change backend nccl to the default backend of the device" + how,
-                 tok.begin, tok.end, accel_backend(callee));
+                 tok.begin, tok.end, accel_backend(callee, tok.begin));
       return;
     }
     std::string repl = backend;
