@@ -175,7 +175,19 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
                               ", called only when an accelerator is available (without one: " +
                               (whole_line ? std::string("skipped") : mp.without_device) + ")";
   if (whole_line) {
-    ctx.modify("TP100", prefix, message, begin, name_end, "if " + guard + ": " + name);
+    // A statement of its own: an `if` block with the line's indentation.
+    const std::string_view text = m.text();
+    std::uint32_t line_start = begin;
+    while (line_start > 0 && text[line_start - 1] != '\n' && text[line_start - 1] != '\r') {
+      --line_start;
+    }
+    const std::string indent(text.substr(line_start, begin - line_start));
+    const bool blank =
+        std::all_of(indent.begin(), indent.end(), [](char c) { return c == ' ' || c == '\t'; });
+    const std::string step = indent.find('\t') != std::string::npos ? "\t" : "    ";
+    ctx.modify("TP100", prefix, message, begin, name_end,
+               blank ? "if " + guard + ":" + std::string(m.newline()) + indent + step + name
+                     : "if " + guard + ": " + name);
     return true;
   }
   Finding f;
@@ -253,7 +265,8 @@ void run_cuda_api(Context& ctx) {
     std::optional<catalogue::Mapping> accel;
     if (ctx.accelerator() && prefix.starts_with("torch.cuda.")) {
       std::string_view fn = std::string_view(prefix).substr(11);
-      if (common(fn) && fn != "device_count" && fn != "Event") {  // Event: see the catalogue
+      // Event: see the catalogue; set_device: torch.accelerator.set_device_index, guarded.
+      if (common(fn) && fn != "device_count" && fn != "Event" && fn != "set_device") {
         accel = *found;
         accel->replacement = "{module}." + std::string(fn);
         accel->status = catalogue::Status::Supported;

@@ -225,9 +225,9 @@ bool device_call_selection(Context& ctx, TokenIndex i, const semantic::StringVal
     }
     fx.edits.push_back(fix::Edit{call_begin, m.tokens()[*open].end, ""});
     fx.edits.push_back(fix::Edit{m.tokens()[i].begin, m.tokens()[i].end, current});
-    fx.edits.push_back(fix::Edit{m.tokens()[last].begin, m.tokens()[*close].end,
-                                 ctx.render("torch.device") + "(" +
-                                     std::string(m.token_text(last)) + ")"});
+    fx.edits.push_back(
+        fix::Edit{m.tokens()[last].begin, m.tokens()[*close].end,
+                  ctx.render("torch.device") + "(" + std::string(m.token_text(last)) + ")"});
     f.message = "change torch.device(" + api +
                 " if ... else \"cpu\") to torch.accelerator.current_accelerator() if ... else "
                 "torch.device(\"cpu\")";
@@ -460,11 +460,6 @@ void device_strings(Context& ctx) {
           text = ctx.render("torch.accelerator.current_accelerator().type");
         } else if (sv->value == "cuda") {
           text = ctx.device_type_expr(tok.begin);
-        } else if (sv->value.substr(4).starts_with(":") &&
-                   std::all_of(sv->value.begin() + 5, sv->value.end(),
-                               [](char ch) { return ch >= '0' && ch <= '9'; }) &&
-                   sv->value.size() > 5) {
-          text = index_device(ctx, std::string(sv->value.substr(5)), tok.begin);
         } else {
           text = "f" + std::string(1, sv->quote) + "{" + ctx.device_type_expr(tok.begin) + "}" +
                  std::string(sv->value.substr(4)) + std::string(1, sv->quote);
@@ -545,16 +540,15 @@ void load_map_location(Context& ctx) {
       if (a.keyword.empty()) ++positional;
     }
     if (skip || positional == 0 || positional >= 2) continue;
-    // The script's own device where it has one in reach. Without one, the accelerator target
-    // leaves the load as it was: a whole model is restored where it was saved, and the rest of
-    // the script decides where it runs.
+    // The script's own device where it has one in reach (every target). Without one, the
+    // accelerator target leaves the load as it was: a whole model is restored where it was saved,
+    // and the rest of the script decides where it runs.
     const std::uint32_t site = m.tokens()[ref.first].begin;
-    std::string dev;
+    std::string dev = ctx.script_device(site, false);
     if (ctx.accelerator()) {
-      dev = ctx.script_device(site, false);
       if (dev.empty()) continue;
       ctx.require_torch(kAcceleratorMinTorch);
-    } else {
+    } else if (dev.empty()) {
       dev = "\"" + ctx.target.device + "\"";
     }
     const std::uint32_t at = m.tokens()[args.back().last].end;
