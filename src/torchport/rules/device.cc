@@ -611,7 +611,8 @@ void cuda_methods(Context& ctx) {
       const bool operand_ends =
           !nx || (m.kind(*nx) != TokenKind::Dot && m.kind(*nx) != TokenKind::LPar &&
                   m.kind(*nx) != TokenKind::LSqb);
-      if (scripted && before && m.kind(*before) == TokenKind::KwNot && operand_ends) {
+      if (ctx.accelerator() && repl == "device.type != \"cpu\"" && before &&
+          m.kind(*before) == TokenKind::KwNot && operand_ends) {
         Finding f;
         f.code = "TP302";
         f.op = Operation::Modify;
