@@ -10,7 +10,7 @@
 //   torch.distributed.Backend.NCCL and is_nccl_available() are catalogued (TP100).
 //   TP401 reports torch.nn.DataParallel, which only drives CUDA devices.
 //   TP402 handles DistributedDataParallel's device_ids= and output_device= keywords: cpu drops
-//   them; accelerator passes them only when the device is not the CPU
+//   them; accelerator passes them only when an accelerator is available
 //   (`device_ids=[rank] if torch.accelerator.is_available() else None`); the other targets keep
 //   them.
 // Why:
@@ -94,7 +94,7 @@ void ddp_device_ids(Context& ctx) {
         ctx.changed = true;
         continue;
       }
-      // accelerator: the ids only when the device is not the CPU.
+      // accelerator: the ids only when an accelerator is available.
       const TokenIndex v = *m.next(*m.next(arg.first));  // the value, after `name =`
       const std::uint32_t vb = m.tokens()[v].begin;
       const std::uint32_t ve = m.tokens()[arg.last].end;
@@ -111,7 +111,7 @@ void ddp_device_ids(Context& ctx) {
           paren ? "(" + std::string(value) + ")" + cond : std::string(value) + cond;
       ctx.modify("TP402", api,
                  "pass " + std::string(arg.keyword) +
-                     "= only when the device is not the CPU (DistributedDataParallel refuses "
+                     "= only when an accelerator is available (DistributedDataParallel refuses "
                      "device ids for a CPU module)",
                  vb, ve, repl);
     }
