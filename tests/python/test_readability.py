@@ -67,3 +67,34 @@ def test_the_accelerator_output_runs_on_this_cpu_only_machine(name: str) -> None
     # Each script prints its loss; the distributed ones once per rank.
     want = 2 if "spawn" in name else 1
     assert p.stdout.count("step 0 loss") == want, p.stdout
+
+
+def test_requirements_follow_the_output(tmp_path: Path) -> None:
+    """torch.accelerator needs torch >= 2.6: the project's torch requirement is raised, reported."""
+    src = tmp_path / "proj"
+    src.mkdir()
+    (src / "train.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    (src / "requirements.txt").write_text('numpy\ntorch>=2.0,<3 ; python_version >= "3.8"\n')
+    (src / "requirements-dev.txt").write_text("torch\n")
+    (src / "requirements-pinned.txt").write_text("torch==2.1.0\n")
+    (src / "pyproject.toml").write_text(
+        '[project]\nname = "p"\ndependencies = [\n  "torch",\n  "numpy>=1",\n]\n'
+    )
+    out = tmp_path / "out"
+    p = subprocess.run(
+        [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "--target", "accelerator"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    res = out / "proj_accelerator"
+    assert (res / "requirements.txt").read_text() == 'numpy\ntorch>=2.6,<3 ; python_version >= "3.8"\n'
+    assert (res / "requirements-dev.txt").read_text() == "torch>=2.6\n"
+    assert (res / "requirements-pinned.txt").read_text() == "torch==2.1.0\n"  # a pin is reported
+    assert '  "torch>=2.6",\n  "numpy>=1",' in (res / "pyproject.toml").read_text()
+    changes = (res / "torchport-report" / "change_list.csv").read_text()
+    assert "torch>=2.0 to torch>=2.6" in changes
+    assert "torch==2.1.0 excludes" in (res / "torchport-report" / "unsupported_api.csv").read_text()
+    # The input is never modified.
+    assert (src / "requirements-dev.txt").read_text() == "torch\n"
