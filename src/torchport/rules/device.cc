@@ -540,13 +540,13 @@ void load_map_location(Context& ctx) {
       if (a.keyword.empty()) ++positional;
     }
     if (skip || positional == 0 || positional >= 2) continue;
-    // The script's own device where it has one in reach (every target). Without one, the
-    // accelerator target leaves the load as it was: a whole model is restored where it was saved,
-    // and the rest of the script decides where it runs.
+    // The script's own device where it has one in reach (every target): a run without the
+    // accelerator then loads on the CPU, with the rest of the script. Without one, the device
+    // the migrated script moves everything to.
     const std::uint32_t site = m.tokens()[ref.first].begin;
     std::string dev = ctx.script_device(site, false);
     if (ctx.accelerator()) {
-      if (dev.empty()) continue;
+      if (dev.empty()) dev = ctx.device_expr(site);
       ctx.require_torch(kAcceleratorMinTorch);
     } else if (dev.empty()) {
       dev = "\"" + ctx.target.device + "\"";
