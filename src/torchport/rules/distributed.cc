@@ -9,7 +9,8 @@
 //   cannot be resolved (a parameter, `cfg.backend`, a call) is reported UNKNOWN.
 //   torch.distributed.Backend.NCCL and is_nccl_available() are catalogued (TP100).
 //   TP401 reports torch.nn.DataParallel, which only drives CUDA devices.
-//   TP402 handles DistributedDataParallel's device_ids= and output_device= keywords: cpu drops
+//   TP402 handles DistributedDataParallel's device_ids= and output_device= keywords and
+//   init_process_group's device_id=: cpu drops
 //   them; accelerator passes them only when an accelerator is available
 //   (`device_ids=[rank] if torch.accelerator.is_available() else None`); the other targets keep
 //   them.
@@ -53,14 +54,18 @@ bool backend_call(std::string_view q, std::string_view last) {
          (q.empty() && (last == "init_process_group" || last == "new_group"));
 }
 
-// DistributedDataParallel refuses device_ids/output_device for a CPU module (ValueError).
+// DistributedDataParallel refuses device_ids/output_device for a CPU module, and
+// init_process_group a CPU device_id (ValueError).
 void ddp_device_ids(Context& ctx) {
   if (!ctx.target.host && !ctx.accelerator()) return;
   const semantic::Model& m = ctx.m;
   for (const semantic::Reference& ref : m.references()) {
     const std::string& q = ref.qualified;
+    // init_process_group(device_id=) refuses a CPU device too (ValueError).
+    const bool init = q == "torch.distributed.init_process_group" ||
+                      q == "torch.distributed.distributed_c10d.init_process_group";
     if (q != "torch.nn.parallel.DistributedDataParallel" &&
-        q != "torch.nn.parallel.distributed.DistributedDataParallel") {
+        q != "torch.nn.parallel.distributed.DistributedDataParallel" && !init) {
       continue;
     }
     auto lpar = m.next(ref.last);
@@ -68,8 +73,15 @@ void ddp_device_ids(Context& ctx) {
     auto args = call_args(m, *lpar);
     for (std::size_t a = 0; a < args.size(); ++a) {
       const Arg& arg = args[a];
-      if (arg.keyword != "device_ids" && arg.keyword != "output_device") continue;
-      const std::string api = "DistributedDataParallel(" + std::string(arg.keyword) + "=)";
+      if (init ? arg.keyword != "device_id"
+               : arg.keyword != "device_ids" && arg.keyword != "output_device") {
+        continue;
+      }
+      const std::string api =
+          std::string(init ? "init_process_group(" : "DistributedDataParallel(") +
+          std::string(arg.keyword) + "=)";
+      const std::string why = init ? "init_process_group refuses a CPU device_id"
+                                   : "DistributedDataParallel refuses device ids for a CPU module";
       if (ctx.target.host) {
         // The argument goes with the comma before it (or after it, when it comes first).
         std::uint32_t b = m.tokens()[arg.first].begin;
@@ -83,13 +95,15 @@ void ddp_device_ids(Context& ctx) {
         f.code = "TP402";
         f.op = Operation::Delete;
         f.api = api;
-        f.message = "delete " + std::string(arg.keyword) +
-                    "= (DistributedDataParallel takes no device ids for a CPU module)";
+        f.message = "delete " + std::string(arg.keyword) + "= (" + why + ")";
         f.begin = m.tokens()[arg.first].begin;
         f.end = m.tokens()[arg.last].end;
         fix::Fix fx;
         fx.edits.push_back(fix::Edit{b, e, ""});
         f.fix = std::move(fx);
+        // The deleted argument takes the rewrites inside it along (device rules run first).
+        std::erase_if(ctx.result.findings,
+                      [&](const Finding& g) { return g.begin >= f.begin && g.end <= f.end; });
         ctx.result.findings.push_back(std::move(f));
         ctx.changed = true;
         continue;
@@ -107,13 +121,21 @@ void ddp_device_ids(Context& ctx) {
         if (m.kind(t) == TokenKind::KwIf || m.kind(t) == TokenKind::KwLambda) paren = true;
       }
       ctx.require_torch(kAcceleratorMinTorch);
-      const std::string repl =
-          paren ? "(" + std::string(value) + ")" + cond : std::string(value) + cond;
-      ctx.modify("TP402", api,
-                 "pass " + std::string(arg.keyword) +
-                     "= only when an accelerator is available (DistributedDataParallel refuses "
-                     "device ids for a CPU module)",
-                 vb, ve, repl);
+      // Insertions around the value, so that rewrites inside it (a "cuda" string) still apply.
+      Finding f;
+      f.code = "TP402";
+      f.op = Operation::Modify;
+      f.api = api;
+      f.message = "pass " + std::string(arg.keyword) + "= only when an accelerator is available (" +
+                  why + ")";
+      f.begin = vb;
+      f.end = ve;
+      fix::Fix fx;
+      if (paren) fx.edits.push_back(fix::Edit{vb, vb, "("});
+      fx.edits.push_back(fix::Edit{ve, ve, (paren ? ")" : "") + cond});
+      f.fix = std::move(fx);
+      ctx.result.findings.push_back(std::move(f));
+      ctx.changed = true;
     }
   }
 }

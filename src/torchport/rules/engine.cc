@@ -62,7 +62,9 @@ constexpr RuleInfo kRegistry[] = {
     {"TP401", "data-parallel", "torch.nn.DataParallel is flagged with the DDP recommendation",
      "distributed"},
     {"TP402", "ddp-device-ids",
-     "DistributedDataParallel device_ids=/output_device= on cpu and accelerator", "distributed"},
+     "DistributedDataParallel device_ids=/output_device= and init_process_group device_id= on cpu "
+     "and accelerator",
+     "distributed"},
     {"TP500", "cuda-env-var", "CUDA/NCCL environment variables used from Python", "env"},
     {"TP600", "profiler-activity", "ProfilerActivity.CUDA on cpu and accelerator",
      "profiler_activity"},
