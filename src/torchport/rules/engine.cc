@@ -62,8 +62,7 @@ constexpr RuleInfo kRegistry[] = {
     {"TP401", "data-parallel", "torch.nn.DataParallel is flagged with the DDP recommendation",
      "distributed"},
     {"TP402", "ddp-device-ids",
-     "DistributedDataParallel device_ids=/output_device= and init_process_group device_id= on cpu "
-     "and accelerator",
+     "DDP device_ids=/output_device=, init_process_group device_id= on cpu and accelerator",
      "distributed"},
     {"TP500", "cuda-env-var", "CUDA/NCCL environment variables used from Python", "env"},
     {"TP600", "profiler-activity", "ProfilerActivity.CUDA on cpu and accelerator",
