@@ -75,8 +75,9 @@ class Context {
   bool changed = false;
 
   /// The script's own device at byte offset `at`: "device" (or "device.type" when `type`), or
-  /// "" when none is in reach there.
-  std::string script_device(std::uint32_t at, bool type) const;
+  /// "" when none is in reach there (or, with `unindexed`, when it may carry an index: torch.load
+  /// cannot restore to "cpu:0").
+  std::string script_device(std::uint32_t at, bool type, bool unindexed = false) const;
 
  private:
   struct DeviceBinding {

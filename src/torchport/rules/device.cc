@@ -244,7 +244,8 @@ bool device_call_selection(Context& ctx, TokenIndex i, const semantic::StringVal
 // torch.load cannot restore storages to an indexed CPU device ("cpu:0"), so on the one-device
 // targets and for accelerator (CPU fallback) the whole location becomes the device itself.
 void map_location(Context& ctx, const std::string& api, std::uint32_t b, std::uint32_t e) {
-  std::string repl = ctx.device_expr(b);
+  std::string repl = ctx.accelerator() ? ctx.script_device(b, false, true) : std::string();
+  if (repl.empty()) repl = ctx.device_expr();
   if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
   ctx.modify("TP300", api,
              "replace map_location " + api + " with " + repl +
@@ -544,7 +545,7 @@ void load_map_location(Context& ctx) {
     // accelerator then loads on the CPU, with the rest of the script. Without one, the device
     // the migrated script moves everything to.
     const std::uint32_t site = m.tokens()[ref.first].begin;
-    std::string dev = ctx.script_device(site, false);
+    std::string dev = ctx.script_device(site, false, true);
     if (ctx.accelerator()) {
       if (dev.empty()) dev = ctx.device_expr(site);
       ctx.require_torch(kAcceleratorMinTorch);

@@ -220,7 +220,7 @@ std::string Context::torch_name() {
   return "torch";
 }
 
-std::string Context::script_device(std::uint32_t at, bool type) const {
+std::string Context::script_device(std::uint32_t at, bool type, bool unindexed) const {
   using syntax::TokenKind;
   const auto& lines = m.lines();
   if (!device_bindings_) {
@@ -241,8 +241,19 @@ std::string Context::script_device(std::uint32_t at, bool type) const {
       d.object = r && r->first == l.tokens[2] &&
                  (r->qualified == "torch.device" || r->qualified.starts_with("torch.accelerator."));
       for (std::size_t k = 2; k < l.tokens.size(); ++k) {
-        if (m.kind(l.tokens[k]) != TokenKind::String) continue;
-        auto sv = semantic::string_value(m.text(), m.tokens()[l.tokens[k]]);
+        const TokenIndex t = l.tokens[k];
+        if (m.kind(t) == TokenKind::FStringMiddle &&
+            m.token_text(t).find(':') != std::string_view::npos) {
+          d.indexed = true;  // f"cuda:{rank}"
+        }
+        if (const semantic::Reference* dr = m.reference_at(t);
+            dr && dr->first == t && dr->qualified == "torch.device") {
+          auto lp = m.next(dr->last);
+          if (lp && m.kind(*lp) == TokenKind::LPar && call_args(m, *lp).size() > 1)
+            d.indexed = true;  // torch.device("cuda", rank)
+        }
+        if (m.kind(t) != TokenKind::String) continue;
+        auto sv = semantic::string_value(m.text(), m.tokens()[t]);
         if (sv && sv->value.find(':') != std::string_view::npos) d.indexed = true;
       }
       found.emplace(l.scope, d);
@@ -269,6 +280,7 @@ std::string Context::script_device(std::uint32_t at, bool type) const {
     }
   }
   if (!d) return "";
+  if (unindexed && d->indexed) return "";
   if (!type) return "device";
   if (d->object) return "device.type";
   return d->indexed ? "" : "device";  // a device string such as "cuda" is its own type
