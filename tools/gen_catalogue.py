@@ -292,6 +292,10 @@ class Generator:
                 # Without an accelerator these raise: the output would not run on CPU-only hosts.
                 mapping["status"] = "partial"
                 mapping["note"] = acc["cpu_unsafe_note"]
+            guarded = self.overrides["accelerator_guarded"]
+            if name in guarded["names"]:  # called only when an accelerator is available
+                mapping["without_device"] = guarded["names"][name]
+                mapping["note"] = guarded["note"]
             return mapping
         rng = self.overrides["torch_level_rng"]
         if name in rng["names"]:

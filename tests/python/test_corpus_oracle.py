@@ -101,7 +101,7 @@ def test_finds_each_kind(src: str, expected: list[tuple[int, str]]) -> None:
         "name = 'cuda_kernels'\n",
         # the device-agnostic forms a migration writes
         "import torch\nscaler = torch.amp.GradScaler('npu')\n",
-        "import torch\nscaler = torch.amp.GradScaler(device=_tp_device.type)\n",
+        "import torch\nscaler = torch.amp.GradScaler(device=device.type)\n",
         "import torch\nd = torch.get_autocast_dtype('cpu')\n",
         "import torch\ne = torch.is_autocast_enabled('cpu')\n",
         "x = x.to(device)\n",

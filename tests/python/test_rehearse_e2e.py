@@ -30,11 +30,7 @@ REFUSED: dict[tuple[str, str], str] = {}
 
 # Scripts that cannot give the --target cpu losses under rehearsal, with the reason, asserted as such (a fix
 # must remove the entry: the test fails when the script starts to pass).
-CANNOT_PASS: dict[str, str] = {
-    # `if x.is_npu:` inside @torch.jit.script: TorchScript knows only torch's built-in Tensor attributes;
-    # is_npu / is_mlu / is_musa are Python properties (torch.utils.generate_methods_for_privateuse1_backend).
-    "jit_script": "object has no attribute or method 'is_",
-}
+CANNOT_PASS: dict[str, str] = {}
 # Scripts whose losses differ from --target cpu for a reason of the device, with the measured bound.
 DIFFERS: dict[str, tuple[str, float]] = {
     # Autocast: CPU's autocast lists run cross_entropy_loss in float32; the device lists (torch's

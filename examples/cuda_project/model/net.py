@@ -17,7 +17,7 @@ class SmallNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not x.is_cuda:
-            raise RuntimeError("SmallNet expects its input on the GPU")
+            print("note: SmallNet is meant to run on the GPU")
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)
         x = F.max_pool2d(F.relu(self.conv2(x)), 2)
         return self.head(x.flatten(1))

@@ -624,6 +624,30 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   run_pass(second);
   show_progress(true);
 
+  // Requirements follow the output: the torch the migrated Python files need (TP902).
+  std::string needed;
+  for (const FileWork& w : works) needed = report::max_version(needed, w.entry.min_torch);
+  for (std::size_t i = 0; i < files.size() && !needed.empty(); ++i) {
+    FileWork& w = works[i];
+    if (files[i].kind != FileKind::Scanned || w.entry.outcome != Outcome::Success) continue;
+    std::string current = w.output, error;
+    if (!w.entry.changed && !read_file(files[i].path, current, error)) continue;
+    const auto found = rules::raise_torch_requirement(files[i].rel, current, needed);
+    if (found.empty()) continue;
+    std::vector<fix::AppliedEdit> applied;
+    std::string after = apply_findings(files[i].rel, current, found, opts.analyze_only, w, applied,
+                                       nullptr, opts.fixes);
+    w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
+    if (after == current) continue;
+    if (opts.diff && !w.entry.changed) w.diff = unified_diff(files[i].rel, current, after, applied);
+    w.entry.changed = true;
+    w.output = std::move(after);
+    if (!tmp_dir.empty() && !write_atomic(out_path(files[i]), w.output, error, files[i].path)) {
+      w.entry.outcome = Outcome::Failure;
+      w.entry.not_migrated = true;
+      w.entry.reason = files[i].rel + ": cannot write: " + error;
+    }
+  }
   // --distributed: the launchers, in the result's root, each a row of the reports.
   std::vector<FileWork> launcher_works;
   if (opts.distributed && !tmp_dir.empty()) {

@@ -16,7 +16,7 @@
 // Becomes:
 //   scaler = torch.amp.GradScaler("npu")
 //   with autocast("npu"):                # the import becomes torch.amp (TP001)
-//   For --target accelerator the device type is `_tp_device.type`.
+//   For --target accelerator the device type is `device.type` (the script's own device).
 // Safety:
 //   Positional arguments of torch.cuda.amp.autocast (enabled, dtype, cache_enabled) do not line
 //   up with torch.amp.autocast(device_type, dtype, enabled, ...), so they become keywords. The
@@ -42,7 +42,7 @@ void custom_fwd_bwd(Context& ctx, const semantic::Reference& ref, std::string_vi
   const std::uint32_t re = m.tokens()[ref.last].end;
   const auto head = m.lookup(m.token_text(ref.first), ref.scope);
   const bool import_rewritten = head && head->target.starts_with("torch.cuda.amp");
-  const std::string keyword = "device_type=" + ctx.device_type_expr();
+  const std::string keyword = "device_type=" + ctx.device_type_expr(rb);
   std::string msg = "change " + api + " to torch.amp." + std::string(which) + " with " + keyword;
   if (!import_rewritten) {
     ctx.modify("TP200", api, msg, rb, re, ctx.render("torch.amp." + std::string(which)));
@@ -78,10 +78,11 @@ void run_amp(Context& ctx) {
                                                              : "torch.is_autocast_enabled";
       const std::uint32_t b = m.tokens()[ref.first].begin;
       const std::uint32_t e = m.tokens()[*lp].end;
-      std::string text = ctx.render(fn) + "(" + ctx.device_type_expr() + (args.empty() ? "" : ", ");
+      std::string text =
+          ctx.render(fn) + "(" + ctx.device_type_expr(b) + (args.empty() ? "" : ", ");
       ctx.modify(
           "TP200", std::string(q),
-          "change " + std::string(q) + "() to " + fn + "(" + ctx.device_type_expr() + ", ...)", b,
+          "change " + std::string(q) + "() to " + fn + "(" + ctx.device_type_expr(b) + ", ...)", b,
           e, text);
       if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
       continue;
@@ -131,14 +132,14 @@ void run_amp(Context& ctx) {
     const std::string head_target = head ? head->target : std::string();
     const bool import_rewritten = head_target.starts_with("torch.cuda.amp");
     std::string msg = "change " + api + " to torch.amp." + std::string(which) +
-                      " with device type " + ctx.device_type_expr();
+                      " with device type " + ctx.device_type_expr(rb);
     if (!import_rewritten) {
       ctx.modify("TP200", api, msg, rb, re, ctx.render("torch.amp." + std::string(which)));
       msg = "pass the device type to torch.amp." + std::string(which);
     }
     const std::uint32_t at = m.tokens()[*lpar].end;
     const bool empty = args.empty();
-    std::string insert = ctx.device_type_expr() + (empty ? "" : ", ");
+    std::string insert = ctx.device_type_expr(rb) + (empty ? "" : ", ");
     std::size_t k = 0;
     if (!keywords.empty() && keywords[0].first == at) insert += keywords[k++].second;
     ctx.modify("TP200", api, msg, at, at, insert);

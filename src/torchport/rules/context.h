@@ -6,6 +6,7 @@
 #include <torchport/rules/engine.h>
 #include <torchport/semantic/model.h>
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,8 +15,10 @@
 
 namespace torchport::rules {
 
-/// The name the accelerator target's module-level device variable gets.
-inline constexpr std::string_view kDeviceVar = "_tp_device";
+/// The names the accelerator target's inserted device variable gets, used only where the script
+/// has no device of its own in reach: "device", or this one when the script binds "device".
+inline constexpr std::string_view kDeviceVar = "device";
+inline constexpr std::string_view kDeviceVarTaken = "accel_device";
 /// The class inserted where torch.cuda.Event has no device to run on (cpu; accelerator on a
 /// CPU-only machine). Its name appears in the catalogue's replacements.
 inline constexpr std::string_view kHostEvent = "_TpHostEvent";
@@ -41,12 +44,16 @@ class Context {
   /// file does not bind it at module level.
   std::string torch_name();
   /// Renders a qualified replacement ("torch.npu.synchronize") for this file: the torch alias,
-  /// and the accelerator placeholders {device}, {device_type}, {module}.
-  std::string render(std::string_view replacement);
-  /// A quoted device-type literal ("npu") or, for accelerator, `_tp_device.type`.
-  std::string device_type_expr();
-  /// A device value: "npu" or `_tp_device`.
-  std::string device_expr();
+  /// and the accelerator placeholders {device}, {device_type}, {module}. `at` is the byte
+  /// offset of the site: there the script's own `device` is used when it is in reach.
+  std::string render(std::string_view replacement, std::optional<std::uint32_t> at = {});
+  /// A quoted device-type literal ("npu") or, for accelerator, `device.type` (the script's own
+  /// device when it is in reach at byte offset `at`, else the inserted variable).
+  std::string device_type_expr(std::optional<std::uint32_t> at = {});
+  /// A device value: "npu" or, for accelerator, `device`.
+  std::string device_expr(std::optional<std::uint32_t> at = {});
+  /// The name of the inserted device variable for this file (accelerator).
+  std::string_view helper_name() const;
 
   /// False (and an Unsupported finding is recorded by the caller) when `min_torch` is newer
   /// than the requested --torch-version.
@@ -72,6 +79,21 @@ class Context {
   bool used_host_event = false;  ///< _TpHostEvent must be defined
   std::string custom_inserted;   ///< the statements TP804 inserted (Ascend's InsertGlobalRule)
   bool changed = false;
+
+  /// The script's own device at byte offset `at`: "device" (or "device.type" when `type`), or
+  /// "" when none is in reach there (or, with `unindexed`, when it may carry an index: torch.load
+  /// cannot restore to "cpu:0").
+  std::string script_device(std::uint32_t at, bool type, bool unindexed = false) const;
+
+ private:
+  struct DeviceBinding {
+    std::uint32_t line = 0;  ///< the first line `device = ...` of the scope
+    bool object = false;     ///< its value is a torch.device (else a device string)
+    bool indexed = false;    ///< a string with an index ("cuda:0"): no device type
+  };
+  /// scope -> its first `device = ...` line; filled on first use.
+  mutable std::optional<std::map<std::uint32_t, DeviceBinding>> device_bindings_;
+  mutable std::optional<std::string> helper_name_;
 };
 
 /// Compares "X.Y[.Z]" versions: <0, 0, >0.

@@ -22,7 +22,7 @@
 //   import torch_npu
 //   torch_npu.npu.synchronize()
 //   n = torch_npu.npu.device_count()
-//   (accelerator: t.get_device_module(_tp_device).synchronize(), t.accelerator.device_count())
+//   (accelerator: t.get_device_module().synchronize(), t.accelerator.device_count())
 // Safety:
 //   Replacements with status "partial" or "unknown" are applied and reported with the
 //   catalogue's note; "unsupported" ones are left in place and reported, and so are names kept
@@ -175,7 +175,19 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
                               ", called only when an accelerator is available (without one: " +
                               (whole_line ? std::string("skipped") : mp.without_device) + ")";
   if (whole_line) {
-    ctx.modify("TP100", prefix, message, begin, name_end, "if " + guard + ": " + name);
+    // A statement of its own: an `if` block with the line's indentation.
+    const std::string_view text = m.text();
+    std::uint32_t line_start = begin;
+    while (line_start > 0 && text[line_start - 1] != '\n' && text[line_start - 1] != '\r') {
+      --line_start;
+    }
+    const std::string indent(text.substr(line_start, begin - line_start));
+    const bool blank =
+        std::all_of(indent.begin(), indent.end(), [](char c) { return c == ' ' || c == '\t'; });
+    const std::string step = indent.find('\t') != std::string::npos ? "\t" : "    ";
+    ctx.modify("TP100", prefix, message, begin, name_end,
+               blank ? "if " + guard + ":" + std::string(m.newline()) + indent + step + name
+                     : "if " + guard + ": " + name);
     return true;
   }
   Finding f;
@@ -249,16 +261,17 @@ void run_cuda_api(Context& ctx) {
     std::string extra = covered.size() > prefix.size() ? covered.substr(prefix.size()) : "";
 
     // The accelerator target must also run on CPU-only machines, where torch.accelerator.X
-    // raises; the device module of _tp_device (torch.cpu there) has these functions.
+    // raises; the current accelerator's device module (torch.cpu there) has these functions.
     std::optional<catalogue::Mapping> accel;
     if (ctx.accelerator() && prefix.starts_with("torch.cuda.")) {
       std::string_view fn = std::string_view(prefix).substr(11);
-      if (common(fn) && fn != "device_count" && fn != "Event") {  // Event: see the catalogue
+      // Event: see the catalogue; set_device: torch.accelerator.set_device_index, guarded.
+      if (common(fn) && fn != "device_count" && fn != "Event" && fn != "set_device") {
         accel = *found;
         accel->replacement = "{module}." + std::string(fn);
         accel->status = catalogue::Status::Supported;
         accel->min_torch = std::string(kAcceleratorMinTorch);
-        accel->note = "the device module of _tp_device, torch.cpu when there is no accelerator";
+        accel->note = "the current accelerator's device module, torch.cpu when there is none";
         found = &*accel;
       }
     }
@@ -311,7 +324,7 @@ void run_cuda_api(Context& ctx) {
                "assignment to " + prefix + "; use " + mp.replacement + " instead", begin, end);
       continue;
     }
-    std::string text = ctx.render(mp.replacement) + extra;
+    std::string text = ctx.render(mp.replacement, begin) + extra;
     if (mp.replacement.find(kHostEvent) != std::string::npos) ctx.used_host_event = true;
     if (m.text().substr(begin, end - begin) == text) continue;
     ctx.require_torch(mp.min_torch);

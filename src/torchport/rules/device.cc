@@ -25,9 +25,10 @@
 //   meaning: for accelerator `dev.type == "cuda"` becomes `dev.type != "cpu"` (never true on the
 //   CPU fallback, where pin_memory() and fused kernels fail); on cpu they are kept and reported
 //   (false, as on a machine without CUDA).
-//   (cpu: .to("cpu", non_blocking=True) and .is_cpu; accelerator: _tp_device, _tp_device.type,
-//   f"{_tp_device.type}:{rank}" and `.device.type == _tp_device.type`; inside a
-//   @torch.jit.script function, which cannot read _tp_device, `.device.type != "cpu"`)
+//   (cpu: .to("cpu", non_blocking=True) and .is_cpu; accelerator: the script's own `device` /
+//   `device.type` where one is in reach (else an inserted module-level `device`),
+//   torch.device(device.type, rank), and `.device.type != "cpu"` for .is_cuda: on an
+//   accelerator, never true for a CPU tensor)
 // Safety:
 //   Only strings in the contexts above change. `.cuda(i)` keeps its index except on the
 //   single-device targets cpu and mps, where it is dropped (reported). `.is_cuda` inside a
@@ -165,30 +166,89 @@ Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
   return Ctx::None;
 }
 
-std::string index_device(Context& ctx, const std::string& idx) {
+std::string index_device(Context& ctx, const std::string& idx, std::uint32_t at) {
   const bool literal = !idx.empty() && std::all_of(idx.begin(), idx.end(),
                                                    [](char c) { return c >= '0' && c <= '9'; });
-  if (literal && ctx.accelerator()) {
-    ctx.used_device_var = true;
-    return "f\"{" + std::string(kDeviceVar) + ".type}:" + idx + "\"";
+  if (ctx.accelerator()) {
+    // torch.device(type, index) rather than an f-string over the type.
+    return ctx.render("torch.device") + "(" + ctx.device_type_expr(at) + ", " + idx + ")";
   }
   if (literal && ctx.target.device_index) return "\"" + ctx.target.device + ":" + idx + "\"";
-  if (ctx.accelerator()) {
-    ctx.used_device_var = true;
-    return "f\"{" + std::string(kDeviceVar) + ".type}:{" + idx + "}\"";
-  }
   if (!ctx.target.device_index) return "\"" + ctx.target.device + "\"";
   return "f\"" + ctx.target.device + ":{" + idx + "}\"";
+}
+
+// torch.device("cuda") and torch.device("cuda" if <cond> else "cpu") (string token `i` is
+// "cuda"): the accelerator's own idiom, torch.accelerator.current_accelerator() (and
+// torch.device("cpu") for the other branch). Returns false when the call has another shape.
+bool device_call_selection(Context& ctx, TokenIndex i, const semantic::StringValue& sv,
+                           const std::string& api) {
+  const semantic::Model& m = ctx.m;
+  if (sv.value != "cuda" && sv.value != "cuda:0") return false;
+  auto open = m.enclosing_open(i);
+  if (!open || m.kind(*open) != TokenKind::LPar) return false;
+  const semantic::Reference* callee = callee_of(m, *open);
+  auto close = m.match(*open);
+  if (!callee || callee->qualified != "torch.device" || !close) return false;
+  auto args = call_args(m, *open);
+  if (args.size() != 1 || !args[0].keyword.empty() || args[0].first != i) return false;
+  const std::string current = ctx.render("torch.accelerator.current_accelerator()");
+  const std::uint32_t call_begin = m.tokens()[callee->first].begin;
+  Finding f;
+  f.code = "TP300";
+  f.op = Operation::Modify;
+  f.api = api;
+  f.begin = m.tokens()[i].begin;
+  f.end = m.tokens()[i].end;
+  fix::Fix fx;
+  if (args[0].last == i) {
+    if (sv.value != "cuda") return false;
+    fx.edits.push_back(fix::Edit{call_begin, m.tokens()[*close].end, current});
+    f.message = "change torch.device(\"cuda\") to torch.accelerator.current_accelerator()";
+  } else {
+    // "cuda" if <cond> else "cpu": the branches become devices and the call goes.
+    auto after = m.next(i);
+    const TokenIndex last = args[0].last;
+    auto before_last = m.prev(last);
+    auto before_call = m.prev(callee->first);
+    if (!after || m.kind(*after) != TokenKind::KwIf || m.kind(last) != TokenKind::String ||
+        !before_last || m.kind(*before_last) != TokenKind::KwElse || !before_call) {
+      return false;
+    }
+    const TokenKind pk = m.kind(*before_call);
+    if (pk != TokenKind::Equal && pk != TokenKind::LPar && pk != TokenKind::Comma &&
+        pk != TokenKind::KwReturn) {
+      return false;
+    }
+    auto other = semantic::string_value(m.text(), m.tokens()[last]);
+    if (!other || other->value != "cpu") return false;
+    for (TokenIndex t = i + 1; t < last; ++t) {
+      if (m.kind(t) == TokenKind::KwLambda) return false;
+    }
+    fx.edits.push_back(fix::Edit{call_begin, m.tokens()[*open].end, ""});
+    fx.edits.push_back(fix::Edit{m.tokens()[i].begin, m.tokens()[i].end, current});
+    fx.edits.push_back(
+        fix::Edit{m.tokens()[last].begin, m.tokens()[*close].end,
+                  ctx.render("torch.device") + "(" + std::string(m.token_text(last)) + ")"});
+    f.message = "change torch.device(" + api +
+                " if ... else \"cpu\") to torch.accelerator.current_accelerator() if ... else "
+                "torch.device(\"cpu\")";
+    // Device 0 is the current device of a process that has not chosen another one.
+    if (sv.value == "cuda:0") f.message += " (cuda:0: the current device, 0 unless set)";
+  }
+  f.fix = std::move(fx);
+  ctx.result.findings.push_back(std::move(f));
+  ctx.changed = true;
+  ctx.require_torch(kAcceleratorMinTorch);
+  return true;
 }
 
 // torch.load cannot restore storages to an indexed CPU device ("cpu:0"), so on the one-device
 // targets and for accelerator (CPU fallback) the whole location becomes the device itself.
 void map_location(Context& ctx, const std::string& api, std::uint32_t b, std::uint32_t e) {
-  std::string repl = ctx.accelerator() ? std::string(kDeviceVar) : "\"" + ctx.target.device + "\"";
-  if (ctx.accelerator()) {
-    ctx.used_device_var = true;
-    ctx.require_torch(kAcceleratorMinTorch);
-  }
+  std::string repl = ctx.accelerator() ? ctx.script_device(b, false, true) : std::string();
+  if (repl.empty()) repl = ctx.device_expr();
+  if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
   ctx.modify("TP300", api,
              "replace map_location " + api + " with " + repl +
                  " (the current device; torch.load cannot restore to an indexed CPU device)",
@@ -396,15 +456,19 @@ void device_strings(Context& ctx) {
       const bool pin = ctx.opts.specify_device && !ctx.target.device_id_env.empty();
       if (pin && c == Ctx::Device) ctx.used_device_id = true;  // the prologue pins "cuda"
       if (c == Ctx::Comparison && comparison_guard(ctx, i, *sv, api)) continue;
+      if (ctx.accelerator() && device_call_selection(ctx, i, *sv, api)) continue;
       if (ctx.accelerator()) {
         std::string text;
-        if (sv->value == "cuda") {
-          text = std::string(kDeviceVar) + ".type";
+        auto after = m.next(i);
+        if (sv->value == "cuda" && after && m.kind(*after) == TokenKind::KwIf) {
+          // `"cuda" if <available> else "cpu"`: the branch runs only with an accelerator.
+          text = ctx.render("torch.accelerator.current_accelerator().type");
+        } else if (sv->value == "cuda") {
+          text = ctx.device_type_expr(tok.begin);
         } else {
-          text = "f" + std::string(1, sv->quote) + "{" + std::string(kDeviceVar) + ".type}" +
+          text = "f" + std::string(1, sv->quote) + "{" + ctx.device_type_expr(tok.begin) + "}" +
                  std::string(sv->value.substr(4)) + std::string(1, sv->quote);
         }
-        ctx.used_device_var = true;
         ctx.require_torch(kAcceleratorMinTorch);
         ctx.modify("TP300", api, "replace device string " + api + " with the current accelerator",
                    tok.begin, tok.end, text);
@@ -455,9 +519,8 @@ void device_strings(Context& ctx) {
       const std::uint32_t b = m.tokens()[*mid].begin;
       std::string repl = ctx.target.device;
       if (ctx.accelerator()) {
-        ctx.used_device_var = true;
         ctx.require_torch(kAcceleratorMinTorch);
-        repl = "{" + std::string(kDeviceVar) + ".type}";
+        repl = "{" + ctx.device_type_expr(m.tokens()[i].begin) + "}";
       }
       ctx.modify("TP300", "f\"" + std::string(v) + "...\"",
                  "replace \"cuda\" with \"" + (ctx.accelerator() ? repl : ctx.target.device) +
@@ -486,11 +549,16 @@ void load_map_location(Context& ctx) {
       if (a.keyword.empty()) ++positional;
     }
     if (skip || positional == 0 || positional >= 2) continue;
-    const std::string dev =
-        ctx.accelerator() ? std::string(kDeviceVar) : "\"" + ctx.target.device + "\"";
+    // The script's own device where it has one in reach (every target): a run without the
+    // accelerator then loads on the CPU, with the rest of the script. Without one, the device
+    // the migrated script moves everything to.
+    const std::uint32_t site = m.tokens()[ref.first].begin;
+    std::string dev = ctx.script_device(site, false, true);
     if (ctx.accelerator()) {
-      ctx.used_device_var = true;
+      if (dev.empty()) dev = ctx.device_expr(site);
       ctx.require_torch(kAcceleratorMinTorch);
+    } else if (dev.empty()) {
+      dev = "\"" + ctx.target.device + "\"";
     }
     const std::uint32_t at = m.tokens()[args.back().last].end;
     ctx.modify("TP300", "torch.load",
@@ -525,16 +593,20 @@ void cuda_methods(Context& ctx) {
         continue;
       }
       std::string repl;
-      const bool scripted = ctx.accelerator() && in_scripted_function(m, i);
-      if (scripted) {
-        // TorchScript cannot read the module-level _tp_device: "on an accelerator" instead.
+      const bool scripted = !ctx.target.host && in_scripted_function(m, i);
+      if (scripted && ctx.accelerator()) {
+        // "On an accelerator" (TorchScript reads no module-level names).
         repl = "device.type != \"cpu\"";
+      } else if (scripted) {
+        // TorchScript knows only torch's built-in Tensor attributes: a vendor's is_npu / is_mlu
+        // is a Python property (generate_methods_for_privateuse1_backend), so say it with the
+        // device type, which it reads.
+        repl = "device.type == \"" + ctx.target.device + "\"";
       } else if (mp && !mp->replacement.empty()) {
-        repl = ctx.render(mp->replacement);
+        repl = ctx.render(mp->replacement, tok.begin);
         if (repl.starts_with(".")) repl.erase(0, 1);
       } else if (ctx.accelerator()) {
-        repl = "device.type == " + std::string(kDeviceVar) + ".type";
-        ctx.used_device_var = true;
+        repl = "device.type != \"cpu\"";  // on an accelerator, whichever is current
       } else {
         repl = "is_" + ctx.target.device;
       }
@@ -553,18 +625,21 @@ void cuda_methods(Context& ctx) {
       const bool operand_ends =
           !nx || (m.kind(*nx) != TokenKind::Dot && m.kind(*nx) != TokenKind::LPar &&
                   m.kind(*nx) != TokenKind::LSqb);
-      if (scripted && before && m.kind(*before) == TokenKind::KwNot && operand_ends) {
+      std::string negated;  // `not x.is_cuda` as one comparison
+      if (ctx.accelerator() && repl == "device.type != \"cpu\"") negated = "device.type == \"cpu\"";
+      if (scripted && !ctx.accelerator()) negated = "device.type != \"" + ctx.target.device + "\"";
+      if (!negated.empty() && before && m.kind(*before) == TokenKind::KwNot && operand_ends) {
         Finding f;
         f.code = "TP302";
         f.op = Operation::Modify;
         f.api = ".is_cuda";
-        f.message = "change not x.is_cuda to x.device.type == \"cpu\"";
+        f.message = "change not x.is_cuda to x." + negated;
         f.begin = tok.begin;
         f.end = tok.end;
         fix::Fix fx;
         fx.edits.push_back(
             fix::Edit{m.tokens()[*before].begin, m.tokens()[chain->first].begin, ""});
-        fx.edits.push_back(fix::Edit{tok.begin, tok.end, "device.type == \"cpu\""});
+        fx.edits.push_back(fix::Edit{tok.begin, tok.end, negated});
         f.fix = std::move(fx);
         ctx.result.findings.push_back(std::move(f));
         ctx.changed = true;
@@ -610,7 +685,7 @@ void cuda_methods(Context& ctx) {
     fx.edits.push_back(fix::Edit{tok.begin, tok.end, "to"});
     std::string msg;
     if (!idx) {
-      const std::string dev = ctx.device_expr();
+      const std::string dev = ctx.device_expr(tok.begin);
       const std::uint32_t at = m.tokens()[*nx].end;
       fx.edits.push_back(fix::Edit{at, at, dev + (args.empty() ? "" : ", ")});
       msg = "change method .cuda(...) to .to(" + dev + ")";
@@ -619,7 +694,8 @@ void cuda_methods(Context& ctx) {
       const bool literal =
           std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
       if (literal || !ctx.target.device_index) {
-        const std::string dev = literal ? index_device(ctx, text) : "\"" + ctx.target.device + "\"";
+        const std::string dev =
+            literal ? index_device(ctx, text, tok.begin) : "\"" + ctx.target.device + "\"";
         fx.edits.push_back(fix::Edit{idx->first, idx->second, dev});
         // The dropped index expression takes the findings inside it along.
         std::erase_if(ctx.result.findings, [&](const Finding& g) {
@@ -629,8 +705,7 @@ void cuda_methods(Context& ctx) {
         if (!ctx.target.device_index) msg += " (" + t + " has one device)";
       } else {
         const std::string type =
-            ctx.accelerator() ? std::string(kDeviceVar) + ".type" : "\"" + ctx.target.device + "\"";
-        if (ctx.accelerator()) ctx.used_device_var = true;
+            ctx.accelerator() ? ctx.device_type_expr(tok.begin) : "\"" + ctx.target.device + "\"";
         fx.edits.push_back(
             fix::Edit{idx->first, idx->first, ctx.render("torch.device") + "(" + type + ", "});
         fx.edits.push_back(fix::Edit{idx->second, idx->second, ")"});

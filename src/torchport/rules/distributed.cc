@@ -10,9 +10,11 @@
 //   torch.distributed.Backend.NCCL and is_nccl_available() are catalogued (TP100).
 //   TP401 reports torch.nn.DataParallel, which only drives CUDA devices (with --distributed,
 //   TP412 replaces it instead).
-//   TP402 handles DistributedDataParallel's device_ids= and output_device= keywords: cpu drops
-//   them; accelerator passes them only when the device is not the CPU
-//   (`device_ids=[rank] if _tp_device.type != "cpu" else None`); the other targets keep them.
+//   TP402 handles DistributedDataParallel's device_ids= and output_device= keywords and
+//   init_process_group's device_id=: cpu drops
+//   them; accelerator passes them only when an accelerator is available
+//   (`device_ids=[rank] if torch.accelerator.is_available() else None`); the other targets keep
+//   them.
 // Why:
 //   NCCL exists only on NVIDIA GPUs; the targets use hccl (npu, hpu), cncl (mlu), mccl (musa),
 //   xccl (xpu) or gloo (cpu, and mps which has no collective backend).
@@ -21,7 +23,7 @@
 // Becomes (npu):
 //   dist.init_process_group(backend="hccl")
 //   ddp = DDP(model, device_ids=[rank])  -> cpu: DDP(model)
-//   (accelerator: backend=dist.get_default_backend_for_device(_tp_device), torch >= 2.6)
+//   (accelerator: backend=dist.get_default_backend_for_device(device), torch >= 2.6)
 // Safety:
 //   "nccl" anywhere else (a log message) is left alone; so is a variable assigned anything but
 //   string literals (reported instead). DataParallel is reported, never
@@ -53,14 +55,18 @@ bool backend_call(std::string_view q, std::string_view last) {
          (q.empty() && (last == "init_process_group" || last == "new_group"));
 }
 
-// DistributedDataParallel refuses device_ids/output_device for a CPU module (ValueError).
+// DistributedDataParallel refuses device_ids/output_device for a CPU module, and
+// init_process_group a CPU device_id (ValueError).
 void ddp_device_ids(Context& ctx) {
   if (!ctx.target.host && !ctx.accelerator()) return;
   const semantic::Model& m = ctx.m;
   for (const semantic::Reference& ref : m.references()) {
     const std::string& q = ref.qualified;
+    // init_process_group(device_id=) refuses a CPU device too (ValueError).
+    const bool init = q == "torch.distributed.init_process_group" ||
+                      q == "torch.distributed.distributed_c10d.init_process_group";
     if (q != "torch.nn.parallel.DistributedDataParallel" &&
-        q != "torch.nn.parallel.distributed.DistributedDataParallel") {
+        q != "torch.nn.parallel.distributed.DistributedDataParallel" && !init) {
       continue;
     }
     auto lpar = m.next(ref.last);
@@ -68,8 +74,15 @@ void ddp_device_ids(Context& ctx) {
     auto args = call_args(m, *lpar);
     for (std::size_t a = 0; a < args.size(); ++a) {
       const Arg& arg = args[a];
-      if (arg.keyword != "device_ids" && arg.keyword != "output_device") continue;
-      const std::string api = "DistributedDataParallel(" + std::string(arg.keyword) + "=)";
+      if (init ? arg.keyword != "device_id"
+               : arg.keyword != "device_ids" && arg.keyword != "output_device") {
+        continue;
+      }
+      const std::string api =
+          std::string(init ? "init_process_group(" : "DistributedDataParallel(") +
+          std::string(arg.keyword) + "=)";
+      const std::string why = init ? "init_process_group refuses a CPU device_id"
+                                   : "DistributedDataParallel refuses device ids for a CPU module";
       if (ctx.target.host) {
         // The argument goes with the comma before it (or after it, when it comes first).
         std::uint32_t b = m.tokens()[arg.first].begin;
@@ -83,37 +96,47 @@ void ddp_device_ids(Context& ctx) {
         f.code = "TP402";
         f.op = Operation::Delete;
         f.api = api;
-        f.message = "delete " + std::string(arg.keyword) +
-                    "= (DistributedDataParallel takes no device ids for a CPU module)";
+        f.message = "delete " + std::string(arg.keyword) + "= (" + why + ")";
         f.begin = m.tokens()[arg.first].begin;
         f.end = m.tokens()[arg.last].end;
         fix::Fix fx;
         fx.edits.push_back(fix::Edit{b, e, ""});
         f.fix = std::move(fx);
+        // The deleted argument takes the rewrites inside it along (device rules run first).
+        std::erase_if(ctx.result.findings,
+                      [&](const Finding& g) { return g.begin >= f.begin && g.end <= f.end; });
         ctx.result.findings.push_back(std::move(f));
         ctx.changed = true;
         continue;
       }
-      // accelerator: the ids only when the device is not the CPU.
+      // accelerator: the ids only when an accelerator is available.
       const TokenIndex v = *m.next(*m.next(arg.first));  // the value, after `name =`
       const std::uint32_t vb = m.tokens()[v].begin;
       const std::uint32_t ve = m.tokens()[arg.last].end;
       const std::string_view value = m.text().substr(vb, ve - vb);
-      const std::string cond = " if " + std::string(kDeviceVar) + ".type != \"cpu\" else None";
+      const std::string cond =
+          " if " + ctx.render("torch.accelerator.is_available()") + " else None";
       if (value.find(cond.substr(1)) != std::string_view::npos) continue;  // already done
       bool paren = false;
       for (TokenIndex t = v; t <= arg.last; ++t) {
         if (m.kind(t) == TokenKind::KwIf || m.kind(t) == TokenKind::KwLambda) paren = true;
       }
-      ctx.used_device_var = true;
       ctx.require_torch(kAcceleratorMinTorch);
-      const std::string repl =
-          paren ? "(" + std::string(value) + ")" + cond : std::string(value) + cond;
-      ctx.modify("TP402", api,
-                 "pass " + std::string(arg.keyword) +
-                     "= only when the device is not the CPU (DistributedDataParallel refuses "
-                     "device ids for a CPU module)",
-                 vb, ve, repl);
+      // Insertions around the value, so that rewrites inside it (a "cuda" string) still apply.
+      Finding f;
+      f.code = "TP402";
+      f.op = Operation::Modify;
+      f.api = api;
+      f.message = "pass " + std::string(arg.keyword) + "= only when an accelerator is available (" +
+                  why + ")";
+      f.begin = vb;
+      f.end = ve;
+      fix::Fix fx;
+      if (paren) fx.edits.push_back(fix::Edit{vb, vb, "("});
+      fx.edits.push_back(fix::Edit{ve, ve, (paren ? ")" : "") + cond});
+      f.fix = std::move(fx);
+      ctx.result.findings.push_back(std::move(f));
+      ctx.changed = true;
     }
   }
 }
@@ -128,7 +151,7 @@ void run_distributed(Context& ctx) {
           ? " (" + ctx.target.name + " has no collective backend: gloo runs on the CPU)"
           : "";
   // The backend expression for the accelerator target, spelled with the callee's module.
-  auto accel_backend = [&](const semantic::Reference* callee) {
+  auto accel_backend = [&](const semantic::Reference* callee, std::uint32_t at) {
     auto alias = m.module_alias("torch.distributed");
     std::string mod = alias ? *alias : ctx.render("torch.distributed");
     if (callee && callee->names.size() >= 2) {
@@ -136,9 +159,8 @@ void run_distributed(Context& ctx) {
       const std::uint32_t e = m.tokens()[callee->names[callee->names.size() - 2]].end;
       mod = std::string(m.text().substr(b, e - b));
     }
-    ctx.used_device_var = true;
     ctx.require_torch(kAcceleratorMinTorch);
-    return mod + ".get_default_backend_for_device(" + std::string(kDeviceVar) + ")";
+    return mod + ".get_default_backend_for_device(" + ctx.device_expr(at) + ")";
   };
   std::set<TokenIndex> done;  // "nccl" string tokens already rewritten
   // Rewrites the "nccl" string token `i`; `how` says where the string was found.
@@ -148,7 +170,7 @@ void run_distributed(Context& ctx) {
     const syntax::Token& tok = m.tokens()[i];
     if (ctx.accelerator()) {
       ctx.modify("TP400", "nccl", "change backend nccl to the default backend of the device" + how,
-                 tok.begin, tok.end, accel_backend(callee));
+                 tok.begin, tok.end, accel_backend(callee, tok.begin));
       return;
     }
     std::string repl = backend;

@@ -64,7 +64,8 @@ constexpr RuleInfo kRegistry[] = {
     {"TP401", "data-parallel", "torch.nn.DataParallel is flagged with the DDP recommendation",
      "distributed"},
     {"TP402", "ddp-device-ids",
-     "DistributedDataParallel device_ids=/output_device= on cpu and accelerator", "distributed"},
+     "DDP device_ids=/output_device=, init_process_group device_id= on cpu and accelerator",
+     "distributed"},
     {"TP410", "ddp-setup",
      "--distributed: process group from torchrun's environment, the rank's device, helpers", "ddp"},
     {"TP411", "ddp-wrap", "--distributed: the model variable wrapped in DistributedDataParallel",
@@ -265,23 +266,113 @@ std::string Context::torch_name() {
   return "torch";
 }
 
-std::string Context::device_expr() {
+std::string Context::script_device(std::uint32_t at, bool type, bool unindexed) const {
+  using syntax::TokenKind;
+  const auto& lines = m.lines();
+  if (!device_bindings_) {
+    // The first `device = ...` line of each scope whose `device` holds a device value.
+    std::map<std::uint32_t, DeviceBinding> found;
+    for (std::uint32_t li = 0; li < lines.size(); ++li) {
+      const semantic::Line& l = lines[li];
+      if (l.tokens.size() < 3 || m.kind(l.tokens[0]) != TokenKind::Name ||
+          m.token_text(l.tokens[0]) != "device" || m.kind(l.tokens[1]) != TokenKind::Equal ||
+          !m.is_store(l.tokens[0]) || found.contains(l.scope)) {
+        continue;
+      }
+      auto b = m.lookup("device", l.scope);
+      if (!b || b->kind != semantic::Binding::Kind::Device) continue;
+      DeviceBinding d;
+      d.line = li;
+      const semantic::Reference* r = m.reference_at(l.tokens[2]);
+      d.object = r && r->first == l.tokens[2] &&
+                 (r->qualified == "torch.device" || r->qualified.starts_with("torch.accelerator."));
+      for (std::size_t k = 2; k < l.tokens.size(); ++k) {
+        const TokenIndex t = l.tokens[k];
+        if (m.kind(t) == TokenKind::FStringMiddle &&
+            m.token_text(t).find(':') != std::string_view::npos) {
+          d.indexed = true;  // f"cuda:{rank}"
+        }
+        if (const semantic::Reference* dr = m.reference_at(t);
+            dr && dr->first == t && dr->qualified == "torch.device") {
+          auto lp = m.next(dr->last);
+          if (lp && m.kind(*lp) == TokenKind::LPar && call_args(m, *lp).size() > 1)
+            d.indexed = true;  // torch.device("cuda", rank)
+        }
+        if (m.kind(t) != TokenKind::String) continue;
+        auto sv = semantic::string_value(m.text(), m.tokens()[t]);
+        if (sv && sv->value.find(':') != std::string_view::npos) d.indexed = true;
+      }
+      found.emplace(l.scope, d);
+    }
+    device_bindings_ = std::move(found);
+  }
+  if (device_bindings_->empty() || lines.empty()) return "";
+  // The logical line of the site.
+  auto it = std::upper_bound(lines.begin(), lines.end(), at,
+                             [](std::uint32_t off, const auto& l) { return off < l.begin; });
+  if (it == lines.begin()) return "";
+  const auto li = static_cast<std::uint32_t>(std::distance(lines.begin(), it) - 1);
+  const semantic::Line& site = lines[li];
+  if (at >= site.end) return "";
+  const DeviceBinding* d = nullptr;
+  if (auto own = device_bindings_->find(site.scope); own != device_bindings_->end()) {
+    if (own->second.line < li) d = &own->second;  // bound before the site
+  } else if (site.scope != 0) {
+    // A function that does not bind `device` itself reads the module's (it runs later).
+    auto mod = device_bindings_->find(0);
+    auto b = m.lookup("device", site.scope);
+    if (mod != device_bindings_->end() && b && b->kind == semantic::Binding::Kind::Device) {
+      d = &mod->second;
+    }
+  }
+  if (!d) return "";
+  if (unindexed && d->indexed) return "";
+  if (!type) return "device";
+  if (d->object) return "device.type";
+  return d->indexed ? "" : "device";  // a device string such as "cuda" is its own type
+}
+
+std::string_view Context::helper_name() const {
+  if (!helper_name_) {
+    // "device" unless the script binds that name anywhere (a parameter, a local, an import).
+    bool taken = m.lookup(kDeviceVar, 0).has_value();
+    const auto n = static_cast<semantic::TokenIndex>(m.tokens().size());
+    for (semantic::TokenIndex i = 0; i < n && !taken; ++i) {
+      if (m.kind(i) != syntax::TokenKind::Name || m.token_text(i) != kDeviceVar || !m.is_store(i))
+        continue;
+      auto p = m.prev(i);
+      if (!p || m.kind(*p) != syntax::TokenKind::Dot) taken = true;
+    }
+    helper_name_ = std::string(taken ? kDeviceVarTaken : kDeviceVar);
+  }
+  return *helper_name_;
+}
+
+std::string Context::device_expr(std::optional<std::uint32_t> at) {
   if (accelerator()) {
+    if (at) {
+      std::string own = script_device(*at, false);
+      if (!own.empty()) return own;
+    }
     used_device_var = true;
-    return std::string(kDeviceVar);
+    return std::string(helper_name());
   }
   return "\"" + target.device + "\"";
 }
 
-std::string Context::device_type_expr() {
+std::string Context::device_type_expr(std::optional<std::uint32_t> at) {
   if (accelerator()) {
+    if (at) {
+      std::string own = script_device(*at, true);
+      if (!own.empty()) return own;
+    }
     used_device_var = true;
-    return std::string(kDeviceVar) + ".type";
+    return std::string(helper_name()) + ".type";
   }
   return "\"" + (target.amp_device.empty() ? target.device : target.amp_device) + "\"";
 }
 
-std::string Context::render(std::string_view replacement) {
+std::string Context::render(std::string_view replacement, std::optional<std::uint32_t> at) {
   std::string out;
   std::string_view r = replacement;
   // Placeholders (accelerator): {device}, {device_type}, {module}.
@@ -299,20 +390,19 @@ std::string Context::render(std::string_view replacement) {
     }
     std::string_view key = r.substr(open + 1, close - open - 1);
     if (key == "device") {
-      used_device_var = true;
-      out += kDeviceVar;
+      out += "device";  // renamed below
     } else if (key == "device_type") {
-      used_device_var = true;
-      out += std::string(kDeviceVar) + ".type";
+      out += device_type_expr(at);
     } else if (key == "module") {
-      used_device_var = true;
-      out += "torch.get_device_module(" + std::string(kDeviceVar) + ")";
+      // The module of the current accelerator, torch.cpu when there is none.
+      out += "torch.get_device_module()";
     } else {
       out += r.substr(open, close - open + 1);
     }
     r.remove_prefix(close + 1);
   }
-  // The catalogue writes the accelerator's module-level device variable as `device`.
+  // The catalogue writes the accelerator's device as `device`: the script's own where it is in
+  // reach, else the inserted variable.
   if (accelerator()) {
     std::string renamed;
     for (std::size_t i = 0; i < out.size();) {
@@ -323,8 +413,7 @@ std::string Context::render(std::string_view replacement) {
           (i + 6 == out.size() || !(std::isalnum(static_cast<unsigned char>(out[i + 6])) ||
                                     out[i + 6] == '_' || out[i + 6] == '('));
       if (start && word) {
-        renamed += kDeviceVar;
-        used_device_var = true;
+        renamed += device_expr(at);
         i += 6;
         continue;
       }

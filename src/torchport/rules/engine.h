@@ -104,6 +104,12 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
 /// produced where the rewrite is safe (e.g. CUDA_VISIBLE_DEVICES in a shell launcher).
 /// Files of any other kind return an empty result.
 FileResult check_other(std::string_view path, std::string_view text, const Options& opts);
+/// TP902 for a requirements*.txt or pyproject.toml whose migrated Python files need torch >=
+/// `min_torch` (torch.accelerator: data/targets.json): raises the lower bound of its torch
+/// requirement (`torch` -> `torch>=2.6`, `torch>=2.0` -> `torch>=2.6`); an exact pin or an upper
+/// bound below it is reported, not changed. No findings for other files.
+std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_view text,
+                                             std::string_view min_torch);
 
 /// --distributed: why the entry script cannot be made a DDP one, as `path:line:col: reason`
 /// (it already uses torch.distributed, it has no DataLoader, the model variable is never

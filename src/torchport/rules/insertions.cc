@@ -5,8 +5,10 @@
 //   - the target's import (`import torch_npu`, `import torch_mlu`, `import torch_musa`) right
 //     after the first module-level torch import, unless the file already imports it;
 //   - `import torch` when a replacement names torch and the file does not bind it;
-//   - for --target accelerator, the module-level device variable after the imports:
-//       _tp_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available()
+//   - for --target accelerator, where a rewrite needs a device and the script has none in reach,
+//     a module-level device variable after the imports, named `device` (`accel_device` when
+//     the script binds `device` elsewhere):
+//       device = torch.accelerator.current_accelerator() if torch.accelerator.is_available()
 //       else torch.device("cpu")
 //   - for --specify-device, DEVICE_ID read from the environment and made the current device
 //     (Ascend's -s; the target's device_id_env);
@@ -108,11 +110,11 @@ void run_insertions(Context& ctx) {
   if (host_event && !m.module_alias("time")) {
     inserts.push_back({block_end, "import time", "insert import time", "import time" + nl});
   }
-  if (ctx.used_device_var && !m.lookup(kDeviceVar, 0)) {
+  if (ctx.used_device_var && !m.lookup(ctx.helper_name(), 0)) {
     const std::string& t = torch;
-    inserts.push_back({var_at, std::string(kDeviceVar), "insert the device variable (torch >= 2.6)",
-                       std::string(kDeviceVar) + " = " + t +
-                           ".accelerator.current_accelerator() if " + t +
+    const std::string var(ctx.helper_name());
+    inserts.push_back({var_at, var, "insert the device variable (torch >= 2.6)",
+                       var + " = " + t + ".accelerator.current_accelerator() if " + t +
                            ".accelerator.is_available() else " + t + ".device(\"cpu\")" + nl});
     ctx.require_torch(kAcceleratorMinTorch);
   }

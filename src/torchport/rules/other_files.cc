@@ -286,6 +286,96 @@ FileResult check_other(std::string_view path, std::string_view text, const Optio
   return out;
 }
 
+std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_view text,
+                                             std::string_view min_torch) {
+  std::vector<Finding> out;
+  const std::string_view name = base_name(path);
+  const bool txt = name.starts_with("requirements") && ends_with(name, ".txt");
+  if (min_torch.empty() || !(txt || name == "pyproject.toml")) return out;
+  // One requirement string `spec` at byte `at`: "torch", "torch>=2.0", "torch>=2.0,<3; ...".
+  auto requirement = [&](std::string_view spec, std::size_t at) {
+    std::size_t n = 0;
+    while (n < spec.size() && (std::isalnum(static_cast<unsigned char>(spec[n])) ||
+                               spec[n] == '-' || spec[n] == '_' || spec[n] == '.')) {
+      ++n;
+    }
+    if (normalize(spec.substr(0, n)) != "torch") return;
+    std::size_t end = spec.find(';');  // environment markers stay as they are
+    if (end == std::string_view::npos) end = spec.size();
+    std::string_view versions = spec.substr(n, end - n);
+    while (!versions.empty() && (versions.back() == ' ' || versions.back() == '\t')) {
+      versions.remove_suffix(1);
+    }
+    const std::string want = ">=" + std::string(min_torch);
+    const std::string why = " (the migrated code needs torch >= " + std::string(min_torch) +
+                            ": torch.accelerator, data/targets.json)";
+    if (versions.find_first_not_of(" \t") == std::string_view::npos) {
+      const std::size_t b = at + n;
+      Finding f = make("TP902", Operation::Modify, "torch", "require torch" + want + why, b, b);
+      f.fix =
+          fix::Fix{{fix::Edit{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b), want}},
+                   fix::Applicability::Safe};
+      out.push_back(std::move(f));
+      return;
+    }
+    // Each clause: ">=2.0", "==2.1.0", "<2.5".
+    std::size_t pos = n;
+    while (pos < n + versions.size()) {
+      std::size_t comma = spec.find(',', pos);
+      if (comma == std::string_view::npos || comma > n + versions.size())
+        comma = n + versions.size();
+      std::string_view clause = spec.substr(pos, comma - pos);
+      const std::size_t lead = clause.find_first_not_of(" \t");
+      const std::size_t cb = pos + (lead == std::string_view::npos ? 0 : lead);
+      clause = spec.substr(cb, comma - cb);
+      std::size_t opn = 0;
+      while (opn < clause.size() &&
+             std::string_view("<>=!~").find(clause[opn]) != std::string_view::npos) {
+        ++opn;
+      }
+      const std::string_view op = clause.substr(0, opn);
+      std::string_view ver = clause.substr(opn);
+      while (!ver.empty() && (ver.front() == ' ')) ver.remove_prefix(1);
+      while (!ver.empty() && (ver.back() == ' ' || ver.back() == '\t')) ver.remove_suffix(1);
+      const bool below = !ver.empty() && compare_versions(ver, min_torch) < 0;
+      if ((op == ">=" || op == ">") && below) {
+        const std::size_t b = at + cb, e = b + opn + (clause.size() - opn);
+        Finding f = make(
+            "TP902", Operation::Modify, "torch",
+            "change torch" + std::string(op) + std::string(ver) + " to torch" + want + why, b, e);
+        f.fix = fix::Fix{{fix::Edit{static_cast<std::uint32_t>(b),
+                                    static_cast<std::uint32_t>(at + cb + clause.size()), want}},
+                         fix::Applicability::Safe};
+        out.push_back(std::move(f));
+      } else if ((op == "==" || op == "~=" || op == "<" || op == "<=") && below) {
+        out.push_back(make("TP902", Operation::Unsupported, "torch",
+                           "torch" + std::string(op) + std::string(ver) +
+                               " excludes the torch the migrated code needs" + why +
+                               "; change the requirement by hand",
+                           at + cb, at + cb + clause.size()));
+      }
+      pos = comma + 1;
+    }
+  };
+  for_each_line(text, [&](std::string_view raw, std::size_t at) {
+    const std::string_view line = strip_comment(raw);
+    const std::size_t i = line.find_first_not_of(" \t");
+    if (i == std::string_view::npos) return;
+    if (txt) {
+      if (line[i] != '-') requirement(line.substr(i), at + i);
+      return;
+    }
+    // pyproject.toml: quoted requirement strings.
+    for (std::size_t q = line.find_first_of("\"'"); q != std::string_view::npos;) {
+      const std::size_t close = line.find(line[q], q + 1);
+      if (close == std::string_view::npos) break;
+      requirement(line.substr(q + 1, close - q - 1), at + q + 1);
+      q = line.find_first_of("\"'", close + 1);
+    }
+  });
+  return out;
+}
+
 void run_setup_requires(Context& ctx) {
   const semantic::Model& m = ctx.m;
   Scan scan{ctx.cat, ctx.opts, ctx.result.findings};

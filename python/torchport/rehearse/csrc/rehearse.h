@@ -102,11 +102,11 @@ void record_dtype_violation(const std::string& op, const std::string& dtype,
                             const std::string& site);
 std::vector<std::tuple<std::string, std::string, std::string, int64_t>> dtype_violations();
 void reset_op_stats();
-// Gives the device the CPU kernel (through the boxed fallback) of every operator that has a CPU kernel
-// and a generic composite one (CompositeExplicitAutograd), no kernel of the device, and a "native" verdict
-// from the target's lists: the vendor ships its own kernel for it, so the device must not run torch's
-// decomposition instead (other numerics, many small ops, and no verdict for the op itself). Returns the
-// names registered.
+// Gives the device the CPU kernel (through the boxed fallback) of every operator that has a CPU
+// kernel and a generic composite one (CompositeExplicitAutograd), no kernel of the device, and a
+// "native" verdict from the target's lists: the vendor ships its own kernel for it, so the device
+// must not run torch's decomposition instead (other numerics, many small ops, and no verdict for
+// the op itself). Returns the names registered.
 std::vector<std::string> register_listed_kernels();
 
 // ---- zero-copy views ----

@@ -1,0 +1,100 @@
+"""Readability suite (issue 19): CUDA scripts in the styles of public example collections.
+
+tests/fixtures/readability/<name>/input.py is the CUDA script; accelerator.py and npu.py are the
+outputs a maintainer would merge, written by hand. `torchport migrate` must produce them exactly,
+with no `_tp_` name, and every accelerator output runs on this CPU-only machine (the
+distributed ones spawn 2 gloo ranks themselves).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SUITE = Path(__file__).resolve().parent.parent / "fixtures" / "readability"
+NAMES = sorted(p.name for p in SUITE.iterdir() if (p / "input.py").is_file())
+TARGETS = ["accelerator", "npu"]
+
+
+def test_the_suite_has_at_least_twelve_scripts() -> None:
+    assert len(NAMES) >= 12, NAMES
+
+
+def migrate(name: str, target: str, tmp: Path) -> str:
+    src = tmp / name
+    src.mkdir()
+    shutil.copy(SUITE / name / "input.py", src / "input.py")
+    out = tmp / "out"
+    p = subprocess.run(
+        [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "--target", target, "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    return (out / f"{name}_{target}" / "input.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", NAMES)
+def test_the_output_is_the_hand_written_one(name: str, target: str, tmp_path: Path) -> None:
+    got = migrate(name, target, tmp_path)
+    want = (SUITE / name / f"{target}.py").read_text(encoding="utf-8")
+    assert "_tp_" not in got
+    assert got == want
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_accelerator_output_runs_on_this_cpu_only_machine(name: str) -> None:
+    script = SUITE / name / "accelerator.py"
+    env = dict(os.environ, MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1")
+    p = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False, timeout=120, env=env
+    )
+    assert p.returncode == 0, p.stderr
+    # Each script prints its loss; the distributed ones once per rank.
+    want = 2 if "spawn" in name else 1
+    assert p.stdout.count("step 0 loss") == want, p.stdout
+
+
+def test_requirements_follow_the_output(tmp_path: Path) -> None:
+    """torch.accelerator needs torch >= 2.6: the project's torch requirement is raised, reported."""
+    src = tmp_path / "proj"
+    src.mkdir()
+    (src / "train.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    (src / "requirements.txt").write_text('numpy\ntorch>=2.0,<3 ; python_version >= "3.8"\n')
+    (src / "requirements-dev.txt").write_text("torch\n")
+    (src / "requirements-pinned.txt").write_text("torch==2.1.0\n")
+    (src / "pyproject.toml").write_text(
+        '[project]\nname = "p"\ndependencies = [\n  "torch",\n  "numpy>=1",\n]\n'
+    )
+    out = tmp_path / "out"
+    p = subprocess.run(
+        [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "--target", "accelerator"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    res = out / "proj_accelerator"
+    assert (res / "requirements.txt").read_text() == 'numpy\ntorch>=2.6,<3 ; python_version >= "3.8"\n'
+    assert (res / "requirements-dev.txt").read_text() == "torch>=2.6\n"
+    assert (res / "requirements-pinned.txt").read_text() == "torch==2.1.0\n"  # a pin is reported
+    assert '  "torch>=2.6",\n  "numpy>=1",' in (res / "pyproject.toml").read_text()
+    changes = (res / "torchport-report" / "change_list.csv").read_text()
+    assert "torch>=2.0 to torch>=2.6" in changes
+    assert "torch==2.1.0 excludes" in (res / "torchport-report" / "unsupported_api.csv").read_text()
+    # The input is never modified.
+    assert (src / "requirements-dev.txt").read_text() == "torch\n"
