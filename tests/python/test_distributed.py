@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from torchrun_testlib import run_ranks
+
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "distributed"
 RUNNER = HERE / "fixtures" / "distributed" / "loss_runner.py"
@@ -77,7 +79,7 @@ def run_original(name: str, where: Path) -> list[float]:
 def run_converted(script: Path, where: Path, nproc: int = 2) -> tuple[list[list[float]], str]:
     where.mkdir()
     env = {**os.environ, "TP_LOSS_DIR": str(where), "OMP_NUM_THREADS": "1"}
-    r = subprocess.run(
+    r = run_ranks(
         [
             sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
             "--master_port", str(free_port()), str(RUNNER), str(script),
@@ -189,7 +191,7 @@ def test_generated_launcher_runs_two_cpu_ranks(tmp_path: Path) -> None:
     assert os.access(launcher, os.X_OK)
     assert not (result / "run_distributed_npu.sh").exists()  # Ascend's launcher is npu's
     env = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
-    r = subprocess.run(
+    r = run_ranks(
         [str(launcher), "--nproc", "2", "--master-port", str(free_port())],
         env=env, capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rehearse_testlib import env, free_port, losses, rehearsal_built, rehearse  # noqa: F401
+from torchrun_testlib import run_ranks
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "rehearse"
@@ -30,7 +31,7 @@ def migrate(src: Path, out: Path, target: str) -> Path:
 
 
 def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_ranks(
         [
             sys.executable,
             "-m",
