@@ -88,6 +88,8 @@ void ddp_device_ids(Context& ctx) {
         f.end = m.tokens()[arg.last].end;
         fix::Fix fx;
         fx.edits.push_back(fix::Edit{b, e, ""});
+        fx.applicability = fix::Applicability::Unsafe;
+        f.changes = "changes behaviour: " + std::string(arg.keyword) + " dropped";
         f.fix = std::move(fx);
         ctx.result.findings.push_back(std::move(f));
         ctx.changed = true;

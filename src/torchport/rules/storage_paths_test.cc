@@ -50,16 +50,17 @@ TEST(StoragePaths, CallsThatReadAndWrite) {
   std::vector<std::string> got;
   for (const StoragePath& p : s.paths)
     got.push_back((p.role == StoragePath::Role::Input ? "in " : "out ") + p.value);
-  EXPECT_EQ(got, (std::vector<std::string>{"in /data/imagenet/train", "in tokens.npy", "in names.txt",
-                                           "out log/out.txt", "out runs/exp1", "out runs/tb",
-                                           "out ckpt/model.pt"}));
+  EXPECT_EQ(got, (std::vector<std::string>{"in /data/imagenet/train", "in tokens.npy",
+                                           "in names.txt", "out log/out.txt", "out runs/exp1",
+                                           "out runs/tb", "out ckpt/model.pt"}));
 }
 
 TEST(StoragePaths, InsertLineIsAfterDocstringAndFutureImports) {
-  EXPECT_EQ(scan("#!/usr/bin/env python\n\"\"\"Doc.\n\nMore.\"\"\"\nfrom __future__ import annotations\n"
-                 "\nimport torch\n")
-                .insert_line,
-            6u);
+  EXPECT_EQ(
+      scan("#!/usr/bin/env python\n\"\"\"Doc.\n\nMore.\"\"\"\nfrom __future__ import annotations\n"
+           "\nimport torch\n")
+          .insert_line,
+      6u);
   EXPECT_EQ(scan("# -*- coding: utf-8 -*-\n# comment\nimport torch\n").insert_line, 3u);
   EXPECT_EQ(scan("x = 1\n").insert_line, 1u);
 }
