@@ -49,14 +49,15 @@ def install(s: Session) -> None:
             # (float16) and the target in its own, which may differ (bfloat16 on cpu): a dtype change.
             dtype = a[0] if a else kw.get("dtype")
             target_dtype = target_default(amp) if target_default is not None else None
+            cls, why = MATCH, ""
             if dtype is None and cuda_dtype is not None and target_dtype not in (None, cuda_dtype):
-                why = (
-                    f"autocast computes in {str(target_dtype).removeprefix('torch.')} ({amp}'s default), not in "
-                    f"CUDA's default {CUDA_AMP_DTYPE}: pass dtype=torch.{CUDA_AMP_DTYPE} to keep the original's dtype"
+                theirs = str(target_dtype).removeprefix("torch.")
+                cls, why = (
+                    MISMATCH,
+                    f"autocast computes in {theirs} ({amp}'s default), not in CUDA's default "
+                    f"{CUDA_AMP_DTYPE}: pass dtype=torch.{CUDA_AMP_DTYPE} to keep the original's dtype",
                 )
-                hit("torch.autocast", ("device_type", "cuda"), ("device_type", amp), MISMATCH, why, user_depth())
-            else:
-                hit("torch.autocast", ("device_type", "cuda"), ("device_type", amp), MATCH, "", user_depth())
+            hit("torch.autocast", ("device_type", "cuda"), ("device_type", amp), cls, why, user_depth())
             device_type = amp
         orig_autocast_init(self, device_type, *a, **kw)
 

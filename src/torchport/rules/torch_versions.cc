@@ -79,7 +79,9 @@ void run_torch_versions(Context& ctx) {
       }
       if (given) continue;
       const std::uint32_t b = m.tokens()[ref.first].begin;
-      const std::uint32_t e = m.tokens()[*rp].end;
+      // The callee only: a finding over the whole call would hide what other rules report
+      // inside its arguments (cuda_leftover skips ranges already reported).
+      const std::uint32_t e = m.tokens()[ref.last].end;
       const std::string head = "torch " + runs_on + ": " + vc.summary;
       if (unknown) {
         ctx.flag("TP960", Operation::Unknown, vc.api,
