@@ -352,6 +352,16 @@ class Generator:
         }
         for mapping in targets.values():
             self.label_changes(name, mapping)
+        if name.startswith("Double"):  # float64 tensor types: not supported where float64 is lacking
+            doc = json.loads((ROOT / "data/targets.json").read_text())
+            for t in doc["targets"]:
+                if "float64" in t.get("no_dtypes", []) and t["name"] in targets:
+                    targets[t["name"]] = _m(
+                        "",
+                        "unsupported",
+                        "data/targets.json no_dtypes: " + t["facts"]["no_dtypes"],
+                        f"{t['name']} has no float64: use float32 on the device, or keep the tensor on the CPU",
+                    )
         return {
             "api": qual,
             "kind": kind,
