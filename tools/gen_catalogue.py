@@ -360,7 +360,7 @@ class Generator:
                         "",
                         "unsupported",
                         "data/targets.json no_dtypes: " + t["facts"]["no_dtypes"],
-                        f"{t['name']} has no float64: use float32 on the device, or keep the tensor on the CPU",
+                        f"{t['name']} has no float64: use float32 on the device, or keep it on the CPU",
                     )
         return {
             "api": qual,
