@@ -141,7 +141,8 @@ constexpr FamilyInfo kFamilies[] = {
      run_cuda_api},
     // A dropped device index takes the findings inside it along (`.cuda(torch.cuda.x())`).
     {"device", Input::PythonFile, NeedModel | NeedCatalogue, {"cuda_api"}, run_device},
-    {"distributed", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_distributed},
+    // After device: a dropped device_id=/device_ids= takes the device rewrites inside it along.
+    {"distributed", Input::PythonFile, NeedModel | NeedCatalogue, {"device"}, run_distributed},
     {"env", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_env},
     {"dtypes", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_dtypes},
     {"torch_versions", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_torch_versions},
