@@ -325,6 +325,17 @@ class Generator:
             f"no device-agnostic equivalent of torch.cuda.{name}",
         )
 
+    def label_changes(self, name: str, mapping: Mapping) -> None:
+        """Adds "changes" (the fix changes behaviour: an unsafe fix) to a mapping that replaces a
+        value by a constant or widens an RNG call to torch's CPU-and-devices functions."""
+        value = mapping.get("without_device", "")
+        if value and value != "None" and name not in self.overrides["cpu_no_accelerator"]["names"]:
+            group = "host_values" if name in self.overrides["host_values"]["names"] else "without_device"
+            mapping["changes"] = self.overrides[group]["changes"]
+        rng = self.overrides["torch_level_rng"]
+        if name in rng["changes"] and mapping["replacement"] == rng["names"][name][0]:
+            mapping["changes"] = rng["changes"][name]
+
     # -- entries -----------------------------------------------------------------------------
 
     def cuda_entry(self, name: str) -> dict[str, Any]:
@@ -343,6 +354,18 @@ class Generator:
             "cpu": self.cpu(name),
             "accelerator": self.accelerator(name),
         }
+        for mapping in targets.values():
+            self.label_changes(name, mapping)
+        if name.startswith("Double"):  # float64 tensor types: not supported where float64 is lacking
+            doc = json.loads((ROOT / "data/targets.json").read_text())
+            for t in doc["targets"]:
+                if "float64" in t.get("no_dtypes", []) and t["name"] in targets:
+                    targets[t["name"]] = _m(
+                        "",
+                        "unsupported",
+                        "data/targets.json no_dtypes: " + t["facts"]["no_dtypes"],
+                        f"{t['name']} has no float64: use float32 on the device, or keep it on the CPU",
+                    )
         return {
             "api": qual,
             "kind": kind,

@@ -7,7 +7,7 @@ things and the command line always wins:
 - scalar keys (target, torch-version, jobs) apply only when the flag is not on the command line;
 - list keys (rules, exclude, ignore, per-file-ignores) come first, the command line's after them
   (for --rules, a later file wins);
-- unsafe-fixes = true adds --unsafe-fixes.
+- unsafe-fixes = true adds --unsafe-fixes (the default); false adds --no-unsafe-fixes.
 
 The file is found from the INPUT upwards (a directory, or a file's directory): in each
 directory torchport.toml first, then a pyproject.toml that has a [tool.torchport] table.
@@ -218,6 +218,10 @@ def to_flags(cfg: Config, argv: Sequence[str]) -> list[str]:
         elif kind == "bool":
             if value and not _has_flag(argv, flag):
                 flags.append(flag)
+            elif not value and key == "unsafe-fixes" and not _has_flag(argv, flag):
+                # Applied by default: `unsafe-fixes = false` leaves them out.
+                if not _has_flag(argv, "--no-unsafe-fixes"):
+                    flags.append("--no-unsafe-fixes")
         elif kind == "list":
             for v in value:
                 # Rules files are relative to the configuration file; globs to the INPUT.

@@ -184,13 +184,14 @@ def _target(t: Mapping[str, Any], env_entries: list[dict[str, Any]]) -> Target:
     )
 
 
-def _load(root: Path) -> tuple[dict[str, Target], tuple[str, ...]]:
+def _load(root: Path) -> tuple[dict[str, Target], tuple[str, ...], str]:
     doc = _read(root / "targets.json")
     env_path = root / "catalogue" / "environment.json"
     env_entries = _read(env_path)["entries"] if env_path.is_file() else []
     # The runtime needs a device string: "accelerator" (device chosen at run time) is `--target auto` here.
     targets = {t["name"]: _target(t, env_entries) for t in doc["targets"] if t.get("device")}
-    return targets, tuple(doc.get("cuda_env_vars", {}).get("names", ()))
+    cuda_amp_dtype = str(doc.get("cuda", {}).get("amp_dtype", ""))
+    return targets, tuple(doc.get("cuda_env_vars", {}).get("names", ())), cuda_amp_dtype
 
 
 TARGETS: dict[str, Target]
@@ -198,7 +199,10 @@ TARGETS: dict[str, Target]
 # has no equivalent in `Target.env_map`, `torchport run` warns that it is ignored (data/targets.json
 # "cuda_env_vars", with its source).
 CUDA_ENV_VARS: tuple[str, ...]
-TARGETS, CUDA_ENV_VARS = _load(data_dir())
+# CUDA's autocast default dtype ("float16"; data/targets.json "cuda", with its source): torch.autocast("cuda")
+# without dtype= computes in it, and the target's own default may differ (bfloat16 on cpu and hpu).
+CUDA_AMP_DTYPE: str
+TARGETS, CUDA_ENV_VARS, CUDA_AMP_DTYPE = _load(data_dir())
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS) + ("auto",)
 

@@ -90,3 +90,22 @@ def test_unchanged_amp_training_script_matches_hand_written_cpu(tmp_path: Path) 
     assert "torch.autocast(device_type='cuda') -> torch.autocast(device_type='cpu')" in text
     assert "[modified] DataLoader(pin_memory=True" in text
     assert "torchport:" in run.stderr and "redirected call site(s)" in run.stderr
+
+
+def test_autocast_cuda_without_dtype_is_a_logged_dtype_change_on_cpu() -> None:
+    """torch.autocast("cuda") computes in float16 on CUDA; on cpu the default is bfloat16: `mismatch`, never
+    `match`. With dtype= given, or through torch.cuda.amp.autocast (which passes float16), it is a match."""
+    lin, x = torch.nn.Linear(4, 3), torch.randn(2, 4)
+    with enabled("cpu") as s:
+        with torch.autocast("cuda"):
+            default = lin(x)
+        with torch.autocast("cuda", dtype=torch.float16):
+            pinned = lin(x)
+        with torch.cuda.amp.autocast():
+            legacy = lin(x)
+        by_line = {site.lineno: site for site in sites(s) if site.api == "torch.autocast"}
+    assert default.dtype == torch.bfloat16 and pinned.dtype == legacy.dtype == torch.float16
+    classes = [by_line[k].cls for k in sorted(by_line)]
+    assert classes == ["mismatch", "match", "match"], classes
+    why = by_line[min(by_line)].why
+    assert "bfloat16" in why and "float16" in why and "dtype=torch.float16" in why

@@ -9,8 +9,9 @@ from typing import Any, Callable
 
 import torch
 
-from torchport.runtime._log import MATCH
+from torchport.runtime._log import MATCH, MISMATCH
 from torchport.runtime._session import Session
+from torchport.targets import CUDA_AMP_DTYPE
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _SKIP_FILES = ("typing_extensions.py", os.sep + "warnings.py")
@@ -38,10 +39,25 @@ def install(s: Session) -> None:
 
     orig_autocast_init = am.autocast.__init__
 
+    cuda_dtype = getattr(torch, CUDA_AMP_DTYPE, None) if CUDA_AMP_DTYPE else None
+    target_default = getattr(torch, "get_autocast_dtype", None)  # before it is patched below
+
     @functools.wraps(orig_autocast_init)
     def autocast_init(self: Any, device_type: str, *a: Any, **kw: Any) -> None:
         if device_type == "cuda":
-            hit("torch.autocast", ("device_type", "cuda"), ("device_type", amp), MATCH, "", user_depth())
+            # torch.autocast(device_type, dtype=None, ...): without a dtype, CUDA computes in its default
+            # (float16) and the target in its own, which may differ (bfloat16 on cpu): a dtype change.
+            dtype = a[0] if a else kw.get("dtype")
+            target_dtype = target_default(amp) if target_default is not None else None
+            cls, why = MATCH, ""
+            if dtype is None and cuda_dtype is not None and target_dtype not in (None, cuda_dtype):
+                theirs = str(target_dtype).removeprefix("torch.")
+                cls, why = (
+                    MISMATCH,
+                    f"autocast computes in {theirs} ({amp}'s default), not in CUDA's default "
+                    f"{CUDA_AMP_DTYPE}: pass dtype=torch.{CUDA_AMP_DTYPE} to keep the original's dtype",
+                )
+            hit("torch.autocast", ("device_type", "cuda"), ("device_type", amp), cls, why, user_depth())
             device_type = amp
         orig_autocast_init(self, device_type, *a, **kw)
 

@@ -180,6 +180,8 @@ struct Catalogue::Impl {
   std::vector<ArgRule> arg_rules;
   CustomRules custom_rules;
   std::map<std::string, AdviceTable, std::less<>> advice;  // by target
+  std::string cuda_amp_dtype;  // targets.json "cuda": the source's facts
+  std::vector<VersionChange> version_changes;
 };
 
 Catalogue::Catalogue() : impl_(std::make_unique<Impl>()) {}
@@ -203,6 +205,7 @@ Mapping parse_mapping(const Json& m, const std::string& where) {
   out.note = str_field(m, "note", where, false);
   out.source = str_field(m, "source", where, true);
   out.without_device = str_field(m, "without_device", where, false);
+  out.changes = str_field(m, "changes", where, false);
   if (out.status != Status::Unsupported && out.replacement.empty() && out.note.empty())
     throw DataError(where + ": a " + status + " mapping needs a replacement or a note");
   return out;
@@ -283,9 +286,35 @@ void parse_entries(Catalogue::Impl& impl, const std::string& name, const Json& d
   }
 }
 
+void parse_version_changes(Catalogue::Impl& impl, const std::string& name, const Json& list) {
+  if (!list.is_array()) throw DataError(name + ": version_changes: expected a list");
+  std::size_t i = 0;
+  for (const Json& c : list) {
+    const std::string where = name + ": version_changes[" + std::to_string(i++) + "]";
+    if (!c.is_object()) throw DataError(where + ": expected an object");
+    VersionChange v;
+    v.id = str_field(c, "id", where, true);
+    v.api = str_field(c, "api", where, true);
+    v.since = str_field(c, "since", where, true);
+    v.keyword = str_field(c, "keyword", where, true);
+    v.old_value = str_field(c, "old_value", where, true);
+    v.new_value = str_field(c, "new_value", where, true);
+    v.summary = str_field(c, "summary", where, true);
+    v.fix_when = str_field(c, "fix_when", where, true);
+    if (v.fix_when != "always" && v.fix_when != "never" && v.fix_when != "saves_objects")
+      throw DataError(where + ".fix_when: expected always, never or saves_objects");
+    v.fix_note = str_field(c, "fix_note", where, false);
+    v.source = str_field(c, "source", where, true);
+    impl.version_changes.push_back(std::move(v));
+  }
+}
+
 void parse_entries(Catalogue::Impl& impl, const std::string& name, const std::string& text,
                    const std::set<std::string>& target_names) {
-  parse_entries(impl, name, Json::parse(text), target_names, false);
+  Json doc = Json::parse(text);
+  if (auto vc = doc.find("version_changes"); vc != doc.end())
+    parse_version_changes(impl, name, *vc);
+  parse_entries(impl, name, doc, target_names, false);
 }
 
 bool dotted_name(std::string_view s) {
@@ -496,6 +525,10 @@ void parse_targets(Catalogue::Impl& impl, const std::string& name, const std::st
   Json doc = Json::parse(text);
   auto it = doc.find("targets");
   if (it == doc.end() || !it->is_array()) throw DataError(name + ": missing list \"targets\"");
+  if (auto c = doc.find("cuda"); c != doc.end()) {
+    if (!c->is_object()) throw DataError(name + ": cuda: expected an object");
+    impl.cuda_amp_dtype = str_field(*c, "amp_dtype", name + ": cuda", false);
+  }
   std::size_t i = 0;
   for (const Json& t : *it) {
     std::string where = name + ": targets[" + std::to_string(i++) + "]";
@@ -808,6 +841,12 @@ const std::vector<ArgRule>& Catalogue::arg_rules() const { return impl_->arg_rul
 const CustomRules& Catalogue::custom_rules() const { return impl_->custom_rules; }
 
 const std::vector<Target>& Catalogue::targets() const { return impl_->targets; }
+
+const std::string& Catalogue::cuda_amp_dtype() const { return impl_->cuda_amp_dtype; }
+
+const std::vector<VersionChange>& Catalogue::version_changes() const {
+  return impl_->version_changes;
+}
 
 const Target* Catalogue::target(std::string_view name) const {
   for (const Target& t : impl_->targets)

@@ -25,6 +25,21 @@ enum class Status : std::uint8_t {
 std::string_view to_string(Status s);
 std::optional<Status> parse_status(std::string_view s);
 
+/// A default of torch that changed in a version (data/catalogue/torch_versions.json): a call
+/// of `api` without `keyword` meant `keyword=old_value` before `since`, `new_value` from it.
+struct VersionChange {
+  std::string id;
+  std::string api;
+  std::string since;
+  std::string keyword;
+  std::string old_value;
+  std::string new_value;
+  std::string summary;
+  std::string fix_when;  ///< "always", "never" or "saves_objects"
+  std::string fix_note;
+  std::string source;
+};
+
 /// What one API becomes on one target.
 struct Mapping {
   std::string replacement;  ///< e.g. "torch_npu.npu.synchronize"; empty when there is none
@@ -36,6 +51,9 @@ struct Mapping {
   /// accelerator target on a CPU-only machine): "0" for a memory query, "None" for a reset,
   /// "{}" for memory_stats. "" = not emulated: the call needs the device.
   std::string without_device;
+  /// Non-empty when the replacement changes behaviour ("changes behaviour: a value replaced by
+  /// a constant", "... a seed call widened ..."): its fix is unsafe and labelled so.
+  std::string changes;
 };
 
 /// The kinds of things the catalogue describes.
@@ -256,6 +274,10 @@ class Catalogue {
 
   const std::vector<Target>& targets() const;
   const Target* target(std::string_view name) const;
+  /// Behaviour of torch that changed between versions (rule TP960).
+  const std::vector<VersionChange>& version_changes() const;
+  /// CUDA's autocast default dtype (targets.json "cuda"): "float16"; "" when not given.
+  const std::string& cuda_amp_dtype() const;
 
   /// Support of a general torch API (e.g. "torch.sparse.mm") on `target` for `torch_version`
   /// ("" = the newest list). nullopt when no list exists for the target (it is not judged).

@@ -26,7 +26,7 @@ struct CommonArgs {
   unsigned jobs = 0;
   std::vector<std::string> rules;
   std::vector<std::string> exclude, ignore, per_file_ignores;
-  bool unsafe_fixes = false;
+  bool unsafe_fixes = true;  // behaviour-changing fixes are applied, labelled, by default
   bool include_excluded = false;
   double max_file_mb = 0;
 };
@@ -68,8 +68,10 @@ void add_common(CLI::App& app, CommonArgs& a) {
           },
           "GLOB:CODE[,CODE...]"))
       ->allow_extra_args(false);
-  app.add_flag("--unsafe-fixes", a.unsafe_fixes,
-               "also apply fixes marked unsafe (they may change behaviour)");
+  app.add_flag("--unsafe-fixes,!--no-unsafe-fixes", a.unsafe_fixes,
+               "apply (the default) or leave out the fixes that change behaviour: a value "
+               "replaced by a constant, device_ids or a map_location index dropped, a seed call "
+               "widened; each is labelled in change_list.csv and report.json");
   app.add_flag("--include-excluded", a.include_excluded,
                "also process .git .hg .svn __pycache__ node_modules *.egg-info build dist and "
                "virtualenvs (excluded by default, as ruff does; the log lists them)");

@@ -98,13 +98,18 @@ std::string apply_findings(const std::string& rel, std::string_view text,
     row.code = f.code;
     row.api = f.api;
     row.message = f.message;
+    row.changes = f.changes;
+    if (f.fix)
+      row.applicability = f.fix->applicability == fix::Applicability::Safe     ? "safe"
+                          : f.fix->applicability == fix::Applicability::Unsafe ? "unsafe"
+                                                                               : "display-only";
     if (fix_of[i] != SIZE_MAX) {
       fix::FixOutcome o = ar.outcomes[fix_of[i]];
       row.applied = o == fix::FixOutcome::Applied || o == fix::FixOutcome::Duplicate;
       if (o == fix::FixOutcome::NotApplicable)
         row.message = "not applied (" +
                       std::string(f.fix->applicability == fix::Applicability::Unsafe
-                                      ? "unsafe fix: --unsafe-fixes applies it"
+                                      ? "unsafe fix, left out by --no-unsafe-fixes"
                                       : "display-only fix") +
                       "): " + f.message;
       if (o == fix::FixOutcome::Overlap || o == fix::FixOutcome::Invalid) {

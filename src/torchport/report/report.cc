@@ -62,6 +62,14 @@ void append_row_prefix(std::string& out, const Row& r) {
   append_number(out, r.end_line);
 }
 
+/// The message with its label: "[unsafe fix: changes behaviour: ...] message" for a fix that
+/// changes behaviour, "[numerics: ...] message" for a labelled safe fix.
+std::string labelled_message(const Row& row) {
+  if (row.changes.empty()) return row.message;
+  return "[" + std::string(row.applicability == "unsafe" ? "unsafe fix: " : "") + row.changes +
+         "] " + row.message;
+}
+
 std::string api_rows(const Report& r, rules::Operation op) {
   std::string out = "File,Start Line,End Line,OP,Tips\n";
   for (const Row& row : r.rows) {
@@ -131,7 +139,7 @@ std::string change_list_csv(const Report& r) {
     out += ',';
     out += op_name(row.op);
     out += ',';
-    append_cell(out, row.message);
+    append_cell(out, labelled_message(row));
     out += '\n';
   }
   return out;
@@ -266,6 +274,8 @@ std::string report_json_reference(const Report& r) {
     e["api"] = row.api;
     e["message"] = row.message;
     e["applied"] = row.applied;
+    if (!row.applicability.empty()) e["applicability"] = row.applicability;
+    if (!row.changes.empty()) e["changes"] = row.changes;
     findings.push_back(std::move(e));
   }
   j["findings"] = std::move(findings);
@@ -471,6 +481,8 @@ std::string report_json(const Report& r) {
     str("message", row.message);
     w.key("applied");
     w.boolean(row.applied);
+    if (!row.applicability.empty()) str("applicability", row.applicability);
+    if (!row.changes.empty()) str("changes", row.changes);
     w.close('}');
   }
   w.close(']');
@@ -524,7 +536,7 @@ std::string log_line(const Row& row) {
   out += "   Operation Type: ";
   out += op_name(row.op);
   out += "   Message: ";
-  out += row.message;
+  out += labelled_message(row);
   return out;
 }
 

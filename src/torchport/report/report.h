@@ -24,6 +24,9 @@ struct Row {
   std::string api;       ///< qualified API
   std::string message;   ///< what was done / why not
   bool applied = false;  ///< its fix is in the output
+  /// "safe", "unsafe" or "display-only" for a finding with a fix; "" without one.
+  std::string applicability;
+  std::string changes;  ///< the finding's label of what its fix changes (rules::Finding)
 };
 
 /// How a file ended (LibCST's codemod runner): every file is one of these, with a reason.

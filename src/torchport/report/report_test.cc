@@ -15,12 +15,12 @@ Report sample() {
   r.input = "proj";
   r.rows = {
       {"train.py", 3, 3, 5, Operation::Modify, "TP100", "torch.cuda.synchronize",
-       "change function torch.cuda.synchronize to torch_npu.npu.synchronize", true},
+       "change function torch.cuda.synchronize to torch_npu.npu.synchronize", true, "safe", ""},
       {"train.py", 1, 1, 1, Operation::Insert, "TP001", "torch_npu", "insert import torch_npu",
-       true},
+       true, "safe", ""},
       {"model/net.py", 7, 9, 1, Operation::Unsupported, "TP300", "flash_attn",
-       "flash_attn is CUDA-only, use SDPA", false},
-      {"model/net.py", 12, 12, 9, Operation::Unknown, "TP900", "torch.foo", "-", false},
+       "flash_attn is CUDA-only, use SDPA", false, "", ""},
+      {"model/net.py", 12, 12, 9, Operation::Unknown, "TP900", "torch.foo", "-", false, "", ""},
   };
   r.files = {{"train.py", Outcome::Success, "", true, true, 2, ""},
              {"bad.py", Outcome::Failure, "bad.py:2:5: invalid syntax", true, false, 0, ""},
@@ -71,6 +71,29 @@ TEST(Json, CarriesSummaryFilesAndFindings) {
   EXPECT_EQ(j["findings"][2]["operation"], "UNSUPPORTED");
   EXPECT_EQ(j["findings"][0]["applied"], true);
   EXPECT_EQ(j["cuda_ops"][0]["api"], "my_ops.fused_add");
+}
+
+TEST(Report, BehaviourChangingFixesAreLabelled) {
+  Report r = sample();
+  r.rows[0].applicability = "unsafe";
+  r.rows[0].changes = "changes behaviour: a value replaced by a constant";
+  r.rows[1].changes = "numerics: autocast dtype pinned";
+  const std::string csv = change_list_csv(r);
+  EXPECT_NE(csv.find(",[unsafe fix: changes behaviour: a value replaced by a constant] change "
+                     "function torch.cuda.synchronize"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find(",[numerics: autocast dtype pinned] insert import torch_npu"),
+            std::string::npos)
+      << csv;
+  auto j = nlohmann::json::parse(report_json(r));
+  EXPECT_EQ(j["findings"][0]["applicability"], "unsafe");
+  EXPECT_EQ(j["findings"][0]["changes"], "changes behaviour: a value replaced by a constant");
+  EXPECT_EQ(j["findings"][1]["applicability"], "safe");
+  EXPECT_FALSE(j["findings"][2].contains("applicability"));  // no fix
+  EXPECT_FALSE(j["findings"][2].contains("changes"));
+  // Both JSON writers agree on the new fields.
+  EXPECT_EQ(report_json(r), report_json_reference(r));
 }
 
 TEST(Json, FastWriterMatchesNlohmann) {

@@ -15,10 +15,10 @@ Report sample() {
   r.input = "/work/my proj";
   r.rows = {
       {"train.py", 3, 3, 5, Operation::Modify, "TP100", "torch.cuda.synchronize",
-       "change function torch.cuda.synchronize to torch_npu.npu.synchronize", false},
+       "change function torch.cuda.synchronize to torch_npu.npu.synchronize", false, "safe", ""},
       {"model/net, v2.py", 7, 9, 1, Operation::Unsupported, "TP002", "flash_attn",
-       "flash_attn is CUDA-only: 100% of\nits kernels", false},
-      {"model/net.py", 12, 12, 9, Operation::Unknown, "TP998", "torch.foo", "-", false},
+       "flash_attn is CUDA-only: 100% of\nits kernels", false, "", ""},
+      {"model/net.py", 12, 12, 9, Operation::Unknown, "TP998", "torch.foo", "-", false, "", ""},
   };
   r.files = {{"train.py", Outcome::Success, "", true, false, 1, ""},
              {"bad.py", Outcome::Failure, "bad.py:2:5: invalid syntax (copied unchanged)", true,

@@ -19,9 +19,16 @@
 //   For --target accelerator the device type is `device.type` (the script's own device).
 // Safety:
 //   Positional arguments of torch.cuda.amp.autocast (enabled, dtype, cache_enabled) do not line
-//   up with torch.amp.autocast(device_type, dtype, enabled, ...), so they become keywords. The
-//   default autocast dtype is the target's (float16 on CUDA, bfloat16 on CPU); pass dtype=
-//   explicitly to keep float16.
+//   up with torch.amp.autocast(device_type, dtype, enabled, ...), so they become keywords.
+//
+// TP201 (amp-default-dtype): an autocast that relies on CUDA's default dtype
+// (torch.cuda.amp.autocast(...) or torch.autocast("cuda", ...) without dtype=) would take the
+// target's default instead: bfloat16 on cpu and hpu (data/targets.json amp_dtype), the device's
+// default for accelerator. Where the two differ, dtype=torch.float16 (CUDA's default,
+// targets.json "cuda") is written, so the output computes in the original's dtype; the finding
+// carries the label "numerics: ..." in the reports. A call whose arguments cannot be read
+// (*args, **kwargs) is reported instead.
+//   with torch.cuda.amp.autocast():  -> cpu: with torch.amp.autocast("cpu", dtype=torch.float16):
 #include <torchport/rules/context.h>
 
 namespace torchport::rules {
@@ -59,6 +66,61 @@ void custom_fwd_bwd(Context& ctx, const semantic::Reference& ref, std::string_vi
   if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
 }
 
+// TP201: `args` are the call's arguments; `dtype_at` the index dtype has as a positional
+// argument (1 for both torch.cuda.amp.autocast and torch.autocast).
+void pin_cuda_dtype(Context& ctx, const std::string& api, semantic::TokenIndex lpar,
+                    const std::vector<Arg>& args, std::size_t dtype_at) {
+  const semantic::Model& m = ctx.m;
+  const std::string& cuda = ctx.cat.cuda_amp_dtype();
+  if (cuda.empty() || ctx.target.amp_dtype == cuda) return;  // same default: nothing changes
+  const auto rpar = m.match(lpar);
+  if (!rpar) return;
+  std::size_t positional = 0;
+  for (const Arg& a : args) {
+    if (a.keyword == "dtype") return;
+    const TokenKind k = m.kind(a.first);
+    if (k == TokenKind::Star || k == TokenKind::DoubleStar) {
+      ctx.flag("TP201", Operation::Unknown, api,
+               "numerics: the autocast dtype may come from *args/**kwargs; if it is not given, "
+               "CUDA's default " +
+                   cuda + " becomes " +
+                   (ctx.target.amp_dtype.empty() ? "the device's default" : ctx.target.amp_dtype) +
+                   " on " + ctx.target.name + ": pass dtype= explicitly",
+               m.tokens()[lpar].begin, m.tokens()[*rpar].end);
+      return;
+    }
+    if (a.keyword.empty()) ++positional;
+  }
+  if (positional > dtype_at) return;  // dtype given by position
+  const std::uint32_t at =
+      args.empty() ? m.tokens()[*rpar].begin : m.tokens()[args.back().last].end;
+  const std::string theirs = ctx.target.amp_dtype.empty()
+                                 ? "the default of the device found at run time (bfloat16 on "
+                                   "the CPU)"
+                                 : ctx.target.name + "'s default " + ctx.target.amp_dtype;
+  ctx.modify("TP201", api,
+             "pass dtype=torch." + cuda + ": the original relied on CUDA's autocast default " +
+                 cuda + ", which would become " + theirs,
+             at, at, ", dtype=" + ctx.render("torch." + cuda));
+  ctx.label_last(
+      "numerics: autocast dtype pinned to CUDA's default " + cuda + " (not " + theirs + ")",
+      fix::Applicability::Safe);
+}
+
+// torch.autocast("cuda", ...) / torch.amp.autocast(device_type="cuda", ...): the device type
+// is a "cuda" literal (TP300 rewrites the string).
+bool cuda_literal_device(const semantic::Model& m, const std::vector<Arg>& args) {
+  for (const Arg& a : args) {
+    if (!a.keyword.empty() && a.keyword != "device_type") continue;
+    semantic::TokenIndex v = a.first;
+    if (!a.keyword.empty()) v = *m.next(*m.next(a.first));
+    if (v != a.last || m.kind(v) != TokenKind::String) return false;
+    auto sv = semantic::string_value(m.text(), m.tokens()[v]);
+    return sv && sv->value == "cuda";
+  }
+  return false;
+}
+
 }  // namespace
 
 void run_amp(Context& ctx) {
@@ -91,6 +153,14 @@ void run_amp(Context& ctx) {
         q == "torch.cuda.amp.autocast_mode.custom_fwd" ||
         q == "torch.cuda.amp.autocast_mode.custom_bwd") {
       custom_fwd_bwd(ctx, ref, q.ends_with("custom_fwd") ? "custom_fwd" : "custom_bwd");
+      continue;
+    }
+    if (q == "torch.autocast" || q == "torch.amp.autocast" ||
+        q == "torch.amp.autocast_mode.autocast") {
+      auto lp = m.next(ref.last);
+      if (!lp || m.kind(*lp) != TokenKind::LPar || !m.match(*lp)) continue;
+      auto args = call_args(m, *lp);
+      if (cuda_literal_device(m, args)) pin_cuda_dtype(ctx, std::string(q), *lp, args, 1);
       continue;
     }
     if (q == "torch.cuda.amp.autocast" || q == "torch.cuda.amp.autocast_mode.autocast") {
@@ -147,6 +217,7 @@ void run_amp(Context& ctx) {
       ctx.modify("TP200", api, "pass the positional argument as " + keywords[k].second + "...",
                  keywords[k].first, keywords[k].first, keywords[k].second);
     }
+    if (which == "autocast" && m.match(*lpar)) pin_cuda_dtype(ctx, api, *lpar, args, 1);
     if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
   }
 }

@@ -64,6 +64,9 @@ class Context {
               std::uint32_t end, std::string replacement);
   void flag(std::string_view code, Operation op, std::string api, std::string message,
             std::uint32_t begin, std::uint32_t end);
+  /// Labels the last finding's fix: `changes` is what it changes ("changes behaviour: ...",
+  /// "numerics: ..."), `a` its applicability (Unsafe for a change of behaviour).
+  void label_last(std::string changes, fix::Applicability a);
 
   /// Token ranges already rewritten by an earlier rule (by the first token index).
   std::set<semantic::TokenIndex> handled;
@@ -113,12 +116,14 @@ std::vector<Arg> call_args(const semantic::Model& m, semantic::TokenIndex lpar);
 
 // Rule families (each file documents its family; engine.cc's family table says what each
 // needs and which families it runs after).
-void run_imports(Context& ctx);      // TP001-TP002 imports.cc
-void run_amp(Context& ctx);          // TP200 amp.cc
-void run_cuda_api(Context& ctx);     // TP100 cuda_api.cc
-void run_device(Context& ctx);       // TP300-TP302 device.cc
-void run_distributed(Context& ctx);  // TP400-TP402 distributed.cc
-void run_env(Context& ctx);          // TP500 env.cc
+void run_imports(Context& ctx);         // TP001-TP002 imports.cc
+void run_amp(Context& ctx);             // TP200-TP201 amp.cc
+void run_cuda_api(Context& ctx);        // TP100 cuda_api.cc
+void run_device(Context& ctx);          // TP300-TP302 device.cc
+void run_distributed(Context& ctx);     // TP400-TP402 distributed.cc
+void run_env(Context& ctx);             // TP500 env.cc
+void run_dtypes(Context& ctx);          // TP210 dtypes.cc
+void run_torch_versions(Context& ctx);  // TP960 torch_versions.cc
 void run_setup_requires(Context& ctx);
 void run_custom_args(Context& ctx);        // TP800 custom_args.cc
 void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc

@@ -164,6 +164,9 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
         simple_statement(m, line, ref.first, *rpar) ? "pass" : mp.without_device;
     ctx.modify("TP100", prefix, "change " + prefix + "(...) to " + value + " (" + mp.note + ")",
                begin, call_end, value);
+    // A whole statement dropped computes nothing: only a value in an expression is a change.
+    if (value != "pass" && !mp.changes.empty())
+      ctx.label_last(mp.changes, fix::Applicability::Unsafe);
     return true;
   }
   if (!ctx.version_ok(mp.min_torch)) return false;  // reported by the caller
@@ -201,6 +204,11 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
   fx.edits.push_back(fix::Edit{begin, name_end, "(" + name});
   fx.edits.push_back(
       fix::Edit{call_end, call_end, " if " + guard + " else " + mp.without_device + ")"});
+  if (!mp.changes.empty()) {
+    // Only without an accelerator: the value is the constant there.
+    f.changes = mp.changes + " (without an accelerator)";
+    fx.applicability = fix::Applicability::Unsafe;
+  }
   f.fix = std::move(fx);
   ctx.result.findings.push_back(std::move(f));
   ctx.changed = true;
@@ -272,6 +280,7 @@ void run_cuda_api(Context& ctx) {
         accel->status = catalogue::Status::Supported;
         accel->min_torch = std::string(kAcceleratorMinTorch);
         accel->note = "the current accelerator's device module, torch.cpu when there is none";
+        accel->changes.clear();  // the device module's own function
         found = &*accel;
       }
     }
@@ -332,6 +341,7 @@ void run_cuda_api(Context& ctx) {
     std::string message = "change " + prefix + " to " + mp.replacement;
     if (!mp.note.empty()) message += " (" + mp.note + ")";
     ctx.modify("TP100", prefix, message, begin, end, text);
+    if (!mp.changes.empty()) ctx.label_last(mp.changes, fix::Applicability::Unsafe);
     if (mp.status == catalogue::Status::Unknown) {
       ctx.flag("TP100", Operation::Unknown, prefix,
                mp.note.empty() ? "support of " + mp.replacement + " is not confirmed" : mp.note,

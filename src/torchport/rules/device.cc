@@ -253,6 +253,9 @@ void map_location(Context& ctx, const std::string& api, std::uint32_t b, std::ui
              "replace map_location " + api + " with " + repl +
                  " (the current device; torch.load cannot restore to an indexed CPU device)",
              b, e, repl);
+  // "cuda:1", f"cuda:{rank}": the index goes, so storages land on the current device.
+  if (api.find(':') != std::string::npos)
+    ctx.label_last("changes behaviour: a map_location index dropped", fix::Applicability::Unsafe);
 }
 
 // True when string token `i` is the type of `torch.device("cuda", index)`: the index is given

@@ -101,6 +101,8 @@ void ddp_device_ids(Context& ctx) {
         f.end = m.tokens()[arg.last].end;
         fix::Fix fx;
         fx.edits.push_back(fix::Edit{b, e, ""});
+        fx.applicability = fix::Applicability::Unsafe;
+        f.changes = "changes behaviour: " + std::string(arg.keyword) + " dropped";
         f.fix = std::move(fx);
         // The deleted argument takes the rewrites inside it along (device rules run first).
         std::erase_if(ctx.result.findings,

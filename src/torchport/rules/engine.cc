@@ -53,6 +53,14 @@ constexpr RuleInfo kRegistry[] = {
      "torch.cuda.*, torch.backends.cudnn/cuda and other catalogued APIs", "cuda_api"},
     {"TP200", "cuda-amp", "torch.cuda.amp autocast/GradScaler become torch.amp with a device type",
      "amp"},
+    {"TP201", "amp-default-dtype",
+     "autocast relying on CUDA's float16 default gets dtype=torch.float16 where the target's "
+     "default differs (a labelled numerics change)",
+     "amp"},
+    {"TP210", "float64-on-target",
+     "float64 dtypes, .double(), *DoubleTensor and set_default_dtype(float64) on targets that lack "
+     "float64",
+     "dtypes"},
     {"TP300", "device-string", "\"cuda\", \"cuda:N\" and f\"cuda:{i}\" in device contexts",
      "device"},
     {"TP301", "cuda-method", ".cuda(...) on tensors and modules", "device"},
@@ -111,6 +119,10 @@ constexpr RuleInfo kRegistry[] = {
     {"TP950", "vendor-api-support",
      "torch APIs the vendor's per-version list marks unsupported, limited or unlisted",
      "vendor_lists"},
+    {"TP960", "torch-version-change",
+     "behaviour that changed between the source's torch and --torch-version (data/"
+     "torch_versions.json)",
+     "torch_versions"},
     // tools/new_rule.py: registry
 };
 
@@ -120,17 +132,20 @@ constexpr FamilyInfo kFamilies[] = {
     {"imports", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_imports},
     {"amp", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_amp},
     {"profiler_activity", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_profiler_activity},
-    // ProfilerActivity.CUDA and the amp names are claimed (Context::handled) before the generic
-    // torch.cuda mappings.
+    // ProfilerActivity.CUDA, the amp names and the float64 tensor types (dtypes) are claimed
+    // (Context::handled) before the generic torch.cuda mappings.
     {"cuda_api",
      Input::PythonFile,
      NeedModel | NeedCatalogue,
-     {"amp", "profiler_activity"},
+     {"amp", "profiler_activity", "dtypes"},
      run_cuda_api},
     // A dropped device index takes the findings inside it along (`.cuda(torch.cuda.x())`).
     {"device", Input::PythonFile, NeedModel | NeedCatalogue, {"cuda_api"}, run_device},
-    {"distributed", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_distributed},
+    // After device: a dropped device_id=/device_ids= takes the device rewrites inside it along.
+    {"distributed", Input::PythonFile, NeedModel | NeedCatalogue, {"device"}, run_distributed},
     {"env", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_env},
+    {"dtypes", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_dtypes},
+    {"torch_versions", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_torch_versions},
     {"custom_args",
      Input::PythonFile,
      NeedModel | NeedCatalogue | NeedFindings,
@@ -482,6 +497,13 @@ void Context::flag(std::string_view code, Operation op, std::string api, std::st
   f.begin = begin;
   f.end = end;
   result.findings.push_back(std::move(f));
+}
+
+void Context::label_last(std::string changes, fix::Applicability a) {
+  if (result.findings.empty()) return;
+  Finding& f = result.findings.back();
+  f.changes = std::move(changes);
+  if (f.fix) f.fix->applicability = a;
 }
 
 const semantic::Reference* callee_of(const semantic::Model& m, TokenIndex lpar) {

@@ -46,6 +46,10 @@ struct Finding {
   std::uint32_t begin = 0;  ///< byte range in the decoded text (lines derived by the driver)
   std::uint32_t end = 0;
   std::optional<fix::Fix> fix;  ///< absent for Unsupported/Unknown and for display-only notes
+  /// Non-empty when the fix changes numerics or behaviour: the label the reports show, e.g.
+  /// "changes behaviour: a value replaced by a constant" or "numerics: autocast dtype ...".
+  /// Behaviour-changing fixes are Applicability::Unsafe (--no-unsafe-fixes leaves them out).
+  std::string changes;
 };
 
 /// Custom CUDA operator name -> the project file that defines it (from check_other's cuda_apis).
@@ -141,7 +145,7 @@ struct FamilyInfo {
   std::uint8_t needs = 0;  ///< Need bits
   /// Families whose claims (Context::handled, their findings) this one respects: they run
   /// first. Every other order between families is free.
-  std::array<std::string_view, 2> after{};
+  std::array<std::string_view, 3> after{};
   void (*run)(Context&) = nullptr;  ///< Python-file families; check_other() runs the others
 };
 

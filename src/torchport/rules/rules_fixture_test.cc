@@ -1,10 +1,11 @@
 // Rule fixtures: tests/fixtures/rules/<case>/input.py with, per target, the expected output
 // <target>.py and the expected findings <target>.findings ("LINE OP API" per line, in source
-// order). Unexpected findings fail the test, as clang-tidy's CHECK-MESSAGES do. Each output is
-// also re-parsed and migrated again, which must change nothing (idempotence). A project file
-// (input.sh, input.txt, input.cu, ...) goes through check_other() under the name its
-// <target>.options gives (path=requirements.txt). A directory without an expected output, an
-// output without its findings file, and a registered code without a fixture fail the test.
+// order; a fix that changes behaviour adds " [unsafe]" and its label in braces). Unexpected
+// findings fail the test, as clang-tidy's CHECK-MESSAGES do. Each output is also re-parsed and
+// migrated again, which must change nothing (idempotence). A project file (input.sh, input.txt,
+// input.cu, ...) goes through check_other() under the name its <target>.options gives
+// (path=requirements.txt). A directory without an expected output, an output without its findings
+// file, and a registered code without a fixture fail the test.
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/fix/apply.h>
@@ -39,7 +40,8 @@ std::string apply_fixes(const std::string& text, const FileResult& r) {
   for (const Finding& f : r.findings) {
     if (f.fix) fixes.push_back(*f.fix);
   }
-  fix::ApplyResult applied = fix::apply_fixes(text, fixes);
+  // migrate's default: the unsafe (behaviour-changing, labelled) fixes are applied too.
+  fix::ApplyResult applied = fix::apply_fixes(text, fixes, fix::Applicability::Unsafe);
   for (std::size_t i = 0; i < fixes.size(); ++i) {
     EXPECT_TRUE(applied.outcomes[i] == fix::FixOutcome::Applied ||
                 applied.outcomes[i] == fix::FixOutcome::Duplicate ||
@@ -53,7 +55,11 @@ std::string findings_text(const std::string& text, const FileResult& r) {
   std::string out;
   for (const Finding& f : r.findings) {
     const auto line = 1 + std::count(text.begin(), text.begin() + f.begin, '\n');
-    out += std::to_string(line) + " " + std::string(to_string(f.op)) + " " + f.api + "\n";
+    out += std::to_string(line) + " " + std::string(to_string(f.op)) + " " + f.api;
+    // The label of a fix that changes numerics or behaviour, "unsafe" when it is one.
+    if (f.fix && f.fix->applicability == fix::Applicability::Unsafe) out += " [unsafe]";
+    if (!f.changes.empty()) out += " {" + f.changes + "}";
+    out += "\n";
   }
   return out;
 }
