@@ -363,7 +363,7 @@ class Generator:
                     targets[t["name"]] = _m(
                         "",
                         "unsupported",
-                        "data/targets.json no_dtypes: " + t["facts"]["no_dtypes"],
+                        t["facts"]["no_dtypes"],  # the fact's own source (data/targets.json no_dtypes)
                         f"{t['name']} has no float64: use float32 on the device, or keep it on the CPU",
                     )
         return {

@@ -79,6 +79,10 @@ std::string public_source(const std::string& source) {
       // The device-backends notes, section 1.1, are about Ascend's torch_npu sources.
       {"shared/reference/device-backends-and-accuracy-tools.md 1.1 ",
        "https://github.com/Ascend/pytorch (torch_npu) "},
+      // Section 1.6 is about Intel Gaudi's documentation (the best-practices page on dtypes).
+      {"shared/reference/device-backends-and-accuracy-tools.md 1.6 ",
+       "https://docs.habana.ai/en/latest/PyTorch/Model_Optimization_PyTorch/"
+       "Best_Practices_for_Model_Training_on_Gaudi.html (Intel Gaudi) "},
   };
   // The notes on peer tools, by section: the public page each section is about.
   static constexpr Prefix kNotes[] = {
