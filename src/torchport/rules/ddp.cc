@@ -230,8 +230,9 @@ void run_ddp(Context& ctx) {
     f.fix = std::move(fx);
     // The dropped arguments take the findings inside them along (device_ids=list(range(
     // torch.cuda.device_count()))): their code is gone.
-    std::erase_if(ctx.result.findings, [&](const Finding& x) {
-      return x.begin >= ae && x.end <= ce && x.end > x.begin;
+    const std::size_t drop_b = ae, drop_e = ce;  // clang 14 cannot capture structured bindings
+    std::erase_if(ctx.result.findings, [drop_b, drop_e](const Finding& x) {
+      return x.begin >= drop_b && x.end <= drop_e && x.end > x.begin;
     });
     ctx.result.findings.push_back(std::move(f));
   }
