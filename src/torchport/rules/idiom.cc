@@ -1,4 +1,4 @@
-// Rule TP310: the device-selection idiom of a script's command line, ported as one unit.
+// Rule family TP310: the device-selection idiom of a script's command line, ported as one unit.
 //
 // What it does (non-host targets, unless --keep-device-flags):
 //   The argparse flag that switches CUDA on or off (`--cuda`, `--use-cuda`, `--no-cuda`,
