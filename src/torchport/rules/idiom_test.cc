@@ -120,13 +120,13 @@ TEST(DeviceFlags, AVendorFlagUsedElsewhereIsNotFolded) {
 
 TEST(DeviceFlags, VendorFlagsAreNotFoldedIntoAVendorTarget) {
   std::string out = port(kHead +
-                         "p.add_argument('--cuda', action='store_true')\n"
-                         "p.add_argument('--mps', action='store_true')\n"
-                         "args = p.parse_args()\n"
-                         "if args.cuda:\n"
-                         "    d = 'npu'\n"
-                         "elif args.mps:\n"
-                         "    d = 'mps'\n",
+                             "p.add_argument('--cuda', action='store_true')\n"
+                             "p.add_argument('--mps', action='store_true')\n"
+                             "args = p.parse_args()\n"
+                             "if args.cuda:\n"
+                             "    d = 'npu'\n"
+                             "elif args.mps:\n"
+                             "    d = 'mps'\n",
                          "musa");
   EXPECT_NE(out.find("elif args.mps:\n"), std::string::npos) << out;
   EXPECT_NE(out.find("if args.musa:\n"), std::string::npos) << out;
