@@ -123,4 +123,56 @@ ApplyResult apply_fixes(std::string_view text, const std::vector<Fix>& fixes,
   return out;
 }
 
+/// A byte offset of the first pass's output mapped back to the original text: an offset inside
+/// a replacement maps to the replaced range's begin (or, with `high`, its end).
+std::uint32_t to_original(std::uint32_t o, const std::vector<fix::AppliedEdit>& edits, bool high) {
+  std::int64_t delta = 0;
+  for (const fix::AppliedEdit& a : edits) {
+    const std::int64_t nb = a.edit.begin + delta;
+    const std::int64_t ne = nb + static_cast<std::int64_t>(a.edit.replacement.size());
+    if (o < nb) break;
+    if (o < ne || (o == ne && o == nb && !high)) return high ? a.edit.end : a.edit.begin;
+    delta += static_cast<std::int64_t>(a.edit.replacement.size()) -
+             (static_cast<std::int64_t>(a.edit.end) - a.edit.begin);
+  }
+  return static_cast<std::uint32_t>(o - delta);
+}
+
+/// Where an original offset (not inside an edit) lands in the edited text.
+std::uint32_t to_edited(std::uint32_t o, const std::vector<fix::AppliedEdit>& edits) {
+  std::int64_t delta = 0;
+  for (const fix::AppliedEdit& a : edits) {
+    if (a.edit.begin >= o) break;
+    delta += static_cast<std::int64_t>(a.edit.replacement.size()) -
+             (static_cast<std::int64_t>(a.edit.end) - a.edit.begin);
+  }
+  return static_cast<std::uint32_t>(o + delta);
+}
+
+/// The edits of two passes as one list on the original text (for the diff): the regions either
+/// pass touched, each replaced by what the final text has there.
+std::vector<fix::AppliedEdit> compose(const std::vector<fix::AppliedEdit>& first,
+                                      const std::vector<fix::AppliedEdit>& second,
+                                      std::string_view final_text) {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> regions;
+  for (const fix::AppliedEdit& a : first) regions.emplace_back(a.edit.begin, a.edit.end);
+  for (const fix::AppliedEdit& a : second)
+    regions.emplace_back(to_original(a.edit.begin, first), to_original(a.edit.end, first, true));
+  std::sort(regions.begin(), regions.end());
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> merged;
+  for (auto r : regions) {
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  std::vector<fix::AppliedEdit> out;
+  for (auto [b, e] : merged) {
+    std::uint32_t fb = to_edited(to_edited(b, first), second);
+    std::uint32_t fe = to_edited(to_edited(e, first), second);
+    out.push_back({{b, e, std::string(final_text.substr(fb, fe - fb))}, 0});
+  }
+  return out;
+}
+
 }  // namespace torchport::fix

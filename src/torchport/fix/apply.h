@@ -4,6 +4,7 @@
 #include <torchport/fix/edit.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,20 @@ struct ApplyResult {
 /// replacement only strictly inside it. Several insertions at one offset keep their order.
 /// The text is rebuilt from slices of the original, so bytes outside the edits never change.
 ApplyResult apply_fixes(std::string_view text, const std::vector<Fix>& fixes,
-                  Applicability allowed = Applicability::Safe);
+                        Applicability allowed = Applicability::Safe);
+
+// Two passes of edits (the driver's second pass runs on the first pass's output).
+
+/// An offset of the edited text mapped back to the original: an offset inside a replacement
+/// maps to the replaced range's begin (with `high`, its end). `edits` as ApplyResult::edits.
+std::uint32_t to_original(std::uint32_t offset, const std::vector<AppliedEdit>& edits,
+                          bool high = false);
+/// Where an original offset that no edit covers lands in the edited text.
+std::uint32_t to_edited(std::uint32_t offset, const std::vector<AppliedEdit>& edits);
+/// The edits of two passes as one list on the original text: the regions either pass touched,
+/// each replaced by what `final_text` (the second pass's output) has there.
+std::vector<AppliedEdit> compose(const std::vector<AppliedEdit>& first,
+                                 const std::vector<AppliedEdit>& second,
+                                 std::string_view final_text);
 
 }  // namespace torchport::fix

@@ -149,59 +149,6 @@ void drop_ignored(const std::string& rel, const Options& opts,
     w.entry.reason = std::to_string(n) + " finding(s) ignored by the rule selection";
 }
 
-/// A byte offset of the first pass's output mapped back to the original text: an offset inside
-/// a replacement maps to the replaced range's begin (or, with `high`, its end).
-std::uint32_t to_original(std::uint32_t o, const std::vector<fix::AppliedEdit>& edits,
-                          bool high = false) {
-  std::int64_t delta = 0;
-  for (const fix::AppliedEdit& a : edits) {
-    const std::int64_t nb = a.edit.begin + delta;
-    const std::int64_t ne = nb + static_cast<std::int64_t>(a.edit.replacement.size());
-    if (o < nb) break;
-    if (o < ne || (o == ne && o == nb && !high)) return high ? a.edit.end : a.edit.begin;
-    delta += static_cast<std::int64_t>(a.edit.replacement.size()) -
-             (static_cast<std::int64_t>(a.edit.end) - a.edit.begin);
-  }
-  return static_cast<std::uint32_t>(o - delta);
-}
-
-/// Where an original offset (not inside an edit) lands in the edited text.
-std::uint32_t to_edited(std::uint32_t o, const std::vector<fix::AppliedEdit>& edits) {
-  std::int64_t delta = 0;
-  for (const fix::AppliedEdit& a : edits) {
-    if (a.edit.begin >= o) break;
-    delta += static_cast<std::int64_t>(a.edit.replacement.size()) -
-             (static_cast<std::int64_t>(a.edit.end) - a.edit.begin);
-  }
-  return static_cast<std::uint32_t>(o + delta);
-}
-
-/// The edits of two passes as one list on the original text (for the diff): the regions either
-/// pass touched, each replaced by what the final text has there.
-std::vector<fix::AppliedEdit> compose(const std::vector<fix::AppliedEdit>& first,
-                                      const std::vector<fix::AppliedEdit>& second,
-                                      std::string_view final_text) {
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> regions;
-  for (const fix::AppliedEdit& a : first) regions.emplace_back(a.edit.begin, a.edit.end);
-  for (const fix::AppliedEdit& a : second)
-    regions.emplace_back(to_original(a.edit.begin, first), to_original(a.edit.end, first, true));
-  std::sort(regions.begin(), regions.end());
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> merged;
-  for (auto r : regions) {
-    if (!merged.empty() && r.first <= merged.back().second)
-      merged.back().second = std::max(merged.back().second, r.second);
-    else
-      merged.push_back(r);
-  }
-  std::vector<fix::AppliedEdit> out;
-  for (auto [b, e] : merged) {
-    std::uint32_t fb = to_edited(to_edited(b, first), second);
-    std::uint32_t fe = to_edited(to_edited(e, first), second);
-    out.push_back({{b, e, std::string(final_text.substr(fb, fe - fb))}, 0});
-  }
-  return out;
-}
-
 /// The second pass (TP310, rules/idiom.cc): it reads the output of the first, so that it sees
 /// the device rules' rewrites. Its rows get the original's lines; its edits join the first
 /// pass's for the diff.
@@ -221,15 +168,15 @@ std::string second_pass(const std::string& rel, const syntax::Tree& tree, std::s
       apply_findings(rel, after, fs, opts.analyze_only, w, applied2, &t2.lines(), opts.fixes);
   for (std::size_t i = 0; i < fs.size() && first_row + i < w.rows.size(); ++i) {
     Row& row = w.rows[first_row + i];
-    std::uint32_t b = to_original(fs[i].begin, applied);
-    std::uint32_t e = to_original(std::max(fs[i].begin, fs[i].end), applied, true);
+    std::uint32_t b = fix::to_original(fs[i].begin, applied);
+    std::uint32_t e = fix::to_original(std::max(fs[i].begin, fs[i].end), applied, true);
     text::LineCol start = tree.lines().locate(b);
     text::LineCol end = tree.lines().locate(e > b ? e - 1 : b);
     row.start_line = start.line;
     row.end_line = end.line;
     row.column = start.column + 1;
   }
-  if (after2 != after) applied = compose(applied, applied2, after2);
+  if (after2 != after) applied = fix::compose(applied, applied2, after2);
   return after2;
 }
 

@@ -145,7 +145,11 @@ enum Need : std::uint8_t {
 };
 
 /// What a family reads: a parsed Python file (check()) or another project file (check_other()).
-enum class Input : std::uint8_t { PythonFile, OtherFile };
+enum class Input : std::uint8_t {
+  PythonFile,    ///< a Python file: check() runs the family
+  OtherFile,     ///< requirements, setup.py, shell launchers: check_other()
+  PythonOutput,  ///< the Python file check()'s fixes produced: the driver's second pass
+};
 
 /// One rule family: one file src/torchport/rules/<name>.cc with its doc comment.
 struct FamilyInfo {

@@ -38,6 +38,7 @@
 #include <torchport/syntax/tree.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -284,6 +285,20 @@ std::string Porter::reword(std::string_view s,
                   article(display_).substr(1) + " " + display_ + " ",
               false);
   replace_all("CUDA", display_, false);
+  // "enables cuda": the lower-case word, whole.
+  std::string lower;
+  for (char c : display_) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::size_t p = out.find("cuda"); p != std::string::npos; p = out.find("cuda", p)) {
+    auto word_char = [&](std::size_t i) {
+      return std::isalnum(static_cast<unsigned char>(out[i])) || out[i] == '_' || out[i] == '-';
+    };
+    if ((p > 0 && word_char(p - 1)) || (p + 4 < out.size() && word_char(p + 4))) {
+      p += 4;
+      continue;
+    }
+    out.replace(p, 4, lower);
+    p += lower.size();
+  }
   return out;
 }
 
@@ -338,17 +353,21 @@ bool Porter::fold(const Flag& f, std::vector<fix::Edit>& edits, std::vector<std:
     }
     // `elif args.mps:`
     if (r->role() == Role::Test && r->parent() && remove_elif(r->parent())) continue;
-    // `if <available>: if not args.mps: print(...)`
-    const Node* inner = r;
-    while (inner && inner->kind() != NodeKind::If) inner = inner->parent();
-    const Node* outer = inner ? inner->parent() : nullptr;
-    if (inner && outer && outer->kind() == NodeKind::If && contains(inner->test(), r) &&
-        inner->orelse().empty() && outer->orelse().empty() && outer->body().size() == 1 &&
-        *outer->body().begin() == inner && !contains(outer->test(), r) &&
-        t_.tokens()[outer->first_token()].kind == TokenKind::KwIf &&
-        std::all_of(inner->body().begin(), inner->body().end(),
-                    [](const Node* b) { return b->kind() == NodeKind::Expr; })) {
-      if (!remove_stmt(outer)) return false;
+    // A warning: `if <available> and not args.mps: print(...)`, or the same as two nested ifs.
+    const Node* warn = r;
+    while (warn && warn->kind() != NodeKind::If) warn = warn->parent();
+    auto only_calls = [](const Node* i) {
+      return std::all_of(i->body().begin(), i->body().end(),
+                         [](const Node* b) { return b->kind() == NodeKind::Expr; });
+    };
+    if (warn && contains(warn->test(), r) && warn->orelse().empty() && only_calls(warn) &&
+        t_.tokens()[warn->first_token()].kind == TokenKind::KwIf) {
+      const Node* outer = warn->parent();
+      if (outer && outer->kind() == NodeKind::If && outer->orelse().empty() &&
+          outer->body().size() == 1 && *outer->body().begin() == warn &&
+          t_.tokens()[outer->first_token()].kind == TokenKind::KwIf)
+        warn = outer;
+      if (!remove_stmt(warn)) return false;
       continue;
     }
     return false;

@@ -10,6 +10,7 @@
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/fix/apply.h>
 #include <torchport/rules/engine.h>
+#include <torchport/semantic/model.h>
 #include <torchport/syntax/parser.h>
 
 #include <algorithm>
@@ -170,6 +171,37 @@ FileResult migrate(const std::string& name, const std::string& text, const std::
   return check(tree, cat, o);
 }
 
+// The driver's second pass (TP310) on the first pass's output `out`: its fixes are applied to
+// `out`, its findings join `r` at the original's offsets (their fixes, on `out`, are dropped).
+void second_pass(const std::string& input, std::string& out, FileResult& r,
+                 const std::string& target, const std::string& torch_version,
+                 const catalogue::Catalogue& cat) {
+  std::vector<fix::Fix> first;
+  for (const Finding& f : r.findings)
+    if (f.fix) first.push_back(*f.fix);
+  const fix::ApplyResult a1 = fix::apply_fixes(input, first, fix::Applicability::Unsafe);
+  syntax::Tree t2 = syntax::parse("output.py", out);
+  ASSERT_TRUE(t2.ok()) << out;
+  const semantic::Model m2(t2);
+  Options o;
+  o.target = target;
+  o.torch_version = torch_version;
+  std::vector<Finding> fs = port_device_idiom(t2, m2, cat, o);
+  if (fs.empty()) return;
+  FileResult r2;
+  r2.findings = fs;
+  out = apply_fixes(out, r2);
+  for (Finding& f : fs) {
+    const std::uint32_t b = fix::to_original(f.begin, a1.edits);
+    f.end = fix::to_original(std::max(f.begin, f.end), a1.edits, true);
+    f.begin = b;
+    f.fix.reset();
+    r.findings.push_back(std::move(f));
+  }
+  std::stable_sort(r.findings.begin(), r.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.begin < b.begin; });
+}
+
 // Runs one fixture case: the findings, and the output text.
 std::pair<FileResult, std::string> run_case(const Case& c, const FixtureOptions& o) {
   const std::string input = slurp(c.input);
@@ -192,6 +224,7 @@ std::pair<FileResult, std::string> run_case(const Case& c, const FixtureOptions&
   FileResult r =
       migrate("input.py", input, c.target, o.specify_device, o.torch_version, cat, ops, &o);
   std::string out = apply_fixes(input, r);
+  second_pass(input, out, r, c.target, o.torch_version, cat);
   // The output parses, and migrating it again changes nothing.
   FileResult again =
       migrate("output.py", out, c.target, o.specify_device, o.torch_version, cat, ops, &o);
@@ -264,7 +297,8 @@ TEST(RuleRegistry, FamiliesDeclareTheirOrder) {
       }
     }
   }
-  // Python-file families run from check(), the others from check_other().
+  // Python-file families run from check(), the others from check_other() or, for the second
+  // pass (PythonOutput), from the driver.
   for (const FamilyInfo* f : families())
     EXPECT_EQ(f->run != nullptr, f->input == Input::PythonFile) << f->name;
 }
