@@ -53,6 +53,7 @@ FIELD_OF = {
     "fallback_default": "fallback",
     "profiler_activity": "profiler_activity",
     "has_device_index": "device_index",
+    "cpu_shallow_copy": "cpu_shallow_copy",
 }
 
 
@@ -86,6 +87,11 @@ class Target:
     # CUDA variable (or "PREFIX*") -> why its rename is not an exact equivalent (catalogue status partial or
     # unknown): the runtime logs such a rename as modified, not match.
     env_notes: Mapping[str, str] = field(default_factory=dict)
+    # The vendor registers aten::_has_compatible_shallow_copy_type so that a CPU tensor and a device tensor
+    # are compatible: Module.to(device) keeps each Parameter (`param.data = ...`), so tied weights stay tied.
+    # Torch's own answer for a PrivateUse1 device is no (a new Parameter per module). `torchport rehearse`
+    # follows it.
+    cpu_shallow_copy: bool = False
 
     @property
     def in_tree(self) -> bool:
@@ -181,6 +187,7 @@ def _target(t: Mapping[str, Any], env_entries: list[dict[str, Any]]) -> Target:
         host=bool(t.get("host", False)),
         unverified=tuple(k for k, v in facts.items() if v.startswith(UNVERIFIED)),
         env_notes=env_notes,
+        cpu_shallow_copy=bool(t.get("cpu_shallow_copy", False)),
     )
 
 

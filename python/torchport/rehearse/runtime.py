@@ -319,6 +319,8 @@ def activate(
         _warn_callback(sess),
     )
     sess.listed_kernels = sorted(mod.register_listed_kernels())
+    if tgt.cpu_shallow_copy:  # data/targets.json: the vendor makes CPU and device tensors compatible
+        mod.register_cpu_shallow_copy()
     torch.utils.rename_privateuse1_backend(target)
     _session = sess
     from torchport.rehearse import devmod

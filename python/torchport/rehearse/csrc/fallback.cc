@@ -618,6 +618,36 @@ std::vector<std::string> register_listed_kernels() {
   return done;
 }
 
+namespace {
+// A dense tensor on the host or on the rehearsal device.
+bool dense_host_or_device(c10::DispatchKeySet ks) {
+  return ks.has_any(c10::DispatchKeySet(c10::DispatchKey::Dense)) &&
+         ks.has_any(c10::DispatchKeySet(
+             {c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit}));
+}
+
+bool rh_has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  const c10::DispatchKeySet a = self.key_set();
+  const c10::DispatchKeySet b = from.key_set();
+  return a == b || (dense_host_or_device(a) && dense_host_or_device(b));
+}
+}  // namespace
+
+void register_cpu_shallow_copy() {
+  static bool ran = false;
+  if (ran) return;
+  ran = true;
+  // Leaked on purpose, as in register_listed_kernels. A call with a device tensor among its
+  // arguments dispatches to AutogradPrivateUse1 (autograd comes before the backend), the
+  // PrivateUse1 entry serves calls below autograd.
+  for (c10::DispatchKey key :
+       {c10::DispatchKey::AutogradPrivateUse1, c10::DispatchKey::PrivateUse1}) {
+    auto* lib = new torch::Library(torch::Library::IMPL, "aten", key, __FILE__,
+                                   static_cast<uint32_t>(__LINE__));
+    lib->impl("_has_compatible_shallow_copy_type", TORCH_FN(rh_has_compatible_shallow_copy_type));
+  }
+}
+
 }  // namespace torchport::rehearse
 
 namespace {

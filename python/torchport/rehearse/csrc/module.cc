@@ -93,6 +93,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("op_stats", &op_stats);
   m.def("reset_op_stats", []() { rh::reset_op_stats(); });
   m.def("register_listed_kernels", []() { return rh::register_listed_kernels(); });
+  m.def("register_cpu_shallow_copy", []() { rh::register_cpu_shallow_copy(); });
   m.def("dtype_violations", []() { return rh::dtype_violations(); });
   m.def(
       "as_cpu", [](const at::Tensor& t) { return rh::as_cpu(t); },

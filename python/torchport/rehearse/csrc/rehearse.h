@@ -108,6 +108,12 @@ void reset_op_stats();
 // must not run torch's decomposition instead (other numerics, many small ops, and no verdict for
 // the op itself). Returns the names registered.
 std::vector<std::string> register_listed_kernels();
+// Makes a CPU tensor and a device tensor compatible for a shallow copy
+// (aten::_has_compatible_shallow_copy_type), as the vendors whose data/targets.json says
+// "cpu_shallow_copy" do: `param.data = param.to(device)` then keeps the Parameter, so
+// Module.to() keeps tied weights tied. Torch's own answer for PrivateUse1 is "not compatible",
+// under which Module.to() makes a new Parameter per module and unties them.
+void register_cpu_shallow_copy();
 
 // ---- zero-copy views ----
 // A CPU tensor on the same storage (no copy); for a CPU tensor, itself.
