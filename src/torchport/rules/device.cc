@@ -437,6 +437,20 @@ bool built_device_string(Context& ctx, TokenIndex i, const semantic::StringValue
   return false;
 }
 
+/// True when the condition after the `if` token `kw` (up to its `else`) calls `is_available()`:
+/// `"cuda" if torch.cuda.is_available() else "cpu"`. Another condition (`"cuda" if "cuda" in
+/// device else "cpu"`, llm.c) does not say an accelerator exists.
+bool tests_availability(const semantic::Model& m, TokenIndex kw) {
+  const std::optional<TokenIndex> open = m.enclosing_open(kw);
+  for (std::optional<TokenIndex> i = m.next(kw); i; i = m.next(*i)) {
+    if (m.enclosing_open(*i) == open) {
+      if (m.kind(*i) == TokenKind::KwElse || m.kind(*i) == TokenKind::Newline) return false;
+    }
+    if (m.kind(*i) == TokenKind::Name && m.token_text(*i) == "is_available") return true;
+  }
+  return false;
+}
+
 void device_strings(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
@@ -463,7 +477,8 @@ void device_strings(Context& ctx) {
       if (ctx.accelerator()) {
         std::string text;
         auto after = m.next(i);
-        if (sv->value == "cuda" && after && m.kind(*after) == TokenKind::KwIf) {
+        if (sv->value == "cuda" && after && m.kind(*after) == TokenKind::KwIf &&
+            tests_availability(m, *after)) {
           // `"cuda" if <available> else "cpu"`: the branch runs only with an accelerator.
           text = ctx.render("torch.accelerator.current_accelerator().type");
         } else if (sv->value == "cuda") {
