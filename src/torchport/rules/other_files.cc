@@ -13,7 +13,11 @@
 //   wheel indexes (--extra-index-url https://download.pytorch.org/whl/cu121). In shell
 //   launchers it replaces CUDA_VISIBLE_DEVICES by the target's variable from the catalogue
 //   (reported, and left in place, where the target has none: cpu, mps, accelerator) and
-//   reports nvidia-smi.
+//   reports nvidia-smi. After the migration (driver.cc), requirements follow the output: the
+//   torch requirement is raised to the torch the output needs, and the target's vendor package
+//   (data/targets.json "requirement": torch_npu, torch_mlu, torch_musa) is added to
+//   requirements*.txt and pyproject.toml's [project] dependencies where a migrated file imports
+//   it.
 // Why:
 //   Custom CUDA kernels must be ported by hand (the vendors' tools only list them too), and a
 //   CUDA-only requirement or launcher setting breaks the run before any Python executes.
