@@ -74,6 +74,10 @@ constexpr RuleInfo kRegistry[] = {
     {"TP402", "ddp-device-ids",
      "DDP device_ids=/output_device=, init_process_group device_id= on cpu and accelerator",
      "distributed"},
+    {"TP403", "process-count",
+     "mp.spawn process counts from torch.cuda.device_count(): a CPU path (accelerator, cpu) or a "
+     "guard (device targets)",
+     "distributed"},
     {"TP410", "ddp-setup",
      "--distributed: process group from torchrun's environment, the rank's device, helpers", "ddp"},
     {"TP411", "ddp-wrap", "--distributed: the model variable wrapped in DistributedDataParallel",
