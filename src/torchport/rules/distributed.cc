@@ -172,11 +172,17 @@ void process_count(Context& ctx) {
     if (!callee || callee->first != t[2] || callee->qualified != "torch.cuda.device_count")
       continue;
     const std::string_view name = m.token_text(t[0]);
-    // Is `name` the process count of a spawn call later in the same scope?
+    // Is `name` (or a plain copy, `world_size = n_gpus`) the process count of a spawn call
+    // later in the same scope?
+    std::set<std::string_view> names = {name};
     bool counts_processes = false;
     for (std::size_t lj = li + 1; lj < lines.size() && !counts_processes; ++lj) {
       if (lines[lj].scope != line.scope) continue;
-      for (TokenIndex k : lines[lj].tokens) {
+      const auto& u = lines[lj].tokens;
+      if (u.size() == 3 && m.kind(u[0]) == TokenKind::Name && m.kind(u[1]) == TokenKind::Equal &&
+          m.kind(u[2]) == TokenKind::Name && names.contains(m.token_text(u[2])))
+        names.insert(m.token_text(u[0]));
+      for (TokenIndex k : u) {
         if (m.kind(k) != TokenKind::LPar) continue;
         const semantic::Reference* c = callee_of(m, k);
         if (!c || !spawn_call(c->qualified)) continue;
@@ -186,7 +192,7 @@ void process_count(Context& ctx) {
           if (a.keyword.empty()) ++pos;
           if (!nprocs) continue;
           const TokenIndex v = a.keyword.empty() ? a.first : *m.next(*m.next(a.first));
-          if (v == a.last && m.kind(v) == TokenKind::Name && m.token_text(v) == name)
+          if (v == a.last && m.kind(v) == TokenKind::Name && names.contains(m.token_text(v)))
             counts_processes = true;
         }
       }
@@ -206,6 +212,15 @@ void process_count(Context& ctx) {
       ctx.label_last("changes behaviour: 2 CPU processes where the original started none",
                      fix::Applicability::Unsafe);
     } else {
+      // The script checks the count itself on the next line (`assert n_gpus >= 2, "..."`):
+      // its own message says why it stops.
+      const bool checked =
+          li + 1 < lines.size() && !lines[li + 1].tokens.empty() &&
+          m.kind(lines[li + 1].tokens[0]) == TokenKind::KwAssert &&
+          std::any_of(lines[li + 1].tokens.begin(), lines[li + 1].tokens.end(), [&](TokenIndex k) {
+            return m.kind(k) == TokenKind::Name && m.token_text(k) == name;
+          });
+      if (checked) continue;
       std::string dev = ctx.target.device;
       for (char& c : dev) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       ctx.modify(
