@@ -75,8 +75,7 @@ constexpr RuleInfo kRegistry[] = {
      "DDP device_ids=/output_device=, init_process_group device_id= on cpu and accelerator",
      "distributed"},
     {"TP403", "process-count",
-     "mp.spawn process counts from torch.cuda.device_count(): a CPU path (accelerator, cpu) or a "
-     "guard (device targets)",
+     "mp.spawn counts from torch.cuda.device_count(): a CPU path or a guard, per target",
      "distributed"},
     {"TP410", "ddp-setup",
      "--distributed: process group from torchrun's environment, the rank's device, helpers", "ddp"},
