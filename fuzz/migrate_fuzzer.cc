@@ -1,5 +1,6 @@
 // libFuzzer target for what migrate does to a Python file, for every target:
-// decode -> parse -> semantic model -> rules -> apply the safe fixes -> re-parse.
+// decode -> parse -> semantic model -> rules -> apply the safe fixes -> re-parse -> the second
+// pass (TP310, the command line's device flags) -> apply -> re-parse.
 // The invariants that must hold for any input that parses:
 //   - the rules never crash, and every fix they produce has edits inside the text;
 //   - the rewritten text parses again (a rewrite that breaks the file is a finding, even though
@@ -43,13 +44,32 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (f.fix) fixes.push_back(*f.fix);
     }
     const fix::ApplyResult applied = fix::apply_fixes(tree.text(), fixes);
-    if (applied.text == tree.text()) continue;
     const syntax::Tree again = syntax::parse("fuzz.py", applied.text);
     if (!again.ok()) {
       std::fprintf(stderr, "%s: the rewritten file does not parse: %s\n--- output ---\n%s\n",
                    target.name.c_str(),
                    again.diagnostics().empty() ? "?" : again.format(again.diagnostics()[0]).c_str(),
                    applied.text.c_str());
+      std::abort();
+    }
+    const semantic::Model model2(again);
+    std::vector<fix::Fix> fixes2;
+    for (const rules::Finding& f : rules::port_device_idiom(again, model2, cat, opts)) {
+      if (f.begin > f.end || f.end > again.text().size()) {
+        std::fprintf(stderr, "%s: finding %s outside the text\n", target.name.c_str(),
+                     f.code.c_str());
+        std::abort();
+      }
+      if (f.fix) fixes2.push_back(*f.fix);
+    }
+    if (fixes2.empty()) continue;
+    const fix::ApplyResult applied2 = fix::apply_fixes(again.text(), fixes2);
+    const syntax::Tree third = syntax::parse("fuzz.py", applied2.text);
+    if (!third.ok()) {
+      std::fprintf(stderr, "%s: the second pass's output does not parse: %s\n--- output ---\n%s\n",
+                   target.name.c_str(),
+                   third.diagnostics().empty() ? "?" : third.format(third.diagnostics()[0]).c_str(),
+                   applied2.text.c_str());
       std::abort();
     }
   }

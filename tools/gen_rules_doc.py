@@ -89,14 +89,19 @@ class FamilyRow:
     after: list[str]
 
 
-_CODE_ROW = re.compile(r'\{"(TP\d{3})",\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)",\s*"(\w+)"\}')
+# The summary may be C++ adjacent string literals ("..." "..."), joined here.
+_CODE_ROW = re.compile(r'\{"(TP\d{3})",\s*"([^"]*)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+),\s*"(\w+)"\}')
+_LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _FAMILY_ROW = re.compile(r'\{"(\w+)",\s*Input::\w+,\s*([\w |\n]+?),\s*\{([^}]*)\},\s*(?:run_\w+|nullptr)\}')
 
 
 def registry(rules_dir: Path = RULES) -> tuple[list[Code], list[FamilyRow]]:
     """The code registry and the family table of rules/engine.cc (the single registry)."""
     engine = (rules_dir / "engine.cc").read_text(encoding="utf-8")
-    codes = [Code(m[1], m[2], m[3].replace('\\"', '"'), m[4]) for m in _CODE_ROW.finditer(engine)]
+    codes = [
+        Code(m[1], m[2], "".join(_LITERAL.findall(m[3])).replace('\\"', '"'), m[4])
+        for m in _CODE_ROW.finditer(engine)
+    ]
     fams = [
         FamilyRow(m[1], [n.strip()[4:] for n in m[2].split("|")], re.findall(r'"(\w+)"', m[3]))
         for m in _FAMILY_ROW.finditer(engine)

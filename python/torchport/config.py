@@ -7,7 +7,8 @@ things and the command line always wins:
 - scalar keys (target, torch-version, jobs) apply only when the flag is not on the command line;
 - list keys (rules, exclude, ignore, per-file-ignores) come first, the command line's after them
   (for --rules, a later file wins);
-- unsafe-fixes = true adds --unsafe-fixes (the default); false adds --no-unsafe-fixes.
+- unsafe-fixes = true adds --unsafe-fixes (the default); false adds --no-unsafe-fixes;
+- keep-device-flags = true adds --keep-device-flags (TP310 leaves the command line's flags).
 
 The file is found from the INPUT upwards (a directory, or a file's directory): in each
 directory torchport.toml first, then a pyproject.toml that has a [tool.torchport] table.
@@ -43,6 +44,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "ignore": ("--ignore", "list"),
     "per-file-ignores": ("--per-file-ignores", "table"),
     "unsafe-fixes": ("--unsafe-fixes", "bool"),
+    "keep-device-flags": ("--keep-device-flags", "bool"),
 }
 # Short spellings of the scalar flags, to see whether the command line already has them.
 _ALIASES: dict[str, tuple[str, ...]] = {

@@ -100,6 +100,48 @@ def test_requirements_follow_the_output(tmp_path: Path) -> None:
     assert (src / "requirements-dev.txt").read_text() == "torch\n"
 
 
+def test_the_old_device_flags_stay_working_aliases_marked_deprecated() -> None:
+    """TP310 keeps --no-cuda and --no-mps as aliases of --no-accel: old command lines still run,
+    and --help says they are deprecated."""
+    script = SUITE / "mps_branch" / "accelerator.py"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    for flags in ([], ["--no-accel"], ["--no-cuda"], ["--no-mps"], ["--no-cuda", "--no-mps"]):
+        p = subprocess.run(
+            [sys.executable, str(script), *flags], capture_output=True, text=True, check=False, env=env
+        )
+        assert p.returncode == 0 and "step 0 loss" in p.stdout, (flags, p.stderr)
+    p = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, check=True)
+    assert "--no-cuda, --no-mps" in p.stdout and "deprecated alias of --no-accel" in p.stdout, p.stdout
+
+
+def test_device_flags_row_diff_and_keep_device_flags(tmp_path: Path) -> None:
+    """The TP310 row is on the original's line, labelled; --diff shows its edits with the device
+    rules' ones; --keep-device-flags leaves the flags in their CUDA shape."""
+    import json
+
+    src = tmp_path / "mnist_cli"
+    src.mkdir()
+    shutil.copy(SUITE / "mnist_cli" / "input.py", src / "input.py")
+    lines = (src / "input.py").read_text().splitlines()
+    flag_line = 1 + next(i for i, s in enumerate(lines) if 'add_argument("--no-cuda"' in s)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "-t", "accelerator", "-q"]
+    p = subprocess.run([*cmd, "--diff"], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    assert "+    use_accel = not args.no_accel and torch.accelerator.is_available()" in p.stdout
+    assert "-    use_cuda = not args.no_cuda and torch.cuda.is_available()" in p.stdout
+    report = json.loads((out / "mnist_cli_accelerator" / "torchport-report" / "report.json").read_text())
+    rows = [f for f in report["findings"] if f["code"] == "TP310"]
+    assert len(rows) == 1, rows
+    assert rows[0]["start_line"] == flag_line and rows[0]["applied"], rows[0]
+    assert rows[0]["changes"].startswith("changes the command line: --no-accel replaces --no-cuda")
+    p = subprocess.run([*cmd, "--force", "--keep-device-flags"], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    kept = (out / "mnist_cli_accelerator" / "input.py").read_text()
+    assert '"--no-cuda", action="store_true"' in kept and "use_cuda = not args.no_cuda" in kept
+    assert "--no-accel" not in kept
+
+
 VENDOR = Path(__file__).resolve().parent.parent / "fixtures" / "requirements" / "vendor"
 
 

@@ -28,6 +28,7 @@ struct CommonArgs {
   std::vector<std::string> exclude, ignore, per_file_ignores;
   bool unsafe_fixes = true;  // behaviour-changing fixes are applied, labelled, by default
   bool include_excluded = false;
+  bool keep_device_flags = false;
   double max_file_mb = 0;
 };
 
@@ -72,6 +73,10 @@ void add_common(CLI::App& app, CommonArgs& a) {
                "apply (the default) or leave out the fixes that change behaviour: a value "
                "replaced by a constant, device_ids or a map_location index dropped, a seed call "
                "widened; each is labelled in change_list.csv and report.json");
+  app.add_flag("--keep-device-flags", a.keep_device_flags,
+               "keep the command line's CUDA-shaped device flags (--cuda, --no-cuda, use_cuda): "
+               "only the minimal edits inside them (TP310 ports them to the target's idiom, the "
+               "old flags kept as deprecated aliases)");
   app.add_flag("--include-excluded", a.include_excluded,
                "also process .git .hg .svn __pycache__ node_modules *.egg-info build dist and "
                "virtualenvs (excluded by default, as ruff does; the log lists them)");
@@ -89,6 +94,7 @@ project::Options to_options(const CommonArgs& a) {
   o.rules.target = a.target;
   o.rules.torch_version = a.torch_version;
   o.rules.specify_device = a.specify_device;
+  o.rules.port_idiom = !a.keep_device_flags;
   o.jobs = a.jobs;
   o.default_excludes = !a.include_excluded;
   o.max_bytes = static_cast<std::uintmax_t>(a.max_file_mb * 1024 * 1024);

@@ -162,6 +162,90 @@ void drop_ignored(const std::string& rel, const Options& opts,
     w.entry.reason = std::to_string(n) + " finding(s) ignored by the rule selection";
 }
 
+/// A byte offset of the first pass's output mapped back to the original text: an offset inside
+/// a replacement maps to the replaced range's begin (or, with `high`, its end).
+std::uint32_t to_original(std::uint32_t o, const std::vector<fix::AppliedEdit>& edits,
+                          bool high = false) {
+  std::int64_t delta = 0;
+  for (const fix::AppliedEdit& a : edits) {
+    const std::int64_t nb = a.edit.begin + delta;
+    const std::int64_t ne = nb + static_cast<std::int64_t>(a.edit.replacement.size());
+    if (o < nb) break;
+    if (o < ne || (o == ne && o == nb && !high)) return high ? a.edit.end : a.edit.begin;
+    delta += static_cast<std::int64_t>(a.edit.replacement.size()) -
+             (static_cast<std::int64_t>(a.edit.end) - a.edit.begin);
+  }
+  return static_cast<std::uint32_t>(o - delta);
+}
+
+/// Where an original offset (not inside an edit) lands in the edited text.
+std::uint32_t to_edited(std::uint32_t o, const std::vector<fix::AppliedEdit>& edits) {
+  std::int64_t delta = 0;
+  for (const fix::AppliedEdit& a : edits) {
+    if (a.edit.begin >= o) break;
+    delta += static_cast<std::int64_t>(a.edit.replacement.size()) -
+             (static_cast<std::int64_t>(a.edit.end) - a.edit.begin);
+  }
+  return static_cast<std::uint32_t>(o + delta);
+}
+
+/// The edits of two passes as one list on the original text (for the diff): the regions either
+/// pass touched, each replaced by what the final text has there.
+std::vector<fix::AppliedEdit> compose(const std::vector<fix::AppliedEdit>& first,
+                                      const std::vector<fix::AppliedEdit>& second,
+                                      std::string_view final_text) {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> regions;
+  for (const fix::AppliedEdit& a : first) regions.emplace_back(a.edit.begin, a.edit.end);
+  for (const fix::AppliedEdit& a : second)
+    regions.emplace_back(to_original(a.edit.begin, first), to_original(a.edit.end, first, true));
+  std::sort(regions.begin(), regions.end());
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> merged;
+  for (auto r : regions) {
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  std::vector<fix::AppliedEdit> out;
+  for (auto [b, e] : merged) {
+    std::uint32_t fb = to_edited(to_edited(b, first), second);
+    std::uint32_t fe = to_edited(to_edited(e, first), second);
+    out.push_back({{b, e, std::string(final_text.substr(fb, fe - fb))}, 0});
+  }
+  return out;
+}
+
+/// The second pass (TP310, rules/idiom.cc): it reads the output of the first, so that it sees
+/// the device rules' rewrites. Its rows get the original's lines; its edits join the first
+/// pass's for the diff.
+std::string second_pass(const std::string& rel, const syntax::Tree& tree, std::string after,
+                        std::vector<fix::AppliedEdit>& applied, const catalogue::Catalogue& cat,
+                        const rules::Options& ropts, const Options& opts, FileWork& w) {
+  if (!ropts.port_idiom) return after;
+  syntax::Tree t2 = syntax::parse(rel, after);
+  if (!t2.ok()) return after;  // the first pass's self-check reports it
+  const semantic::Model m2(t2);
+  std::vector<rules::Finding> fs = rules::port_device_idiom(t2, m2, cat, ropts);
+  drop_ignored(rel, opts, fs, w);
+  if (fs.empty()) return after;
+  const std::size_t first_row = w.rows.size();
+  std::vector<fix::AppliedEdit> applied2;
+  std::string after2 =
+      apply_findings(rel, after, fs, opts.analyze_only, w, applied2, &t2.lines(), opts.fixes);
+  for (std::size_t i = 0; i < fs.size() && first_row + i < w.rows.size(); ++i) {
+    Row& row = w.rows[first_row + i];
+    std::uint32_t b = to_original(fs[i].begin, applied);
+    std::uint32_t e = to_original(std::max(fs[i].begin, fs[i].end), applied, true);
+    text::LineCol start = tree.lines().locate(b);
+    text::LineCol end = tree.lines().locate(e > b ? e - 1 : b);
+    row.start_line = start.line;
+    row.end_line = end.line;
+    row.column = start.column + 1;
+  }
+  if (after2 != after) applied = compose(applied, applied2, after2);
+  return after2;
+}
+
 /// `package`: the target's vendor package when the project has requirements to keep in step
 /// (FileWork::imports_package), else "".
 FileWork process_python(const ProjectFile& f, const std::string& bytes,
@@ -209,6 +293,7 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   std::string text(tree.text());
   std::string after = apply_findings(f.rel, text, fr.findings, opts.analyze_only, w, applied,
                                      &tree.lines(), opts.fixes);
+  after = second_pass(f.rel, tree, std::move(after), applied, cat, ropts, opts, w);
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
   if (after == text) {
     w.imports_package = imports_module(model, package);

@@ -65,6 +65,10 @@ constexpr RuleInfo kRegistry[] = {
      "device"},
     {"TP301", "cuda-method", ".cuda(...) on tensors and modules", "device"},
     {"TP302", "is-cuda", ".is_cuda on tensors", "device"},
+    {"TP310", "device-flags",
+     "the command line's --cuda/--no-cuda flag, use_cuda and cuda_kwargs ported as one unit to "
+     "the target's idiom (--accel, use_accel; old flags kept as deprecated aliases)",
+     "idiom"},
     {"TP303", "specify-device",
      "--specify-device: device indices from the vendor's device-index variable", "specify_device"},
     {"TP400", "nccl-backend",
@@ -172,6 +176,8 @@ constexpr FamilyInfo kFamilies[] = {
      NeedModel | NeedCatalogue,
      {"device"},
      run_specify_device},
+    // Runs on the output of all the others (the driver's second pass, port_device_idiom()).
+    {"idiom", Input::PythonFile, NeedTree | NeedModel | NeedCatalogue, {}, nullptr},
     // tools/new_rule.py: families
     {"insertions",
      Input::PythonFile,

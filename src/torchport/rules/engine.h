@@ -67,6 +67,9 @@ struct Options {
   bool distributed = false;
   std::string model_var = "model";  ///< --model-var: the variable holding the model
   bool keep_batch = false;          ///< --per-rank-batch keep (default split)
+  /// TP310 (idiom.cc): the device flags of the command line ported to the target's idiom
+  /// (false: --keep-device-flags).
+  bool port_idiom = true;
 };
 
 /// One row of the vendor's advice reports (Ascend's api_precision_advice.csv,
@@ -126,6 +129,12 @@ std::vector<Finding> add_vendor_requirement(std::string_view path, std::string_v
 /// --distributed: why the entry script cannot be made a DDP one, as `path:line:col: reason`
 /// (it already uses torch.distributed, it has no DataLoader, the model variable is never
 /// bound), or "" when it can (ddp.cc).
+/// TP310 (idiom.cc): the command line's device flags ported as one unit. It runs on the output
+/// of check()'s fixes (the driver's second pass): its edits are renames and whole-statement
+/// deletions of that text.
+std::vector<Finding> port_device_idiom(const syntax::Tree& tree, const semantic::Model& model,
+                                       const catalogue::Catalogue& cat, const Options& opts);
+
 std::string distributed_refusal(const syntax::Tree& tree, const semantic::Model& model,
                                 std::string_view model_var);
 
