@@ -43,6 +43,7 @@ FIELD_OF = {
     "device_module": "module",
     "vendor_package": "package",
     "install_hint": "install",
+    "requirement": "requirement",
     "backend": "backend",
     "visible_devices_env": "visible_devices",
     "amp_device_type": "amp_device",
@@ -82,6 +83,9 @@ class Target:
     no_dtypes: tuple[str, ...] = ()  # dtypes the device lacks
     fallback_default: str = ""  # "cpu": unsupported ops fall back by default; "error": they raise
     import_stmt: str = ""  # the statement `migrate` inserts ("import torch_npu"), "" when in-tree
+    # the requirement `migrate` adds to requirements*.txt / pyproject.toml where the output imports the vendor
+    # package ("torch_npu"; a version only where a source pairs one with torch), "" when none is known
+    requirement: str = ""
     host: bool = False  # the device is the host CPU itself
     unverified: tuple[str, ...] = ()  # facts (data field names) whose source is marked unverified
     # CUDA variable (or "PREFIX*") -> why its rename is not an exact equivalent (catalogue status partial or
@@ -184,6 +188,7 @@ def _target(t: Mapping[str, Any], env_entries: list[dict[str, Any]]) -> Target:
         no_dtypes=tuple(t.get("no_dtypes", [])),
         fallback_default=fb.get("default", ""),
         import_stmt=t.get("import", ""),
+        requirement=t.get("requirement", ""),
         host=bool(t.get("host", False)),
         unverified=tuple(k for k, v in facts.items() if v.startswith(UNVERIFIED)),
         env_notes=env_notes,

@@ -140,3 +140,76 @@ def test_device_flags_row_diff_and_keep_device_flags(tmp_path: Path) -> None:
     kept = (out / "mnist_cli_accelerator" / "input.py").read_text()
     assert '"--no-cuda", action="store_true"' in kept and "use_cuda = not args.no_cuda" in kept
     assert "--no-accel" not in kept
+
+
+VENDOR = Path(__file__).resolve().parent.parent / "fixtures" / "requirements" / "vendor"
+
+
+def migrate_project(src: Path, target: str, out: Path) -> Path:
+    p = subprocess.run(
+        [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "--target", target, "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out / f"{src.name}_{target}"
+
+
+@pytest.mark.parametrize("target", ["npu", "mlu"])
+def test_the_vendor_package_follows_the_output(target: str, tmp_path: Path) -> None:
+    """The output imports torch_npu / torch_mlu: requirements.txt and pyproject.toml gain it."""
+    src = tmp_path / "proj"
+    shutil.copytree(VENDOR / "input", src)
+    res = migrate_project(src, target, tmp_path / "out")
+    assert f"import torch_{target}\n" in (res / "train.py").read_text()
+    for name in ("requirements.txt", "pyproject.toml"):
+        assert (res / name).read_text() == (VENDOR / target / name).read_text(), name
+    # No torch in requirements-dev.txt: not the place for the device's package.
+    assert (res / "requirements-dev.txt").read_text() == (src / "requirements-dev.txt").read_text()
+    changes = [
+        r
+        for r in (res / "torchport-report" / "change_list.csv").read_text().splitlines()
+        if "add torch_" in r
+    ]
+    assert len(changes) == 2, changes
+    for row in changes:
+        assert "INSERT" in row and "[visible change: a new requirement]" in row, row
+        assert "imports torch_" + target + ": train.py" in row and "without a version" in row, row
+    # The input is never modified.
+    assert (src / "requirements.txt").read_text() == (VENDOR / "input" / "requirements.txt").read_text()
+
+
+def test_a_vendor_package_already_listed_is_not_added_again(tmp_path: Path) -> None:
+    src = tmp_path / "proj"
+    shutil.copytree(VENDOR / "input", src)
+    (src / "requirements.txt").write_text("torch>=2.1\ntorch-npu==2.1.0.post3\n")
+    (src / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch", "Torch_NPU"]\n')
+    res = migrate_project(src, "npu", tmp_path / "out")
+    assert "import torch_npu\n" in (res / "train.py").read_text()
+    assert (res / "requirements.txt").read_text() == "torch>=2.1\ntorch-npu==2.1.0.post3\n"
+    assert (res / "pyproject.toml").read_text() == (src / "pyproject.toml").read_text()
+    assert "add torch_npu" not in (res / "torchport-report" / "change_list.csv").read_text()
+
+
+def test_no_vendor_package_where_no_output_file_imports_it(tmp_path: Path) -> None:
+    """No CUDA in the project: no output file imports torch_npu, so no requirement changes."""
+    src = tmp_path / "proj"
+    shutil.copytree(VENDOR / "input", src)
+    (src / "train.py").write_text("import torch\n\nprint(torch.ones(2).sum().item())\n")
+    res = migrate_project(src, "npu", tmp_path / "out")
+    assert "torch_npu" not in (res / "train.py").read_text()
+    for name in ("requirements.txt", "requirements-dev.txt", "pyproject.toml"):
+        assert (res / name).read_text() == (src / name).read_text(), name
+    assert "torch_npu" not in (res / "torchport-report" / "change_list.csv").read_text()
+
+
+def test_hpu_has_no_distribution_in_the_data_so_the_import_is_reported(tmp_path: Path) -> None:
+    src = tmp_path / "proj"
+    shutil.copytree(VENDOR / "input", src)
+    res = migrate_project(src, "hpu", tmp_path / "out")
+    assert "import habana_frameworks.torch.core\n" in (res / "train.py").read_text()
+    assert (res / "requirements.txt").read_text() == (src / "requirements.txt").read_text()
+    unsupported = (res / "torchport-report" / "unsupported_api.csv").read_text()
+    assert "requirements.txt,4,4,habana_frameworks.torch," in unsupported, unsupported
+    assert "names no distribution for it" in unsupported

@@ -53,6 +53,7 @@ def test_every_shared_fact_agrees(name: str) -> None:
         "module": (c["module"], p.device_module),
         "package": (c["package"] or None, p.vendor_package),
         "import": (c["import"], p.import_stmt),
+        "requirement": (c["requirement"], p.requirement),
         "install": (c["install"], p.install_hint),
         "title": (c["title"], p.title),
         "backend": (c["backend"], p.backend),
@@ -75,8 +76,8 @@ def test_every_shared_fact_agrees(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(T.TARGETS))
 def test_every_fact_names_its_source(name: str) -> None:
     c = cpp_targets()[name]
-    needed = {"device", "module", "package", "install", "backend", "visible_devices", "amp_device"}
-    needed |= {"amp_dtype", "no_dtypes", "device_index", "fallback", "profiler_activity"}
+    needed = {"device", "module", "package", "install", "requirement", "backend", "visible_devices"}
+    needed |= {"amp_device", "amp_dtype", "no_dtypes", "device_index", "fallback", "profiler_activity"}
     assert needed <= set(c["facts"]), needed - set(c["facts"])
     for fact, source in c["facts"].items():
         # A source is upstream data, a vendor document summarised in shared/reference, the installed torch,

@@ -542,6 +542,7 @@ void parse_targets(Catalogue::Impl& impl, const std::string& name, const std::st
     out.module = str_field(t, "module", where, true);
     out.import_stmt = str_field(t, "import", where, false);
     out.install = str_field(t, "install", where, true);
+    out.requirement = str_field(t, "requirement", where, false);
     out.backend = str_field(t, "backend", where, false);
     out.visible_devices = str_field(t, "visible_devices", where, false);
     out.device_id_env = str_field(t, "device_id_env", where, false);

@@ -90,14 +90,18 @@ struct Fallback {
 /// One migration target (guide §2), read from data/targets.json. The Python half reads the same
 /// file (python/torchport/targets.py); rules ask these fields, never a target's name.
 struct Target {
-  std::string name;             ///< npu, mlu, musa, xpu, mps, hpu, cpu, accelerator
-  std::string vendor;           ///< "Huawei Ascend", ...
-  std::string title;            ///< "Huawei Ascend NPU"
-  std::string package;          ///< the vendor's Python package ("torch_npu"); "" = in-tree
-  std::string device;           ///< the device-string prefix: "npu"; "" for accelerator (runtime)
-  std::string module;           ///< the device module: "torch.npu" ...
-  std::string import_stmt;      ///< statement to insert after the torch import ("" = in-tree)
-  std::string install;          ///< what the user installs
+  std::string name;         ///< npu, mlu, musa, xpu, mps, hpu, cpu, accelerator
+  std::string vendor;       ///< "Huawei Ascend", ...
+  std::string title;        ///< "Huawei Ascend NPU"
+  std::string package;      ///< the vendor's Python package ("torch_npu"); "" = in-tree
+  std::string device;       ///< the device-string prefix: "npu"; "" for accelerator (runtime)
+  std::string module;       ///< the device module: "torch.npu" ...
+  std::string import_stmt;  ///< statement to insert after the torch import ("" = in-tree)
+  std::string install;      ///< what the user installs
+  /// The requirement `migrate` adds to requirements*.txt / pyproject.toml where the output
+  /// imports `package` (a PEP 508 string: the distribution name, and a version specifier only
+  /// where a source pairs one with a torch version); "" = none known (in-tree, or no source).
+  std::string requirement;
   std::string backend;          ///< collective backend; "" = none on the device
   std::string visible_devices;  ///< the CUDA_VISIBLE_DEVICES equivalent; "" = none
   /// The environment variable the vendor documents for the device index of a process

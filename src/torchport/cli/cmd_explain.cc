@@ -299,6 +299,7 @@ void setup_targets(CLI::App& app, int& exit_code) {
                        {"module", t.module},
                        {"import", t.import_stmt},
                        {"install", t.install},
+                       {"requirement", t.requirement},
                        {"backend", t.backend},
                        {"visible_devices", t.visible_devices},
                        {"amp_device", t.amp_device},
@@ -332,6 +333,7 @@ void setup_targets(CLI::App& app, int& exit_code) {
       std::cout << "  module:          " << t.module << "\n";
       std::cout << "  install:         " << t.install << "\n";
       if (!t.import_stmt.empty()) std::cout << "  import:          " << t.import_stmt << "\n";
+      if (!t.requirement.empty()) std::cout << "  requirement:     " << t.requirement << "\n";
       std::cout << "  backend:         " << (t.backend.empty() ? "none" : t.backend) << "\n";
       std::cout << "  visible devices: " << or_dash(t.visible_devices) << "\n";
       std::string versions;

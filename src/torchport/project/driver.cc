@@ -45,8 +45,21 @@ struct FileWork {
   std::vector<report::AdviceRow> advice;
   std::string output;  ///< the new bytes when entry.changed
   std::string diff;
-  std::string distributed_at;  ///< --specify-device: "file:line:col" of a torch.distributed use
+  std::string distributed_at;    ///< --specify-device: "file:line:col" of a torch.distributed use
+  bool imports_package = false;  ///< the output imports the target's vendor package
 };
+
+/// True when the module of one of `model`'s imports is `package` or inside it.
+bool imports_module(const semantic::Model& model, std::string_view package) {
+  if (package.empty()) return false;
+  for (const semantic::Import& im : model.imports()) {
+    if (im.module == package ||
+        (im.module.size() > package.size() && im.module.starts_with(package) &&
+         im.module[package.size()] == '.'))
+      return true;
+  }
+  return false;
+}
 
 /// 1-based line and column of byte `offset` in raw bytes (for decode errors).
 std::pair<std::size_t, std::size_t> raw_line_col(std::string_view bytes, std::size_t offset) {
@@ -180,9 +193,11 @@ std::string second_pass(const std::string& rel, const syntax::Tree& tree, std::s
   return after2;
 }
 
+/// `package`: the target's vendor package when the project has requirements to keep in step
+/// (FileWork::imports_package), else "".
 FileWork process_python(const ProjectFile& f, const std::string& bytes,
                         const catalogue::Catalogue& cat, const Options& opts, const OpMap& ops,
-                        const std::string& main_rel) {
+                        const std::string& main_rel, std::string_view package) {
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = true;
@@ -227,7 +242,10 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
                                      &tree.lines(), opts.fixes);
   after = second_pass(f.rel, tree, std::move(after), applied, cat, ropts, opts, w);
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
-  if (after == text) return w;
+  if (after == text) {
+    w.imports_package = imports_module(model, package);
+    return w;
+  }
   // Self-check: the output must parse, else the original is kept and the failure reported.
   syntax::Tree check = syntax::parse(f.rel, after);
   if (!check.ok()) {
@@ -240,6 +258,7 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
     return w;
   }
   w.entry.changed = true;
+  if (!package.empty()) w.imports_package = imports_module(semantic::Model(check), package);
   w.output = text::encode(tree.source(), after);
   if (opts.diff) w.diff = unified_diff(f.rel, text, after, applied);
   return w;
@@ -265,7 +284,7 @@ FileWork process_scanned(const ProjectFile& f, const std::string& bytes, const O
 }
 
 FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Options& opts,
-                 const OpMap& ops, const std::string& main_rel) {
+                 const OpMap& ops, const std::string& main_rel, std::string_view package) {
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = f.kind == FileKind::Python;
@@ -312,8 +331,9 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
     return w;
   }
   try {
-    FileWork done = f.kind == FileKind::Python ? process_python(f, bytes, cat, opts, ops, main_rel)
-                                               : process_scanned(f, bytes, opts);
+    FileWork done = f.kind == FileKind::Python
+                        ? process_python(f, bytes, cat, opts, ops, main_rel, package)
+                        : process_scanned(f, bytes, opts);
     done.entry.not_migrated = done.entry.outcome != Outcome::Success;
     return done;
   } catch (const std::exception& e) {
@@ -606,6 +626,16 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     }
     std::fflush(stderr);
   };
+  // Requirements follow the output: which Python files import the target's vendor package is
+  // only asked when the project has requirements that could name it.
+  const catalogue::Target& target = *cat.target(opts.rules.target);
+  std::string package;
+  for (const ProjectFile& f : files) {
+    const std::string base = fs::path(f.rel).filename().string();
+    if (f.kind == FileKind::Scanned &&
+        (base == "pyproject.toml" || (base.starts_with("requirements") && base.ends_with(".txt"))))
+      package = target.package;
+  }
   auto run_pass = [&](std::vector<std::size_t> todo) {
     const auto jobs = static_cast<unsigned>(
         std::min<std::size_t>(max_jobs, std::max<std::size_t>(1, todo.size())));
@@ -618,7 +648,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     auto worker = [&] {
       for (std::size_t k = next++; k < todo.size(); k = next++) {
         std::size_t i = todo[k];
-        FileWork w = process(files[i], cat, opts, ops, main_rel);
+        FileWork w = process(files[i], cat, opts, ops, main_rel, package);
         if (!tmp_dir.empty()) {
           fs::path dst = out_path(files[i]);
           std::string error;
@@ -661,15 +691,42 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   run_pass(second);
   show_progress(true);
 
-  // Requirements follow the output: the torch the migrated Python files need (TP902).
-  std::string needed;
-  for (const FileWork& w : works) needed = report::max_version(needed, w.entry.min_torch);
-  for (std::size_t i = 0; i < files.size() && !needed.empty(); ++i) {
+  // Requirements follow the output (TP902): the torch the migrated Python files need, and the
+  // target's vendor package where a migrated file imports it.
+  std::string needed, importers;
+  std::size_t n_importers = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const FileWork& w = works[i];
+    needed = report::max_version(needed, w.entry.min_torch);
+    if (!w.imports_package || w.entry.outcome != Outcome::Success) continue;
+    if (++n_importers <= 3) importers += (importers.empty() ? "" : ", ") + files[i].rel;
+  }
+  if (n_importers > 3) importers += " and " + std::to_string(n_importers - 3) + " more";
+  for (std::size_t i = 0; i < files.size() && (!needed.empty() || n_importers); ++i) {
     FileWork& w = works[i];
     if (files[i].kind != FileKind::Scanned || w.entry.outcome != Outcome::Success) continue;
     std::string current = w.output, error;
     if (!w.entry.changed && !read_file(files[i].path, current, error)) continue;
-    const auto found = rules::raise_torch_requirement(files[i].rel, current, needed);
+    auto found = rules::raise_torch_requirement(files[i].rel, current, needed);
+    if (n_importers) {
+      const std::string why = "the migrated code imports " + target.package + ": " + importers;
+      if (!target.requirement.empty()) {
+        for (rules::Finding& f :
+             rules::add_vendor_requirement(files[i].rel, current, target.requirement, why))
+          found.push_back(std::move(f));
+      } else {
+        // Where would it go? The same files, found with a placeholder name; reported only.
+        for (rules::Finding& f :
+             rules::add_vendor_requirement(files[i].rel, current, target.package, why)) {
+          f.op = rules::Operation::Unsupported;
+          f.fix.reset();
+          f.changes.clear();
+          f.message = why + "; data/targets.json names no distribution for it (" + target.install +
+                      "): add the requirement by hand";
+          found.push_back(std::move(f));
+        }
+      }
+    }
     if (found.empty()) continue;
     std::vector<fix::AppliedEdit> applied;
     std::string after = apply_findings(files[i].rel, current, found, opts.analyze_only, w, applied,

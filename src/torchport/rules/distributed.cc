@@ -15,6 +15,11 @@
 //   them; accelerator passes them only when an accelerator is available
 //   (`device_ids=[rank] if torch.accelerator.is_available() else None`); the other targets keep
 //   them.
+//   TP403: where `n = torch.cuda.device_count()` is the process count of a later
+//   torch.multiprocessing.spawn in the same scope, the count is 0 without a device and spawn
+//   starts no process, silently. accelerator and cpu get a CPU path after the assignment
+//   (`if n == 0: n = 2`, 2 processes over gloo); the device targets a guard (`if n < 1: raise
+//   SystemExit("no NPU found: ...")`). Both are labelled as a change of behaviour.
 // Why:
 //   NCCL exists only on NVIDIA GPUs; the targets use hccl (npu, hpu), cncl (mlu), mccl (musa),
 //   xccl (xpu) or gloo (cpu, and mps which has no collective backend).
@@ -139,6 +144,94 @@ void ddp_device_ids(Context& ctx) {
       f.fix = std::move(fx);
       ctx.result.findings.push_back(std::move(f));
       ctx.changed = true;
+    }
+  }
+}
+
+// TP403: `n = torch.cuda.device_count()` whose `n` is the process count of a later
+// torch.multiprocessing.spawn / start_processes call in the same scope (nprocs=n, or the third
+// positional argument). Without a device the count is 0 and spawn starts no process: the
+// script ends at once, silently. accelerator and cpu get a CPU path (2 processes over gloo,
+// the backend get_default_backend_for_device / TP400 give the CPU); the device targets a guard
+// that says why the script stops.
+void process_count(Context& ctx) {
+  const semantic::Model& m = ctx.m;
+  const auto& lines = m.lines();
+  auto spawn_call = [](std::string_view q) {
+    return q == "torch.multiprocessing.spawn" || q == "torch.multiprocessing.start_processes" ||
+           q == "torch.multiprocessing.spawn.spawn" ||
+           q == "torch.multiprocessing.spawn.start_processes";
+  };
+  for (std::size_t li = 0; li < lines.size(); ++li) {
+    const semantic::Line& line = lines[li];
+    const auto& t = line.tokens;
+    if (t.size() < 5 || m.kind(t[0]) != TokenKind::Name || m.kind(t[1]) != TokenKind::Equal ||
+        m.kind(t.back()) != TokenKind::RPar || m.kind(t[t.size() - 2]) != TokenKind::LPar)
+      continue;
+    const semantic::Reference* callee = callee_of(m, t[t.size() - 2]);
+    if (!callee || callee->first != t[2] || callee->qualified != "torch.cuda.device_count")
+      continue;
+    const std::string_view name = m.token_text(t[0]);
+    // Is `name` (or a plain copy, `world_size = n_gpus`) the process count of a spawn call
+    // later in the same scope?
+    std::set<std::string_view> names = {name};
+    bool counts_processes = false;
+    for (std::size_t lj = li + 1; lj < lines.size() && !counts_processes; ++lj) {
+      if (lines[lj].scope != line.scope) continue;
+      const auto& u = lines[lj].tokens;
+      if (u.size() == 3 && m.kind(u[0]) == TokenKind::Name && m.kind(u[1]) == TokenKind::Equal &&
+          m.kind(u[2]) == TokenKind::Name && names.contains(m.token_text(u[2])))
+        names.insert(m.token_text(u[0]));
+      for (TokenIndex k : u) {
+        if (m.kind(k) != TokenKind::LPar) continue;
+        const semantic::Reference* c = callee_of(m, k);
+        if (!c || !spawn_call(c->qualified)) continue;
+        std::size_t pos = 0;
+        for (const Arg& a : call_args(m, k)) {
+          const bool nprocs = a.keyword == "nprocs" || (a.keyword.empty() && pos == 2);
+          if (a.keyword.empty()) ++pos;
+          if (!nprocs) continue;
+          const TokenIndex v = a.keyword.empty() ? a.first : *m.next(*m.next(a.first));
+          if (v == a.last && m.kind(v) == TokenKind::Name && names.contains(m.token_text(v)))
+            counts_processes = true;
+        }
+      }
+    }
+    if (!counts_processes) continue;
+    const std::string_view text = m.text();
+    const std::size_t bol = text.find_last_of("\r\n", line.begin - 1) + 1;  // npos + 1 == 0
+    const std::string indent(text.substr(bol, line.begin - bol));
+    const std::string nl(m.newline());
+    const std::string n(name);
+    const std::uint32_t at = line.end;
+    if (ctx.accelerator() || ctx.target.host) {
+      ctx.modify("TP403", "torch.cuda.device_count",
+                 "without a device, run " + n + " = 2 CPU processes (gloo) instead of none", at, at,
+                 indent + "if " + n + " == 0:" + nl + indent + "    " + n +
+                     " = 2  # no accelerator: 2 CPU processes over gloo" + nl);
+      ctx.label_last("changes behaviour: 2 CPU processes where the original started none",
+                     fix::Applicability::Unsafe);
+    } else {
+      // The script checks the count itself on the next line (`assert n_gpus >= 2, "..."`):
+      // its own message says why it stops.
+      const bool checked =
+          li + 1 < lines.size() && !lines[li + 1].tokens.empty() &&
+          m.kind(lines[li + 1].tokens[0]) == TokenKind::KwAssert &&
+          std::any_of(lines[li + 1].tokens.begin(), lines[li + 1].tokens.end(), [&](TokenIndex k) {
+            return m.kind(k) == TokenKind::Name && m.token_text(k) == name;
+          });
+      if (checked) continue;
+      std::string dev = ctx.target.device;
+      for (char& c : dev) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      ctx.modify(
+          "TP403", "torch.cuda.device_count",
+          "stop with a message when no " + dev + " is found (" + n + " == 0 starts no process)", at,
+          at,
+          indent + "if " + n + " < 1:" + nl + indent + "    raise SystemExit(\"no " + dev +
+              " found: this script starts one process per " + dev + "\")" + nl);
+      ctx.label_last(
+          "changes behaviour: exits with a message where the original started no process",
+          fix::Applicability::Unsafe);
     }
   }
 }
@@ -310,6 +403,7 @@ void run_distributed(Context& ctx) {
     rewrite(i, nullptr, "");
   }
   ddp_device_ids(ctx);
+  process_count(ctx);
   for (const semantic::Reference& ref : m.references()) {
     const std::string& q = ref.qualified;
     const std::uint32_t b = m.tokens()[ref.first].begin;

@@ -117,6 +117,14 @@ FileResult check_other(std::string_view path, std::string_view text, const Optio
 /// bound below it is reported, not changed. No findings for other files.
 std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_view text,
                                              std::string_view min_torch);
+/// TP902 for a requirements*.txt or pyproject.toml of a project whose migrated Python files
+/// import the target's vendor package: adds `requirement` (data/targets.json, e.g. "torch_npu")
+/// after the torch requirement of a requirements*.txt (at the end of requirements.txt when it
+/// names no torch; other requirements files without torch are left alone) and to the [project]
+/// `dependencies` array of pyproject.toml. Nothing when the file names the distribution already
+/// (PEP 503 names). `why` says which files import it. One Insert finding, or none.
+std::vector<Finding> add_vendor_requirement(std::string_view path, std::string_view text,
+                                            std::string_view requirement, std::string_view why);
 
 /// --distributed: why the entry script cannot be made a DDP one, as `path:line:col: reason`
 /// (it already uses torch.distributed, it has no DataLoader, the model variable is never

@@ -13,7 +13,11 @@
 //   wheel indexes (--extra-index-url https://download.pytorch.org/whl/cu121). In shell
 //   launchers it replaces CUDA_VISIBLE_DEVICES by the target's variable from the catalogue
 //   (reported, and left in place, where the target has none: cpu, mps, accelerator) and
-//   reports nvidia-smi.
+//   reports nvidia-smi. After the migration (driver.cc), requirements follow the output: the
+//   torch requirement is raised to the torch the output needs, and the target's vendor package
+//   (data/targets.json "requirement": torch_npu, torch_mlu, torch_musa) is added to
+//   requirements*.txt and pyproject.toml's [project] dependencies where a migrated file imports
+//   it.
 // Why:
 //   Custom CUDA kernels must be ported by hand (the vendors' tools only list them too), and a
 //   CUDA-only requirement or launcher setting breaks the run before any Python executes.
@@ -373,6 +377,172 @@ std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_
       q = line.find_first_of("\"'", close + 1);
     }
   });
+  return out;
+}
+
+namespace {
+
+// The distribution name at the start of a requirement string ("torch_npu>=2.1; ..." -> torch_npu).
+std::string_view requirement_name(std::string_view spec) {
+  std::size_t n = 0;
+  while (n < spec.size() && (std::isalnum(static_cast<unsigned char>(spec[n])) || spec[n] == '-' ||
+                             spec[n] == '_' || spec[n] == '.')) {
+    ++n;
+  }
+  return spec.substr(0, n);
+}
+
+// One quoted string of a TOML array: the bytes between the quotes and where they are.
+struct ArrayItem {
+  std::string_view value;
+  std::size_t open = 0;   // the opening quote
+  std::size_t close = 0;  // the closing quote
+};
+
+// pyproject.toml: the [project] table's `dependencies = [...]` array, as the byte of its `[`,
+// the byte of its `]` and its strings; nullopt when the file has none.
+struct DependencyArray {
+  std::size_t open = 0, close = 0;
+  std::vector<ArrayItem> items;
+};
+
+std::optional<DependencyArray> project_dependencies(std::string_view text) {
+  bool in_project = false;
+  std::optional<DependencyArray> found;
+  std::size_t at = 0;
+  while (at < text.size() && !found) {
+    std::size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string_view line = text.substr(at, nl - at);
+    const std::size_t i = line.find_first_not_of(" \t");
+    if (i != std::string_view::npos && line[i] == '[') {
+      const std::string_view header = strip_comment(line.substr(i));
+      std::string_view h = header;
+      while (!h.empty() && (h.back() == ' ' || h.back() == '\t' || h.back() == '\r'))
+        h.remove_suffix(1);
+      in_project = h == "[project]";
+    } else if (in_project && i != std::string_view::npos &&
+               line.substr(i).starts_with("dependencies")) {
+      std::size_t k = i + 12;
+      while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
+      if (k < line.size() && line[k] == '=') {
+        ++k;
+        while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
+        if (k < line.size() && line[k] == '[') {
+          // Walk the array: strings, comments, up to the matching `]`.
+          DependencyArray arr;
+          arr.open = at + k;
+          for (std::size_t p = at + k + 1; p < text.size(); ++p) {
+            const char c = text[p];
+            if (c == '#') {
+              p = text.find('\n', p);
+              if (p == std::string_view::npos) return std::nullopt;
+            } else if (c == '"' || c == '\'') {
+              const std::size_t close = text.find(c, p + 1);
+              if (close == std::string_view::npos) return std::nullopt;
+              arr.items.push_back({text.substr(p + 1, close - p - 1), p, close});
+              p = close;
+            } else if (c == ']') {
+              arr.close = p;
+              found = std::move(arr);
+              break;
+            }
+          }
+          if (!found) return std::nullopt;
+        }
+      }
+    }
+    at = nl + 1;
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<Finding> add_vendor_requirement(std::string_view path, std::string_view text,
+                                            std::string_view requirement, std::string_view why) {
+  std::vector<Finding> out;
+  const std::string_view name = base_name(path);
+  const bool txt = name.starts_with("requirements") && ends_with(name, ".txt");
+  const std::string_view dist = requirement_name(requirement);
+  if (dist.empty() || !(txt || name == "pyproject.toml")) return out;
+  const std::string want = normalize(dist);
+  const std::string nl = text.find("\r\n") != std::string_view::npos ? "\r\n" : "\n";
+  const bool versioned = requirement.size() > dist.size();
+  const std::string message =
+      "add " + std::string(requirement) + " (" + std::string(why) +
+      "; data/targets.json requirement)" +
+      (versioned ? std::string()
+                 : "; without a version: the sources pair no " + std::string(dist) +
+                       " release with a torch version, install the one built for your torch");
+  auto emit = [&](std::size_t at, std::vector<fix::Edit> edits) {
+    Finding f = make("TP902", Operation::Insert, std::string(dist), message, at, at);
+    f.changes = "visible change: a new requirement";
+    f.fix = fix::Fix{std::move(edits), fix::Applicability::Safe};
+    out.push_back(std::move(f));
+  };
+  auto edit = [](std::size_t at, std::string s) {
+    return fix::Edit{static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(at), std::move(s)};
+  };
+  if (txt) {
+    // After the torch requirement; else at the end of requirements.txt itself (a
+    // requirements-dev.txt without torch is not the place for the device's package).
+    std::optional<std::size_t> torch_line_end;
+    bool named = false;
+    for_each_line(text, [&](std::string_view raw, std::size_t at) {
+      const std::string_view line = strip_comment(raw);
+      const std::size_t i = line.find_first_not_of(" \t");
+      if (i == std::string_view::npos || line[i] == '-') return;
+      const std::string n = normalize(requirement_name(line.substr(i)));
+      if (n == want) named = true;
+      if (n == "torch" && !torch_line_end) torch_line_end = at + raw.size();
+    });
+    if (named || (!torch_line_end && name != "requirements.txt")) return out;
+    std::size_t at = torch_line_end.value_or(text.size());
+    if (at < text.size() && text[at] == '\r') ++at;
+    if (at < text.size() && text[at] == '\n') ++at;  // after the line break
+    const bool needs_break = at > 0 && text[at - 1] != '\n';
+    emit(at, {edit(at, (needs_break ? nl : std::string()) + std::string(requirement) + nl)});
+    return out;
+  }
+  const std::optional<DependencyArray> arr = project_dependencies(text);
+  if (!arr) return out;
+  const ArrayItem* anchor = nullptr;
+  for (const ArrayItem& item : arr->items) {
+    const std::string n = normalize(requirement_name(item.value));
+    if (n == want) return out;
+    if (n == "torch" && !anchor) anchor = &item;
+  }
+  if (!anchor && !arr->items.empty()) anchor = &arr->items.back();
+  const char q = anchor ? text[anchor->open] : '"';
+  const std::string quoted = q + std::string(requirement) + q;
+  if (!anchor) {  // dependencies = []
+    emit(arr->open + 1, {edit(arr->open + 1, quoted)});
+    return out;
+  }
+  // The anchor's line: its own line in a multi-line array (only a comma and a comment after it)?
+  const std::size_t line_begin = text.rfind('\n', anchor->open) + 1;  // npos + 1 == 0
+  std::size_t line_end = text.find('\n', anchor->close);
+  if (line_end == std::string_view::npos) line_end = text.size();
+  const std::string_view before = text.substr(line_begin, anchor->open - line_begin);
+  std::string_view after = text.substr(anchor->close + 1, line_end - anchor->close - 1);
+  const bool comma = after.find_first_not_of(" \t") != std::string_view::npos &&
+                     after[after.find_first_not_of(" \t")] == ',';
+  std::string_view rest = after;
+  if (comma) rest.remove_prefix(after.find(',') + 1);
+  rest = strip_comment(rest);
+  const bool own_line = line_begin > arr->open &&
+                        before.find_first_not_of(" \t") == std::string_view::npos &&
+                        rest.find_first_not_of(" \t\r") == std::string_view::npos;
+  if (own_line) {
+    std::vector<fix::Edit> edits;
+    if (!comma) edits.push_back(edit(anchor->close + 1, ","));
+    const std::size_t at = line_end < text.size() ? line_end + 1 : text.size();
+    edits.push_back(edit(at, std::string(before) + quoted + "," + nl));
+    emit(at, std::move(edits));
+  } else {
+    emit(anchor->close + 1, {edit(anchor->close + 1, ", " + quoted)});
+  }
   return out;
 }
 

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <torchport/fix/apply.h>
 #include <torchport/rules/engine.h>
 
 namespace torchport::rules {
@@ -136,6 +137,74 @@ TEST(Registry, CodesAreUniqueAndSorted) {
   auto reg = registry();
   ASSERT_FALSE(reg.empty());
   for (std::size_t i = 1; i < reg.size(); ++i) EXPECT_LT(reg[i - 1].code, reg[i].code);
+}
+
+// The text of `path` after add_vendor_requirement's fix ("" when it finds nothing to add).
+std::string with_vendor(std::string_view path, std::string_view text,
+                        std::string_view requirement = "torch_npu") {
+  std::vector<Finding> found = add_vendor_requirement(path, text, requirement, "train.py");
+  if (found.empty()) return "";
+  EXPECT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].code, "TP902");
+  EXPECT_EQ(found[0].op, Operation::Insert);
+  EXPECT_EQ(found[0].changes, "visible change: a new requirement");
+  return fix::apply_fixes(text, {*found[0].fix}).text;
+}
+
+TEST(VendorRequirement, RequirementsTxtGetsItAfterTorch) {
+  EXPECT_EQ(with_vendor("requirements.txt", "numpy\ntorch>=2.1 # the model\ntqdm\n"),
+            "numpy\ntorch>=2.1 # the model\ntorch_npu\ntqdm\n");
+  // CRLF kept; a last line without a line break gets one.
+  EXPECT_EQ(with_vendor("requirements.txt", "torch\r\nnumpy\r\n"),
+            "torch\r\ntorch_npu\r\nnumpy\r\n");
+  EXPECT_EQ(with_vendor("sub/requirements-gpu.txt", "numpy\ntorch"), "numpy\ntorch\ntorch_npu\n");
+  // requirements.txt without torch: at the end; another requirements file without torch: no.
+  EXPECT_EQ(with_vendor("requirements.txt", "numpy\n"), "numpy\ntorch_npu\n");
+  EXPECT_EQ(with_vendor("requirements.txt", ""), "torch_npu\n");
+  EXPECT_EQ(with_vendor("requirements-docs.txt", "sphinx\n"), "");
+  // Named already, in any PEP 503 spelling, or by a version: nothing to add.
+  EXPECT_EQ(with_vendor("requirements.txt", "torch\nTorch-NPU==2.1.0.post3\n"), "");
+  // Not a requirements file.
+  EXPECT_EQ(with_vendor("setup.cfg", "torch\n"), "");
+}
+
+TEST(VendorRequirement, PyprojectDependencies) {
+  // Multi-line, torch with and without a trailing comma.
+  EXPECT_EQ(with_vendor("pyproject.toml",
+                        "[project]\nname = \"p\"\ndependencies = [\n    \"torch>=2.1\",\n"
+                        "    \"numpy\",\n]\n",
+                        "torch_mlu"),
+            "[project]\nname = \"p\"\ndependencies = [\n    \"torch>=2.1\",\n    \"torch_mlu\",\n"
+            "    \"numpy\",\n]\n");
+  EXPECT_EQ(with_vendor("pyproject.toml",
+                        "[project]\ndependencies = [\n  'numpy',\n  'torch'  # any\n]\n"),
+            "[project]\ndependencies = [\n  'numpy',\n  'torch',  # any\n  'torch_npu',\n]\n");
+  // One line, and without torch (after the last item); an empty array.
+  EXPECT_EQ(with_vendor("pyproject.toml", "[project]\ndependencies = [\"torch\", \"numpy\"]\n"),
+            "[project]\ndependencies = [\"torch\", \"torch_npu\", \"numpy\"]\n");
+  EXPECT_EQ(with_vendor("pyproject.toml", "[project]\ndependencies = [\"numpy\"]\n"),
+            "[project]\ndependencies = [\"numpy\", \"torch_npu\"]\n");
+  EXPECT_EQ(with_vendor("pyproject.toml", "[project]\ndependencies = []\n"),
+            "[project]\ndependencies = [\"torch_npu\"]\n");
+  // Only [project]: another table's dependencies, or none at all, get nothing.
+  EXPECT_EQ(with_vendor("pyproject.toml", "[tool.poetry]\ndependencies = [\"torch\"]\n"), "");
+  EXPECT_EQ(
+      with_vendor("pyproject.toml", "[project]\nname = \"p\"\ndynamic = [\"dependencies\"]\n"), "");
+  EXPECT_EQ(with_vendor("pyproject.toml", "[project]\ndependencies = [\"torch\", \"torch-npu\"]\n"),
+            "");
+}
+
+TEST(VendorRequirement, TheMessageSaysWhyThereIsNoVersion) {
+  std::vector<Finding> f = add_vendor_requirement("requirements.txt", "torch\n", "torch_npu",
+                                                  "the migrated code imports torch_npu: a.py");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].message.find("imports torch_npu: a.py"), std::string::npos) << f[0].message;
+  EXPECT_NE(f[0].message.find("without a version"), std::string::npos) << f[0].message;
+  // A requirement with a version is written as the data says, and the note is not there.
+  f = add_vendor_requirement("requirements.txt", "torch\n", "torch_npu>=2.1", "x");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].fix->edits[0].replacement, "torch_npu>=2.1\n");
+  EXPECT_EQ(f[0].message.find("without a version"), std::string::npos) << f[0].message;
 }
 
 }  // namespace
