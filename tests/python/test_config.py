@@ -96,7 +96,7 @@ def test_unknown_key_in_torchport_toml_is_a_usage_error_of_the_command(tmp_path)
     assert proc.stderr.strip() == (
         f"torchport analyze: error: {tmp_path / 'torchport.toml'}:3: unknown key 'unsafe_fixes' in "
         "torchport.toml (known keys: target, torch-version, jobs, specify-device, rules, exclude, ignore, "
-        "per-file-ignores, unsafe-fixes)"
+        "per-file-ignores, unsafe-fixes, keep-device-flags)"
     )
 
 

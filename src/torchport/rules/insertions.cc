@@ -42,11 +42,16 @@ void run_insertions(Context& ctx) {
     return f.code == "TP300" && f.api == "torch.load" &&
            f.message.starts_with("insert map_location");
   };
-  if (!ctx.result.findings.empty() &&
-      std::all_of(ctx.result.findings.begin(), ctx.result.findings.end(), is_load_location)) {
-    ctx.result.findings.clear();
+  // TP960 (a torch default that changed) is about the torch the output runs on, not CUDA.
+  auto is_version_change = [](const Finding& f) { return f.code == "TP960"; };
+  std::vector<Finding>& found = ctx.result.findings;
+  if (std::any_of(found.begin(), found.end(), is_load_location) &&
+      std::all_of(found.begin(), found.end(),
+                  [&](const Finding& f) { return is_load_location(f) || is_version_change(f); })) {
+    std::erase_if(found, is_load_location);
     ctx.result.min_torch_version.clear();
-    ctx.changed = false;
+    ctx.changed =
+        std::any_of(found.begin(), found.end(), [](const Finding& f) { return f.fix.has_value(); });
     ctx.used_device_var = false;
   }
   if (!ctx.changed) return;
