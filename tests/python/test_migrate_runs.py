@@ -135,7 +135,7 @@ def test_what_cannot_be_converted_is_reported(migrated: dict[str, Path]) -> None
     assert [r[:4] for r in rows[1:]] == [["train.py", "39", "39", "torch.backends.cudnn.benchmark"]]
     assert "torch.backends.cudnn.benchmark = True" in (migrated["cpu"] / "train.py").read_text()
     # torch.cuda.max_memory_allocated (line 60): the CPU has no allocator to ask; it becomes 0
-    # and the change says so.
+    # and the change says so, labelled as an unsafe fix (a value replaced by a constant).
     with (report / "change_list.csv").open(newline="") as f:
         changes = [r for r in csv.reader(f) if r[0] == "train.py" and r[1] == "60"]
     assert changes == [
@@ -144,7 +144,8 @@ def test_what_cannot_be_converted_is_reported(migrated: dict[str, Path]) -> None
             "60",
             "60",
             "MODIFY",
-            "change torch.cuda.max_memory_allocated(...) to 0 (the CPU has no device memory to measure: "
+            "[unsafe fix: changes behaviour: a value replaced by a constant] change "
+            "torch.cuda.max_memory_allocated(...) to 0 (the CPU has no device memory to measure: "
             "a call becomes 0)",
         ]
     ]

@@ -1,9 +1,10 @@
 """`torchport verify` on the README's example project (examples/cuda_project), migrated for cpu.
 
 The original's `autocast()` has no dtype: on CUDA (and under `torchport run`, which keeps CUDA's
-default) it runs float16; the migrated `torch.amp.autocast("cpu")` runs bfloat16, the CPU's default.
-verify must not hide that: the verdict is equivalent only with the bfloat16 tolerance, and it names
-the migrate finding as the cause.
+default) it runs float16. migrate pins that dtype in the cpu output (TP201), so the two runs are
+bit-identical. With TP201 ignored (`--ignore TP201`), the migrated `torch.amp.autocast("cpu")`
+runs bfloat16, the CPU's default: verify must not hide that, the verdict is equivalent only with
+the bfloat16 tolerance, and it names the migrate finding as the cause.
 """
 
 from __future__ import annotations
@@ -17,15 +18,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_example_project_is_equivalent_with_the_amp_dtype_named(tmp_path: Path) -> None:
-    example = ROOT / "examples" / "cuda_project"
+def verify(*projects: Path) -> tuple[int, dict]:
     p = subprocess.run(
         [
             sys.executable,
             "-m",
             "torchport",
             "verify",
-            str(example),
+            *map(str, projects),
             "--target",
             "cpu",
             "--ranks",
@@ -44,8 +44,30 @@ def test_the_example_project_is_equivalent_with_the_amp_dtype_named(tmp_path: Pa
         env=dict(os.environ),
         timeout=600,
     )
-    rep = json.loads(p.stdout)
-    assert (p.returncode, rep["verdict"]) == (0, "equivalent"), (rep["reason"], rep.get("traceback"))
+    return p.returncode, json.loads(p.stdout)
+
+
+def test_the_example_project_is_identical_since_migrate_pins_the_amp_dtype() -> None:
+    example = ROOT / "examples" / "cuda_project"
+    code, rep = verify(example)
+    assert (code, rep["verdict"]) == (0, "identical"), (rep["reason"], rep.get("traceback"))
+    assert rep["expected_differences"] == []
+    assert all(r["params_identical"] for r in rep["steps"])
+    assert not (example / "ckpt.pt").exists()
+
+
+def test_without_the_pinned_dtype_it_is_equivalent_with_the_amp_dtype_named(tmp_path: Path) -> None:
+    example = ROOT / "examples" / "cuda_project"
+    m = subprocess.run(
+        [sys.executable, "-m", "torchport", "migrate", str(example), "-t", "cpu", "-o", str(tmp_path), "-q"]
+        + ["--ignore", "TP201"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert m.returncode == 0, m.stderr
+    code, rep = verify(example, tmp_path / "cuda_project_cpu")
+    assert (code, rep["verdict"]) == (0, "equivalent"), (rep["reason"], rep.get("traceback"))
     assert rep["tolerance_used"]["rtol"] == 0.05
     (cause,) = rep["expected_differences"]
     assert cause["where"] == "train.py:51"

@@ -21,6 +21,8 @@ def test_dtype_findings_of_the_migrate_report() -> None:
             finding('change torch.set_autocast_gpu_dtype() to torch.set_autocast_dtype("npu", ...)'),
             finding("float64 is not supported on npu: x.double() kept as float32", "TP700", 12),
             finding("autocast dtype float16 becomes bfloat16 on cpu", "TP200", 20),
+            # TP201 pinned the original's dtype: it names the one it avoided, no difference
+            finding("pass dtype=torch.float16: ... would become cpu's default bfloat16", "TP201", 30),
         ]
     }
     got = expected_differences(report)

@@ -32,12 +32,14 @@ class _Worker:
             from torchport import runtime
 
             runtime.enable(self.cfg["target"], cuda_available="target")
+        from torchport._leave import leave
+
         rec = _install(self.cfg)
         code = 0
         try:
             self.fn(i, *args)
         except VerifyStop:
-            return
+            leave(0)
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
             rec.finish("ok" if code == 0 else f"exit code {code}", code)
@@ -46,6 +48,10 @@ class _Worker:
             rec.finish("exception", 1)
             raise
         rec.finish("ok", 0)
+        # The rank's work is done and recorded: leave without the C++ static teardown, which can
+        # abort a gloo rank after a successful run (pytorch/pytorch#38228; seen in CI on ddp_train).
+        # What torch.multiprocessing's _wrap does after a normal return is nothing.
+        leave(0)
 
 
 def _patch_spawn(cfg: dict[str, Any]) -> None:
