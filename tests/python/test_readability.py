@@ -26,11 +26,7 @@ def test_the_suite_has_at_least_twelve_scripts() -> None:
     assert len(NAMES) >= 12, NAMES
 
 
-def migrate(name: str, target: str, tmp: Path) -> str:
-    src = tmp / name
-    src.mkdir()
-    shutil.copy(SUITE / name / "input.py", src / "input.py")
-    out = tmp / "out"
+def migrate_project(src: Path, target: str, out: Path) -> Path:
     p = subprocess.run(
         [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "--target", target, "-q"],
         capture_output=True,
@@ -38,7 +34,14 @@ def migrate(name: str, target: str, tmp: Path) -> str:
         check=False,
     )
     assert p.returncode == 0, p.stdout + p.stderr
-    return (out / f"{name}_{target}" / "input.py").read_text(encoding="utf-8")
+    return out / f"{src.name}_{target}"
+
+
+def migrate(name: str, target: str, tmp: Path) -> str:
+    src = tmp / name
+    src.mkdir()
+    shutil.copy(SUITE / name / "input.py", src / "input.py")
+    return (migrate_project(src, target, tmp / "out") / "input.py").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -143,17 +146,6 @@ def test_device_flags_row_diff_and_keep_device_flags(tmp_path: Path) -> None:
 
 
 VENDOR = Path(__file__).resolve().parent.parent / "fixtures" / "requirements" / "vendor"
-
-
-def migrate_project(src: Path, target: str, out: Path) -> Path:
-    p = subprocess.run(
-        [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "--target", target, "-q"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert p.returncode == 0, p.stdout + p.stderr
-    return out / f"{src.name}_{target}"
 
 
 @pytest.mark.parametrize("target", ["npu", "mlu"])
