@@ -30,7 +30,8 @@
 //   It runs on the output of the other rules (the driver's second pass), so it only renames and
 //   deletes whole statements. Nothing is done unless the whole unit is understood: one flag
 //   definition with action="store_true", no other spelling of its dest (getattr, a string), no
-//   clash with a name the file already uses. A derived name bound more than once, or a folded
+//   clash with a name the file already uses; a CUDA flag left as it is gets an UNKNOWN row with the
+//   reason (it now switches the target's device). A derived name bound more than once, or a folded
 //   flag used anywhere else, is left as it is. The row is labelled: the command line changes
 //   (the old flags still work).
 #include <torchport/catalogue/catalogue.h>
@@ -58,7 +59,8 @@ struct Flag {
   std::string dest;            ///< "no_cuda"
   std::string device;          ///< "cuda", "mps", "xpu"
   bool negative = false;
-  std::string parser;  ///< the source of the parser expression ("parser")
+  std::string parser;   ///< the source of the parser expression ("parser")
+  std::string refused;  ///< why it cannot be ported ("" = it can)
 };
 
 std::string dest_of(std::string_view option) {
@@ -67,34 +69,53 @@ std::string dest_of(std::string_view option) {
   return d;
 }
 
-/// `<p>.add_argument("--no-cuda", action="store_true", ...)` as a statement of its own.
+/// "cuda"/"mps"/"xpu" and the polarity of a device flag's option ("--no-cuda"), or "".
+std::pair<std::string, bool> device_of(std::string_view option) {
+  if (!option.starts_with("--")) return {};
+  std::string norm(option.substr(2));
+  std::replace(norm.begin(), norm.end(), '_', '-');
+  for (std::string_view dev : {"cuda", "mps", "xpu"}) {
+    const std::string d(dev);
+    if (norm == d || norm == "use-" + d) return {d, false};
+    if (norm == "no-" + d || norm == "disable-" + d) return {d, true};
+  }
+  return {};
+}
+
+/// `<p>.add_argument("--no-cuda", action="store_true", ...)`: a device flag, with `refused` set
+/// when it is not one this rule can port (another action or type, a dest of its own, ...).
+/// nullopt when the call defines no device flag.
 std::optional<Flag> device_flag(const syntax::Tree& t, const Node* call) {
   const Node* f = call->func();
   if (!f || f->kind() != NodeKind::Attribute || t.name(*f) != "add_argument") return {};
-  const Node* stmt = call->parent();
-  if (!stmt || stmt->kind() != NodeKind::Expr || call->role() != Role::Value) return {};
-  if (call->args().size() != 1) return {};
-  const Node* opt = *call->args().begin();
-  if (opt->kind() != NodeKind::Constant || !t.is_string(*opt) ||
-      opt->first_token() != opt->last_token())
-    return {};
-  std::optional<std::string> s = t.string_value(*opt);
-  if (!s || !s->starts_with("--")) return {};
-  std::string norm = s->substr(2);
-  std::replace(norm.begin(), norm.end(), '_', '-');
   Flag fl;
-  for (std::string_view dev : {"cuda", "mps", "xpu"}) {
-    const std::string d(dev);
-    if (norm == d || norm == "use-" + d) {
-      fl.device = d;
-    } else if (norm == "no-" + d || norm == "disable-" + d) {
-      fl.device = d;
-      fl.negative = true;
+  int options = 0;
+  for (const Node* a : call->args()) {
+    if (a->kind() != NodeKind::Constant || !t.is_string(*a)) continue;
+    std::optional<std::string> s = t.string_value(*a);
+    if (!s || !s->starts_with("-")) continue;
+    ++options;
+    auto [dev, negative] = device_of(*s);
+    if (!dev.empty() && fl.device.empty()) {
+      fl.device = dev;
+      fl.negative = negative;
+      fl.option = *s;
+      fl.opt = a;
     }
   }
   if (fl.device.empty()) return {};
-  fl.option = *s;
-  fl.dest = dest_of(*s);
+  fl.dest = dest_of(fl.option);
+  fl.stmt = call;
+  auto refuse = [&](std::string why) {
+    fl.refused = std::move(why);
+    return fl;
+  };
+  const Node* stmt = call->parent();
+  if (!stmt || stmt->kind() != NodeKind::Expr || call->role() != Role::Value)
+    return refuse("the call is not a statement of its own");
+  if (options != 1 || call->args().size() != 1) return refuse("it has more than one option string");
+  if (fl.opt->first_token() != fl.opt->last_token())
+    return refuse("its option is a concatenated string");
   bool store_true = false;
   for (const Node* k : call->keywords()) {
     std::string_view kw = t.name(*k);
@@ -104,18 +125,18 @@ std::optional<Flag> device_flag(const syntax::Tree& t, const Node* call) {
     if (kw == "action") {
       store_true = sv && *sv == "store_true";
     } else if (kw == "dest") {
-      if (!sv || *sv != fl.dest) return {};
+      if (!sv || *sv != fl.dest) return refuse("it has a dest of its own");
     } else if (kw == "default") {
-      if (!v) return {};
+      if (!v) return refuse("its default is not False");
       auto [vb, ve] = t.byte_range(*v);
-      if (t.text().substr(vb, ve - vb) != "False") return {};
+      if (t.text().substr(vb, ve - vb) != "False") return refuse("its default is not False");
     } else if (kw != "help") {
-      return {};
+      return refuse("it has " + (kw.empty() ? std::string("**kwargs") : std::string(kw) + "=") +
+                    ", not only action=\"store_true\"");
     }
   }
-  if (!store_true) return {};
+  if (!store_true) return refuse("it is not action=\"store_true\"");
   fl.stmt = stmt;
-  fl.opt = opt;
   auto [pb, pe] = t.byte_range(*f->value());
   fl.parser = std::string(t.text().substr(pb, pe - pb));
   return fl;
@@ -390,26 +411,56 @@ bool Porter::fold(const Flag& f, std::vector<fix::Edit>& edits, std::vector<std:
 }
 
 std::vector<Finding> Porter::run() {
-  std::vector<Flag> flags;
+  std::vector<Flag> flags, refused;
   for (const Node* c : t_.find_all(NodeKind::Call))
-    if (std::optional<Flag> f = device_flag(t_, c)) flags.push_back(std::move(*f));
+    if (std::optional<Flag> f = device_flag(t_, c))
+      (f->refused.empty() ? flags : refused).push_back(std::move(*f));
+  // A CUDA flag left as it is now switches the target's device: said, never silent.
+  std::vector<Finding> kept;
+  auto keep = [&](const Flag& f, std::string_view why) {
+    Finding k;
+    k.code = "TP310";
+    k.op = Operation::Unknown;
+    k.api = f.option;
+    k.message = "the command line keeps " + f.option + " as it is (" + std::string(why) +
+                "): it now switches the " + display_ + "; rename it by hand if its name matters";
+    auto [b, e] = t_.byte_range(*f.stmt);
+    k.begin = b;
+    k.end = e;
+    kept.push_back(std::move(k));
+  };
+  for (const Flag& f : refused)
+    if (f.device == "cuda") keep(f, f.refused);
   find_namespaces();
-  if (namespaces_.empty()) return {};
   std::vector<const Flag*> cuda;
   for (const Flag& f : flags)
     if (f.device == "cuda") cuda.push_back(&f);
-  if (cuda.size() != 1) return {};
+  if (cuda.empty()) return kept;
+  if (cuda.size() + kept.size() > 1) {
+    for (const Flag* f : cuda) keep(*f, "the file defines more than one CUDA flag");
+    return kept;
+  }
   const Flag& fl = *cuda.front();
-  if (dest_spelled_elsewhere(fl)) return {};
+  if (namespaces_.empty()) {
+    keep(fl, "no `args = parser.parse_args()` binds the parsed flags in this file");
+    return kept;
+  }
+  if (dest_spelled_elsewhere(fl)) {
+    keep(fl, "its dest is also reached by name (getattr, a subscript) or assigned");
+    return kept;
+  }
   const std::string new_option = [&] {
     std::string o = fl.option;
     std::size_t p = o.rfind("cuda");
     return o.replace(p, 4, word_);
   }();
   const std::string new_dest = dest_of(new_option);
-  if (!dest_reads(new_dest).empty() || new_dest == fl.dest) return {};
-  for (const Flag& f : flags)
-    if (f.option == new_option) return {};
+  bool clash = !dest_reads(new_dest).empty() || new_dest == fl.dest;
+  for (const Flag& f : flags) clash = clash || f.option == new_option;
+  if (clash) {
+    keep(fl, new_option + " or args." + new_dest + " is already used");
+    return kept;
+  }
 
   std::vector<fix::Edit> edits;
   std::vector<std::string> notes;

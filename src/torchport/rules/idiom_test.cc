@@ -57,12 +57,37 @@ TEST(DeviceFlags, UnderscoreSpellingKeepsItsStyleAndTheRowIsLabelled) {
   EXPECT_NE(fs[0].changes.find("changes the command line"), std::string::npos);
 }
 
+/// The one finding of a refused flag: an UNKNOWN row, no fix, its reason in the message.
+std::string kept_reason(const std::vector<Finding>& fs) {
+  EXPECT_EQ(fs.size(), 1u);
+  if (fs.size() != 1) return {};
+  EXPECT_EQ(fs[0].op, Operation::Unknown);
+  EXPECT_FALSE(fs[0].fix.has_value());
+  return fs[0].message;
+}
+
 TEST(DeviceFlags, NothingWhenTheDestIsReachedByGetattr) {
   std::string src = kHead +
                     "p.add_argument('--no-cuda', action='store_true')\n"
                     "args = p.parse_args()\n"
                     "off = getattr(args, 'no_cuda')\n";
-  EXPECT_EQ(port(src), src);
+  std::vector<Finding> fs;
+  EXPECT_EQ(port(src, "accelerator", true, &fs), src);
+  EXPECT_NE(kept_reason(fs).find("its dest is also reached by name"), std::string::npos);
+}
+
+TEST(DeviceFlags, AFlagOfAnotherTypeIsKeptAndSaidSo) {
+  // dino's style: a bool-valued option, not a store_true flag.
+  std::string src = kHead +
+                    "p.add_argument('--use_cuda', default=True, type=bool_flag, help='use cuda')\n"
+                    "args = p.parse_args()\n"
+                    "x = args.use_cuda\n";
+  std::vector<Finding> fs;
+  EXPECT_EQ(port(src, "npu", true, &fs), src);
+  const std::string why = kept_reason(fs);
+  EXPECT_NE(why.find("keeps --use_cuda as it is (its default is not False)"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("it now switches the NPU"), std::string::npos) << why;
 }
 
 TEST(DeviceFlags, NothingWithoutStoreTrueOrWithTwoCudaFlags) {
@@ -70,13 +95,18 @@ TEST(DeviceFlags, NothingWithoutStoreTrueOrWithTwoCudaFlags) {
                         "p.add_argument('--cuda', type=int, default=1)\n"
                         "args = p.parse_args()\n"
                         "x = args.cuda\n";
-  EXPECT_EQ(port(counted), counted);
+  std::vector<Finding> fs;
+  EXPECT_EQ(port(counted, "accelerator", true, &fs), counted);
+  EXPECT_NE(kept_reason(fs).find("it has type=, not only action=\"store_true\""),
+            std::string::npos);
   std::string two = kHead +
                     "p.add_argument('--cuda', action='store_true')\n"
                     "p.add_argument('--no-cuda', action='store_true')\n"
                     "args = p.parse_args()\n"
                     "x = args.cuda and not args.no_cuda\n";
-  EXPECT_EQ(port(two), two);
+  EXPECT_EQ(port(two, "accelerator", true, &fs), two);
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_NE(fs[0].message.find("more than one CUDA flag"), std::string::npos) << fs[0].message;
 }
 
 TEST(DeviceFlags, NothingForTheHostTargetOrWithKeepDeviceFlags) {
