@@ -25,14 +25,16 @@
 //   meaning: for accelerator `dev.type == "cuda"` becomes `dev.type != "cpu"` (never true on the
 //   CPU fallback, where pin_memory() and fused kernels fail); on cpu they are kept and reported
 //   (false, as on a machine without CUDA).
-//   (cpu: .to("cpu", non_blocking=True) and .is_cpu; accelerator: the script's own `device` /
+//   (cpu: .to("cpu", non_blocking=True) and `.device.type != "cpu"`, False as is_cuda was on a
+//   machine without CUDA; accelerator: the script's own `device` /
 //   `device.type` where one is in reach (else an inserted module-level `device`),
 //   torch.device(device.type, rank), and `.device.type != "cpu"` for .is_cuda: on an
 //   accelerator, never true for a CPU tensor)
 // Safety:
 //   Only strings in the contexts above change. `.cuda(i)` keeps its index except on the
 //   single-device targets cpu and mps, where it is dropped (reported). `.is_cuda` inside a
-//   comparison (`x.is_cuda == y`) is reported for the accelerator target, not rewritten.
+//   comparison (`x.is_cuda == y`) is reported, not rewritten, where its replacement is itself a
+//   comparison (accelerator, cpu, hpu).
 //   --specify-device makes device strings with an index ("cuda:0") f"<device>:{DEVICE_ID}"
 //   (Ascend's -s; the variable is the target's device_id_env; TP303 does the other explicit
 //   indices); "cuda" stays a device type, pinned by the prologue that sets the current device.
@@ -628,7 +630,10 @@ void cuda_methods(Context& ctx) {
       } else {
         repl = "is_" + ctx.target.device;
       }
-      if (ctx.accelerator() && nx &&
+      // A replacement that is itself a comparison cannot take part in one (it would chain).
+      const bool comparison =
+          repl.find("==") != std::string::npos || repl.find("!=") != std::string::npos;
+      if (comparison && nx &&
           (m.kind(*nx) == TokenKind::EqEqual || m.kind(*nx) == TokenKind::NotEqual ||
            m.kind(*nx) == TokenKind::KwIs)) {
         ctx.flag("TP302", Operation::Unsupported, ".is_cuda",
@@ -644,7 +649,7 @@ void cuda_methods(Context& ctx) {
           !nx || (m.kind(*nx) != TokenKind::Dot && m.kind(*nx) != TokenKind::LPar &&
                   m.kind(*nx) != TokenKind::LSqb);
       std::string negated;  // `not x.is_cuda` as one comparison
-      if (ctx.accelerator() && repl == "device.type != \"cpu\"") negated = "device.type == \"cpu\"";
+      if (repl == "device.type != \"cpu\"") negated = "device.type == \"cpu\"";
       if (scripted && !ctx.accelerator()) negated = "device.type != \"" + ctx.target.device + "\"";
       if (!negated.empty() && before && m.kind(*before) == TokenKind::KwNot && operand_ends) {
         Finding f;
