@@ -251,15 +251,34 @@ class Porter {
       if (t_.name(*a) == f.dest && m_.is_store(a->token())) return true;
     return false;
   }
+  /// The names bound to the parsed flags: `args = parser.parse_args()`, `args, _ =
+  /// parser.parse_known_args()`, and `opt = get_args()` where get_args (a function of this file)
+  /// returns parse_args() or a name bound to it.
   void find_namespaces() {
-    for (const Node* a : t_.find_all(NodeKind::Assign)) {
-      const Node* v = a->value();
-      if (a->targets().size() != 1 || (*a->targets().begin())->kind() != NodeKind::Name || !v ||
-          v->kind() != NodeKind::Call || !v->func() || v->func()->kind() != NodeKind::Attribute)
-        continue;
-      std::string_view fn = t_.name(*v->func());
-      if (fn == "parse_args" || fn == "parse_known_args")
-        namespaces_.insert(std::string(t_.name(**a->targets().begin())));
+    std::set<std::string> parsers;  // functions of the file that return the parsed flags
+    auto parsed = [&](const Node* v) {
+      if (!v || v->kind() != NodeKind::Call || !v->func()) return false;
+      const Node* fn = v->func();
+      if (fn->kind() == NodeKind::Attribute)
+        return t_.name(*fn) == "parse_args" || t_.name(*fn) == "parse_known_args";
+      return fn->kind() == NodeKind::Name && parsers.count(std::string(t_.name(*fn))) > 0;
+    };
+    for (int pass = 0; pass < 3; ++pass) {
+      for (const Node* a : t_.find_all(NodeKind::Assign)) {
+        if (a->targets().size() != 1 || !parsed(a->value())) continue;
+        const Node* target = *a->targets().begin();
+        if (target->kind() == NodeKind::Tuple && !target->elts().empty())
+          target = *target->elts().begin();  // args, unknown = parser.parse_known_args()
+        if (target->kind() == NodeKind::Name) namespaces_.insert(std::string(t_.name(*target)));
+      }
+      for (const Node* r : t_.find_all(NodeKind::Return)) {
+        const Node* v = r->value();
+        bool returns = parsed(v) || (v && v->kind() == NodeKind::Name &&
+                                     namespaces_.count(std::string(t_.name(*v))) > 0);
+        const Node* fn = r->parent();
+        while (fn && fn->kind() != NodeKind::FunctionDef) fn = fn->parent();
+        if (returns && fn) parsers.insert(std::string(t_.name(*fn)));
+      }
     }
   }
   std::string article(std::string_view w) const {

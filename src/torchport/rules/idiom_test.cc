@@ -66,6 +66,32 @@ std::string kept_reason(const std::vector<Finding>& fs) {
   return fs[0].message;
 }
 
+TEST(DeviceFlags, TheFlagsMayBeParsedInAFunctionOfTheFile) {
+  std::string out = port(kHead +
+                             "def get_args():\n"
+                             "    p.add_argument('--no-cuda', action='store_true')\n"
+                             "    args, _ = p.parse_known_args()\n"
+                             "    return args\n"
+                             "def train(args):\n"
+                             "    return not args.no_cuda\n"
+                             "opt = get_args()\n"
+                             "use_cuda = not opt.no_cuda\n"
+                             "train(opt)\n",
+                         "mlu");
+  EXPECT_EQ(out, kHead +
+                     "def get_args():\n"
+                     "    p.add_argument('--no-mlu', action='store_true')\n"
+                     "    p.add_argument('--no-cuda', dest='no_mlu', action='store_true', "
+                     "help='deprecated alias of --no-mlu')\n"
+                     "    args, _ = p.parse_known_args()\n"
+                     "    return args\n"
+                     "def train(args):\n"
+                     "    return not args.no_mlu\n"
+                     "opt = get_args()\n"
+                     "use_mlu = not opt.no_mlu\n"
+                     "train(opt)\n");
+}
+
 TEST(DeviceFlags, NothingWhenTheDestIsReachedByGetattr) {
   std::string src = kHead +
                     "p.add_argument('--no-cuda', action='store_true')\n"
