@@ -62,13 +62,22 @@ def free_port() -> int:
 @pytest.mark.parametrize("name", NAMES)
 def test_the_accelerator_output_runs_on_this_cpu_only_machine(name: str) -> None:
     script = SUITE / name / "accelerator.py"
-    env = dict(os.environ, MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1")
-    p = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, check=False, timeout=120, env=env
-    )
-    assert p.returncode == 0, p.stderr
     # Each script prints its loss; the distributed ones once per rank.
     want = 2 if "spawn" in name else 1
+
+    def run() -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ, MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1")
+        return subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, check=False, timeout=120, env=env
+        )
+
+    p = run()
+    if p.returncode != 0 and "signal SIGABRT" in p.stderr and p.stdout.count("step 0 loss") == want:
+        # Every rank finished its step, then one aborted in the C++ teardown of its gloo threads
+        # (pytorch/pytorch#38228; seen once in 6 runs of ddp_spawn on a loaded machine). That is
+        # torch's exit, not the script: one more run, which must pass.
+        p = run()
+    assert p.returncode == 0, p.stderr
     assert p.stdout.count("step 0 loss") == want, p.stdout
 
 

@@ -73,6 +73,11 @@ class Context {
 
   bool need_torch_import = false;
   bool used_device_var = false;
+  /// Where the rules wrote the inserted device variable: byte offsets in the original, nullopt
+  /// for a use with no position (which needs the module-level variable).
+  std::vector<std::optional<std::uint32_t>> device_var_uses;
+  /// The inserted device variable, written at `at` (its use is recorded for TP900).
+  std::string helper_device(std::optional<std::uint32_t> at);
   bool used_device_id = false;  ///< --specify-device: DEVICE_ID must be defined
   /// The name of the device-index variable: the target's device_id_env, else DEVICE_ID (the
   /// name Ascend's rule tables use in arg_new, for --rules files on any target).

@@ -249,7 +249,7 @@ bool device_call_selection(Context& ctx, TokenIndex i, const semantic::StringVal
 // targets and for accelerator (CPU fallback) the whole location becomes the device itself.
 void map_location(Context& ctx, const std::string& api, std::uint32_t b, std::uint32_t e) {
   std::string repl = ctx.accelerator() ? ctx.script_device(b, false, true) : std::string();
-  if (repl.empty()) repl = ctx.device_expr();
+  if (repl.empty()) repl = ctx.accelerator() ? ctx.helper_device(b) : ctx.device_expr();
   if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
   ctx.modify("TP300", api,
              "replace map_location " + api + " with " + repl +

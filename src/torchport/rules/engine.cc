@@ -372,14 +372,19 @@ std::string_view Context::helper_name() const {
   return *helper_name_;
 }
 
+std::string Context::helper_device(std::optional<std::uint32_t> at) {
+  used_device_var = true;
+  device_var_uses.push_back(at);
+  return std::string(helper_name());
+}
+
 std::string Context::device_expr(std::optional<std::uint32_t> at) {
   if (accelerator()) {
     if (at) {
       std::string own = script_device(*at, false);
       if (!own.empty()) return own;
     }
-    used_device_var = true;
-    return std::string(helper_name());
+    return helper_device(at);
   }
   return "\"" + target.device + "\"";
 }
@@ -390,8 +395,7 @@ std::string Context::device_type_expr(std::optional<std::uint32_t> at) {
       std::string own = script_device(*at, true);
       if (!own.empty()) return own;
     }
-    used_device_var = true;
-    return std::string(helper_name()) + ".type";
+    return helper_device(at) + ".type";
   }
   return "\"" + (target.amp_device.empty() ? target.device : target.amp_device) + "\"";
 }

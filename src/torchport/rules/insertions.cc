@@ -31,8 +31,82 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace torchport::rules {
+namespace {
+
+using syntax::TokenKind;
+
+/// The outermost function around the code at byte offset `at`, or 0 (module level).
+std::uint32_t function_around(const semantic::Model& m, std::uint32_t at) {
+  const std::vector<semantic::Line>& lines = m.lines();
+  auto it =
+      std::upper_bound(lines.begin(), lines.end(), at,
+                       [](std::uint32_t off, const semantic::Line& l) { return off < l.begin; });
+  if (it == lines.begin()) return 0;
+  --it;
+  if (at >= it->end) return 0;
+  return m.outermost_function(it->scope);
+}
+
+/// Where a statement goes first in a function body: the start of the physical line of its first
+/// statement (after a docstring), with that statement's indentation.
+struct LocalStart {
+  std::uint32_t at = 0;
+  std::string indent;
+  std::string function;
+};
+
+std::optional<LocalStart> function_body_start(const semantic::Model& m, std::uint32_t fn) {
+  const std::vector<semantic::Line>& lines = m.lines();
+  std::size_t first = lines.size();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].scope == fn) {
+      first = i;
+      break;
+    }
+  }
+  // A lambda or a one-line `def f(): ...` has no line of its own.
+  if (first == lines.size() || first == 0) return std::nullopt;
+  LocalStart out;
+  // The header is the logical line just before the body: `def name(...):`.
+  for (semantic::TokenIndex t : lines[first - 1].tokens) {
+    if (m.kind(t) != TokenKind::KwDef) continue;
+    if (auto n = m.next(t); n && m.kind(*n) == TokenKind::Name) out.function = m.token_text(*n);
+    break;
+  }
+  if (out.function.empty()) return std::nullopt;
+  std::size_t at = first;
+  const semantic::Line& head = lines[first];
+  const bool docstring =
+      std::all_of(head.tokens.begin(), head.tokens.end(),
+                  [&](semantic::TokenIndex t) { return m.kind(t) == TokenKind::String; });
+  if (docstring) {
+    at = lines.size();
+    for (std::size_t i = first + 1; i < lines.size(); ++i) {
+      if (lines[i].scope == fn && lines[i].depth == head.depth) {
+        at = i;
+        break;
+      }
+    }
+    if (at == lines.size()) return std::nullopt;
+  }
+  const std::string_view text = m.text();
+  std::uint32_t start = lines[at].begin;
+  while (start > 0 && text[start - 1] != '\n' && text[start - 1] != '\r') --start;
+  out.indent = std::string(text.substr(start, lines[at].begin - start));
+  if (out.indent.empty() || out.indent.find_first_not_of(" \t") != std::string::npos) {
+    return std::nullopt;  // `x = 1; y = 2` on the header's line, or a form feed
+  }
+  out.at = start;
+  return out;
+}
+
+}  // namespace
 
 void run_insertions(Context& ctx) {
   // A file that uses nothing CUDA-specific comes out byte-identical for every target: the
@@ -53,6 +127,7 @@ void run_insertions(Context& ctx) {
     ctx.changed =
         std::any_of(found.begin(), found.end(), [](const Finding& f) { return f.fix.has_value(); });
     ctx.used_device_var = false;
+    ctx.device_var_uses.clear();
   }
   if (!ctx.changed) return;
   const semantic::Model& m = ctx.m;
@@ -78,6 +153,7 @@ void run_insertions(Context& ctx) {
   struct Insert {
     std::uint32_t at;
     std::string api, message, text;
+    bool before_all = false;  ///< before every other edit at `at` (a local device variable)
   };
   std::vector<Insert> inserts;
   if (ctx.need_torch_import) {
@@ -118,9 +194,28 @@ void run_insertions(Context& ctx) {
   if (ctx.used_device_var && !m.lookup(ctx.helper_name(), 0)) {
     const std::string& t = torch;
     const std::string var(ctx.helper_name());
-    inserts.push_back({var_at, var, "insert the device variable (torch >= 2.6)",
-                       var + " = " + t + ".accelerator.current_accelerator() if " + t +
-                           ".accelerator.is_available() else " + t + ".device(\"cpu\")" + nl});
+    const std::string value = var + " = " + t + ".accelerator.current_accelerator() if " + t +
+                              ".accelerator.is_available() else " + t + ".device(\"cpu\")";
+    // One definition in the narrowest scope that covers every use (issue 19 §2): local to the
+    // function when a single function uses it, module-level when code at module level or
+    // several functions do (one shared name rather than copies).
+    std::optional<LocalStart> local;
+    std::set<std::uint32_t> functions;
+    bool module_level = false;
+    for (const std::optional<std::uint32_t>& at : ctx.device_var_uses) {
+      const std::uint32_t fn = at ? function_around(m, *at) : 0;
+      if (fn == 0) module_level = true;
+      functions.insert(fn);
+    }
+    if (!module_level && functions.size() == 1) local = function_body_start(m, *functions.begin());
+    if (!local) {
+      inserts.push_back({var_at, var, "insert the device variable (torch >= 2.6)", value + nl});
+    } else {
+      inserts.push_back(
+          {local->at, var,
+           "insert the device variable at the start of " + local->function + "() (torch >= 2.6)",
+           local->indent + value + nl, true});
+    }
     ctx.require_torch(kAcceleratorMinTorch);
   }
   if (host_event) {
@@ -176,6 +271,12 @@ void run_insertions(Context& ctx) {
       return f.code == "TP804" && f.begin == inserts[i].at;
     });
     if (first_custom != fs.end()) std::rotate(first_custom, fs.end() - 1, fs.end());
+    if (inserts[i].before_all) {
+      auto first_here = std::find_if(fs.begin(), fs.end() - 1, [&](const Finding& f) {
+        return f.begin == inserts[i].at && f.fix.has_value();
+      });
+      std::rotate(first_here, fs.end() - 1, fs.end());
+    }
     i = j;
   }
 }

@@ -200,6 +200,14 @@ std::optional<Binding> Model::lookup(std::string_view name, std::uint32_t scope)
   return *b;
 }
 
+std::uint32_t Model::outermost_function(std::uint32_t scope) const {
+  std::uint32_t best = 0;
+  for (std::uint32_t s = scope; s != 0 && s < scopes_.size(); s = scopes_[s].parent) {
+    if (scopes_[s].kind == ScopeKind::Function) best = s;
+  }
+  return best;
+}
+
 std::optional<std::string> Model::module_alias(std::string_view qualified) const {
   for (const auto& [n, b] : scopes_[0].names) {
     if (b.kind == Binding::Kind::Qualified && b.target == qualified) {

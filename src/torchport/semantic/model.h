@@ -147,6 +147,10 @@ class Model {
   /// The end of the line (after its line break) of the first module-level `import torch...` /
   /// `from torch... import` statement, or nullopt.
   std::optional<std::uint32_t> after_first_torch_import() const;
+  /// The outermost function scope that encloses code running in `scope` (`scope` itself
+  /// included), through class bodies and nested functions; 0 for code that runs at module level
+  /// (the module, a class body or a comprehension there).
+  std::uint32_t outermost_function(std::uint32_t scope) const;
   /// The line-break text the file uses ("\n", "\r\n" or "\r").
   std::string_view newline() const { return newline_; }
 
