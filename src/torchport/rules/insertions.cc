@@ -6,8 +6,9 @@
 //     after the first module-level torch import, unless the file already imports it;
 //   - `import torch` when a replacement names torch and the file does not bind it;
 //   - for --target accelerator, where a rewrite needs a device and the script has none in reach,
-//     a module-level device variable after the imports, named `device` (`accel_device` when
-//     the script binds `device` elsewhere):
+//     a device variable named `device` (`accel_device` when the script binds `device`
+//     elsewhere), in the narrowest scope that covers every use: first in the function's body
+//     (after its docstring) when one function uses it, else after the imports:
 //       device = torch.accelerator.current_accelerator() if torch.accelerator.is_available()
 //       else torch.device("cpu")
 //   - for --specify-device, DEVICE_ID read from the environment and made the current device
