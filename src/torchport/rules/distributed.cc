@@ -15,11 +15,13 @@
 //   them; accelerator passes them only when an accelerator is available
 //   (`device_ids=[rank] if torch.accelerator.is_available() else None`); the other targets keep
 //   them.
-//   TP403: where `n = torch.cuda.device_count()` is the process count of a later
-//   torch.multiprocessing.spawn in the same scope, the count is 0 without a device and spawn
-//   starts no process, silently. accelerator and cpu get a CPU path after the assignment
-//   (`if n == 0: n = 2`, 2 processes over gloo); the device targets a guard (`if n < 1: raise
-//   SystemExit("no NPU found: ...")`). Both are labelled as a change of behaviour.
+//   TP403: where torch.cuda.device_count() is the process count of a
+//   torch.multiprocessing.spawn (`n = torch.cuda.device_count()` with `n` the count of a later
+//   spawn in the same scope, the call as the count itself, or a count passed to a function of
+//   the file whose parameter is the count), the count is 0 without a device and spawn starts no
+//   process, silently. accelerator gets a CPU path after the count (`if n == 0: n = 2`, 2
+//   processes over gloo), cpu the 2 itself, the device targets a guard (`if n < 1: raise
+//   SystemExit("no NPU found: ...")`). All are labelled as a change of behaviour.
 // Why:
 //   NCCL exists only on NVIDIA GPUs; the targets use hccl (npu, hpu), cncl (mlu), mccl (musa),
 //   xccl (xpu) or gloo (cpu, and mps which has no collective backend).
@@ -39,7 +41,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace torchport::rules {
 
@@ -148,19 +155,180 @@ void ddp_device_ids(Context& ctx) {
   }
 }
 
-// TP403: `n = torch.cuda.device_count()` whose `n` is the process count of a later
-// torch.multiprocessing.spawn / start_processes call in the same scope (nprocs=n, or the third
-// positional argument). Without a device the count is 0 and spawn starts no process: the
-// script ends at once, silently. accelerator and cpu get a CPU path (2 processes over gloo,
-// the backend get_default_backend_for_device / TP400 give the CPU); the device targets a guard
-// that says why the script stops.
+bool spawn_call(std::string_view q) {
+  return q == "torch.multiprocessing.spawn" || q == "torch.multiprocessing.start_processes" ||
+         q == "torch.multiprocessing.spawn.spawn" ||
+         q == "torch.multiprocessing.spawn.start_processes";
+}
+
+/// The value tokens [first, last] of the process count of the spawn call whose `(` is `lpar`:
+/// nprocs=, or the third positional argument.
+std::optional<std::pair<TokenIndex, TokenIndex>> nprocs_arg(const semantic::Model& m,
+                                                            TokenIndex lpar) {
+  std::size_t pos = 0;
+  for (const Arg& a : call_args(m, lpar)) {
+    const bool nprocs = a.keyword == "nprocs" || (a.keyword.empty() && pos == 2);
+    if (a.keyword.empty()) ++pos;
+    if (nprocs) return std::pair{a.keyword.empty() ? a.first : *m.next(*m.next(a.first)), a.last};
+  }
+  return std::nullopt;
+}
+
+/// `torch.cuda.device_count()` starting at token `i`: its byte range.
+std::optional<std::pair<std::uint32_t, std::uint32_t>> device_count_call(const semantic::Model& m,
+                                                                         TokenIndex i) {
+  const semantic::Reference* r = m.reference_at(i);
+  if (!r || r->first != i || r->qualified != "torch.cuda.device_count") return std::nullopt;
+  auto lp = m.next(r->last);
+  if (!lp || m.kind(*lp) != TokenKind::LPar) return std::nullopt;
+  auto rp = m.next(*lp);
+  if (!rp || m.kind(*rp) != TokenKind::RPar) return std::nullopt;
+  return std::pair{m.tokens()[i].begin, m.tokens()[*rp].end};
+}
+
+/// The text of [b, e) with the edits of the earlier findings inside it applied; those findings
+/// are removed (their rewrite moves into the caller's edit).
+std::string take_rewrites(Context& ctx, std::uint32_t b, std::uint32_t e) {
+  std::vector<fix::Edit> edits;
+  auto inside = [&](const Finding& f) { return f.begin >= b && f.end <= e; };
+  for (const Finding& f : ctx.result.findings) {
+    if (!f.fix || !inside(f)) continue;
+    for (const fix::Edit& ed : f.fix->edits)
+      if (ed.begin >= b && ed.end <= e) edits.push_back(ed);
+  }
+  std::sort(edits.begin(), edits.end(),
+            [](const fix::Edit& x, const fix::Edit& y) { return x.begin > y.begin; });
+  std::string out(ctx.m.text().substr(b, e - b));
+  for (const fix::Edit& ed : edits) out.replace(ed.begin - b, ed.end - ed.begin, ed.replacement);
+  std::erase_if(ctx.result.findings, inside);
+  return out;
+}
+
+/// What goes after `n = <count>` for the target: a CPU path (accelerator), or a guard that says
+/// why the script stops (device targets); "" for the host targets, which set n = 2 themselves.
+std::string count_guard(const Context& ctx, const std::string& n, const std::string& indent,
+                        const std::string& nl) {
+  if (ctx.target.host) return "";
+  if (ctx.accelerator()) {
+    return indent + "if " + n + " == 0:" + nl + indent + "    " + n +
+           " = 2  # no accelerator: 2 CPU processes over gloo" + nl;
+  }
+  std::string dev = ctx.target.device;
+  for (char& c : dev) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return indent + "if " + n + " < 1:" + nl + indent + "    raise SystemExit(\"no " + dev +
+         " found: this script starts one process per " + dev + "\")" + nl;
+}
+
+void label_count(Context& ctx) {
+  if (ctx.accelerator() || ctx.target.host) {
+    ctx.label_last("changes behaviour: 2 CPU processes where the original started none",
+                   fix::Applicability::Unsafe);
+  } else {
+    ctx.label_last("changes behaviour: exits with a message where the original started no process",
+                   fix::Applicability::Unsafe);
+  }
+}
+
+std::string count_message(const Context& ctx, const std::string& n) {
+  if (ctx.accelerator() || ctx.target.host)
+    return "without a device, run " + n + " = 2 CPU processes (gloo) instead of none";
+  std::string dev = ctx.target.device;
+  for (char& c : dev) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "stop with a message when no " + dev + " is found (" + n + " == 0 starts no process)";
+}
+
+/// A parameter of a module-level function that is the process count of a spawn call in its body
+/// (`def run(fn, world_size): mp.spawn(fn, nprocs=world_size)`): its position and name.
+constexpr std::size_t kKeywordOnly = ~std::size_t{0};
+struct CountParam {
+  std::size_t position = 0;  ///< kKeywordOnly for a keyword-only parameter
+  std::string_view name;
+};
+using CountParams = std::map<std::string_view, CountParam, std::less<>>;
+
+CountParams count_params(const semantic::Model& m) {
+  CountParams out;
+  const auto& lines = m.lines();
+  for (std::size_t hi = 0; hi + 1 < lines.size(); ++hi) {
+    const auto& h = lines[hi].tokens;
+    std::size_t d = h.size() > 0 && m.kind(h[0]) == TokenKind::KwAsync ? 1 : 0;
+    if (lines[hi].scope != 0 || h.size() < d + 4 || m.kind(h[d]) != TokenKind::KwDef ||
+        m.kind(h[d + 2]) != TokenKind::LPar)
+      continue;
+    const std::uint32_t body = lines[hi + 1].scope;
+    if (body == 0) continue;                                // a one-line def
+    std::vector<std::pair<std::string_view, bool>> params;  // name, keyword-only
+    bool keyword_only = false;
+    for (const Arg& a : call_args(m, h[d + 2])) {
+      if (m.kind(a.first) == TokenKind::Star || m.kind(a.first) == TokenKind::DoubleStar) {
+        keyword_only = true;
+        continue;
+      }
+      if (m.kind(a.first) == TokenKind::Name)
+        params.emplace_back(m.token_text(a.first), keyword_only);
+    }
+    for (std::size_t lj = hi + 1; lj < lines.size(); ++lj) {
+      if (lines[lj].scope != body) continue;
+      for (TokenIndex k : lines[lj].tokens) {
+        if (m.kind(k) != TokenKind::LPar) continue;
+        const semantic::Reference* c = callee_of(m, k);
+        if (!c || !spawn_call(c->qualified)) continue;
+        auto v = nprocs_arg(m, k);
+        if (!v || v->first != v->second || m.kind(v->first) != TokenKind::Name) continue;
+        for (std::size_t p = 0; p < params.size(); ++p) {
+          if (params[p].first == m.token_text(v->first))
+            out[m.token_text(h[d + 1])] =
+                CountParam{params[p].second ? kKeywordOnly : p, params[p].first};
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/// The value tokens [first, last] of the process count the call whose `(` is `lpar` receives:
+/// a spawn call's nprocs, or the count parameter of a function of the file.
+std::optional<std::pair<TokenIndex, TokenIndex>> count_arg(const semantic::Model& m,
+                                                           const CountParams& params,
+                                                           TokenIndex lpar) {
+  const semantic::Reference* c = callee_of(m, lpar);
+  if (c && spawn_call(c->qualified)) return nprocs_arg(m, lpar);
+  auto callee = m.prev(lpar);
+  if (!callee || m.kind(*callee) != TokenKind::Name) return std::nullopt;
+  if (auto before = m.prev(*callee); before && m.kind(*before) == TokenKind::Dot)
+    return std::nullopt;
+  auto it = params.find(m.token_text(*callee));
+  if (it == params.end()) return std::nullopt;
+  std::size_t pos = 0;
+  for (const Arg& a : call_args(m, lpar)) {
+    if (m.kind(a.first) == TokenKind::Star || m.kind(a.first) == TokenKind::DoubleStar)
+      return std::nullopt;  // *args: the positions are unknown
+    const bool hit = a.keyword.empty() ? pos == it->second.position : a.keyword == it->second.name;
+    if (a.keyword.empty()) ++pos;
+    if (hit) return std::pair{a.keyword.empty() ? a.first : *m.next(*m.next(a.first)), a.last};
+  }
+  return std::nullopt;
+}
+
+constexpr std::string_view kHostCount = "2  # no device here: 2 CPU processes over gloo";
+
+// TP403: a process count taken from torch.cuda.device_count() for a torch.multiprocessing.spawn
+// / start_processes call (nprocs=, or the third positional argument): `n = ...device_count()`
+// with `n` (or a plain copy, `world_size = n_gpus`) the count of a later call in the same scope,
+// or the call itself as the count. Without a device the count is 0 and spawn starts no
+// process: the script ends at once, silently. accelerator and cpu get a CPU path (2 processes
+// over gloo, the backend get_default_backend_for_device / TP400 give the CPU); the device
+// targets a guard that says why the script stops.
 void process_count(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto& lines = m.lines();
-  auto spawn_call = [](std::string_view q) {
-    return q == "torch.multiprocessing.spawn" || q == "torch.multiprocessing.start_processes" ||
-           q == "torch.multiprocessing.spawn.spawn" ||
-           q == "torch.multiprocessing.spawn.start_processes";
+  const std::string_view text = m.text();
+  const std::string nl(m.newline());
+  const CountParams params = count_params(m);
+  auto indent_of = [&](const semantic::Line& line) {
+    const std::size_t bol = text.find_last_of("\r\n", line.begin - 1) + 1;  // npos + 1 == 0
+    return std::pair{static_cast<std::uint32_t>(bol),
+                     std::string(text.substr(bol, line.begin - bol))};
   };
   for (std::size_t li = 0; li < lines.size(); ++li) {
     const semantic::Line& line = lines[li];
@@ -184,34 +352,35 @@ void process_count(Context& ctx) {
         names.insert(m.token_text(u[0]));
       for (TokenIndex k : u) {
         if (m.kind(k) != TokenKind::LPar) continue;
-        const semantic::Reference* c = callee_of(m, k);
-        if (!c || !spawn_call(c->qualified)) continue;
-        std::size_t pos = 0;
-        for (const Arg& a : call_args(m, k)) {
-          const bool nprocs = a.keyword == "nprocs" || (a.keyword.empty() && pos == 2);
-          if (a.keyword.empty()) ++pos;
-          if (!nprocs) continue;
-          const TokenIndex v = a.keyword.empty() ? a.first : *m.next(*m.next(a.first));
-          if (v == a.last && m.kind(v) == TokenKind::Name && names.contains(m.token_text(v)))
-            counts_processes = true;
-        }
+        auto v = count_arg(m, params, k);
+        if (v && v->first == v->second && m.kind(v->first) == TokenKind::Name &&
+            names.contains(m.token_text(v->first)))
+          counts_processes = true;
       }
     }
     if (!counts_processes) continue;
-    const std::string_view text = m.text();
-    const std::size_t bol = text.find_last_of("\r\n", line.begin - 1) + 1;  // npos + 1 == 0
-    const std::string indent(text.substr(bol, line.begin - bol));
-    const std::string nl(m.newline());
+    const std::string indent = indent_of(line).second;
     const std::string n(name);
     const std::uint32_t at = line.end;
-    if (ctx.accelerator() || ctx.target.host) {
-      ctx.modify("TP403", "torch.cuda.device_count",
-                 "without a device, run " + n + " = 2 CPU processes (gloo) instead of none", at, at,
-                 indent + "if " + n + " == 0:" + nl + indent + "    " + n +
-                     " = 2  # no accelerator: 2 CPU processes over gloo" + nl);
-      ctx.label_last("changes behaviour: 2 CPU processes where the original started none",
-                     fix::Applicability::Unsafe);
-    } else {
+    if (ctx.target.host) {
+      // cpu counts no device: the count is the CPU path's 2, said in a comment above.
+      const std::uint32_t rb = m.tokens()[t[2]].begin, re = m.tokens()[t.back()].end;
+      take_rewrites(ctx, rb, re);
+      Finding f;
+      f.code = "TP403";
+      f.api = "torch.cuda.device_count";
+      f.message = count_message(ctx, n);
+      f.begin = rb;
+      f.end = re;
+      fix::Fix fx;
+      fx.edits.push_back(fix::Edit{rb, re, std::string(kHostCount)});
+      f.fix = std::move(fx);
+      ctx.result.findings.push_back(std::move(f));
+      ctx.changed = true;
+      label_count(ctx);
+      continue;
+    }
+    if (!ctx.accelerator()) {
       // The script checks the count itself on the next line (`assert n_gpus >= 2, "..."`):
       // its own message says why it stops.
       const bool checked =
@@ -221,18 +390,98 @@ void process_count(Context& ctx) {
             return m.kind(k) == TokenKind::Name && m.token_text(k) == name;
           });
       if (checked) continue;
-      std::string dev = ctx.target.device;
-      for (char& c : dev) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      ctx.modify(
-          "TP403", "torch.cuda.device_count",
-          "stop with a message when no " + dev + " is found (" + n + " == 0 starts no process)", at,
-          at,
-          indent + "if " + n + " < 1:" + nl + indent + "    raise SystemExit(\"no " + dev +
-              " found: this script starts one process per " + dev + "\")" + nl);
-      ctx.label_last(
-          "changes behaviour: exits with a message where the original started no process",
-          fix::Applicability::Unsafe);
     }
+    ctx.modify("TP403", "torch.cuda.device_count", count_message(ctx, n), at, at,
+               count_guard(ctx, n, indent, nl));
+    label_count(ctx);
+  }
+  // The count given to spawn directly: `mp.spawn(fn, args=(torch.cuda.device_count(),),
+  // nprocs=torch.cuda.device_count())`. The count gets a name, assigned before the statement
+  // and followed by the target's path; every device_count() of the statement reads it.
+  // A name that nothing in reach binds: not the scope, its outermost function, or the module
+  // (a load of an unbound name was a NameError, so the new binding changes no reader).
+  auto free_name = [&](std::uint32_t scope) -> std::optional<std::string> {
+    for (std::string_view cand : {"world_size", "nprocs", "num_procs"}) {
+      if (!m.lookup(cand, scope) && !m.lookup(cand, m.outermost_function(scope)) &&
+          !m.lookup(cand, 0))
+        return std::string(cand);
+    }
+    return std::nullopt;
+  };
+  // The count named for an earlier statement of a scope: later statements of the same block
+  // read it (scope -> line index).
+  std::map<std::uint32_t, std::size_t> named;
+  for (std::size_t li = 0; li < lines.size(); ++li) {
+    const semantic::Line& line = lines[li];
+    const auto& t = line.tokens;
+    if (t.empty()) continue;
+    // A simple statement of its own (not `if c: mp.spawn(...)`).
+    switch (m.kind(t[0])) {
+      case TokenKind::KwIf:
+      case TokenKind::KwElif:
+      case TokenKind::KwElse:
+      case TokenKind::KwWhile:
+      case TokenKind::KwFor:
+      case TokenKind::KwWith:
+      case TokenKind::KwTry:
+      case TokenKind::KwExcept:
+      case TokenKind::KwFinally:
+      case TokenKind::KwDef:
+      case TokenKind::KwClass:
+      case TokenKind::KwAsync:
+      case TokenKind::KwLambda:
+      case TokenKind::At:
+        continue;
+      default:
+        break;
+    }
+    bool direct = false;
+    for (TokenIndex k : t) {
+      if (m.kind(k) != TokenKind::LPar) continue;
+      auto v = count_arg(m, params, k);
+      if (!v) continue;
+      auto call = device_count_call(m, v->first);
+      if (call && m.tokens()[v->second].end == call->second) direct = true;
+    }
+    if (!direct) continue;
+    // An earlier statement of the same block (nothing dedented between) named the count.
+    bool reuse = false;
+    if (auto e = named.find(line.scope); e != named.end() && lines[e->second].depth == line.depth) {
+      reuse = true;
+      for (std::size_t k = e->second; k < li; ++k) {
+        if (lines[k].scope == line.scope && lines[k].depth < line.depth) reuse = false;
+      }
+    }
+    std::optional<std::string> n = free_name(line.scope);
+    if (!n) continue;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> calls;
+    for (TokenIndex k : t)
+      if (auto c = device_count_call(m, k)) calls.push_back(*c);
+    std::string count(kHostCount);
+    for (std::size_t c = 0; c < calls.size(); ++c) {
+      std::string rewritten = take_rewrites(ctx, calls[c].first, calls[c].second);
+      if (c == 0 && !ctx.target.host) count = std::move(rewritten);
+    }
+    const auto [bol, indent] = indent_of(line);
+    Finding f;
+    f.code = "TP403";
+    f.api = "torch.cuda.device_count";
+    f.message = count_message(ctx, *n) + "; the count is read once, into " + *n;
+    f.begin = calls.front().first;
+    f.end = calls.front().second;
+    fix::Fix fx;
+    if (reuse) {
+      f.message = "read the process count from " + *n + ", named above";
+    } else {
+      fx.edits.push_back(
+          fix::Edit{bol, bol, indent + *n + " = " + count + nl + count_guard(ctx, *n, indent, nl)});
+      named[line.scope] = li;
+    }
+    for (const auto& [cb, ce] : calls) fx.edits.push_back(fix::Edit{cb, ce, *n});
+    f.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(f));
+    ctx.changed = true;
+    if (!reuse) label_count(ctx);
   }
 }
 
