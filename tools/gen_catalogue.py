@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib.util
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -336,6 +337,39 @@ class Generator:
         if name in rng["changes"] and mapping["replacement"] == rng["names"][name][0]:
             mapping["changes"] = rng["changes"][name]
 
+    def refused_keywords(self, obj: Any, targets: dict[str, Mapping]) -> None:
+        """Adds "refused_keywords" to each in-tree target's mapping whose replacement (a torch name,
+        introspected here) lacks a keyword that the CUDA API `obj` takes: a call passing it is
+        reported instead of rewritten (issue 21 §4)."""
+
+        def accepted(fn: Any) -> Optional[tuple[set[str], bool]]:
+            try:
+                sig = inspect.signature(fn)
+            except (TypeError, ValueError):
+                return None
+            ps = [p for p in sig.parameters.values() if p.name != "self"]
+            kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+            return {p.name for p in ps if p.kind in kinds}, any(p.kind == p.VAR_KEYWORD for p in ps)
+
+        src = accepted(obj)
+        if not src:
+            return
+        for t in ("cpu", "xpu", "mps", "accelerator"):
+            m = targets.get(t, {})
+            repl = m.get("replacement", "")
+            if not repl.startswith("torch.") or "(" in repl or m.get("status") == "unsupported":
+                continue
+            dst_obj: Any = self.torch
+            for part in repl.split(".")[1:]:
+                dst_obj = getattr(dst_obj, part, None)
+            dst = accepted(dst_obj) if dst_obj is not None else None
+            if not dst or dst[1]:
+                continue
+            missing = sorted(src[0] - dst[0])
+            if missing:
+                m["refused_keywords"] = missing
+                m["source"] += f"; {self.intro}: inspect.signature({repl}) lacks {', '.join(missing)}"
+
     # -- entries -----------------------------------------------------------------------------
 
     def cuda_entry(self, name: str) -> dict[str, Any]:
@@ -356,6 +390,7 @@ class Generator:
         }
         for mapping in targets.values():
             self.label_changes(name, mapping)
+        self.refused_keywords(obj, targets)
         if name.startswith("Double"):  # float64 tensor types: not supported where float64 is lacking
             doc = json.loads((ROOT / "data/targets.json").read_text())
             for t in doc["targets"]:
@@ -447,6 +482,7 @@ class Generator:
             ),
         }
         obj = getattr(self.torch.cuda.nvtx, name)
+        self.refused_keywords(obj, out)
         return {"api": qual, "kind": "function", "family": "nvtx", "summary": _summary(obj), "targets": out}
 
     def npu_nvtx(self, name: str) -> Mapping:

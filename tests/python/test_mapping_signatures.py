@@ -3,9 +3,10 @@ the installed torch: each keyword the CUDA API accepts must be accepted by its r
 of a call that passes it breaks (`torch.cuda.Stream(device=d)` -> `torch.cpu.Stream(device=d)`
 (a TypeError).
 
-KNOWN lists the mismatches found in torch 2.13 that the rules do not yet handle call by call (issue 21 §4:
-a call passing such a keyword must be reported instead of rewritten). A new mismatch fails this test, and
-so does a fixed one that is still listed."""
+The catalogue lists the mismatches as each mapping's refused_keywords (tools/gen_catalogue.py), and the rules
+report a call that passes one instead of rewriting it (issue 21 §4; the TP100 fixture refused_keywords). This
+test finds the mismatches again with its own introspection: a new or a fixed one that the data does not
+list fails it."""
 
 from __future__ import annotations
 
@@ -22,43 +23,16 @@ torch = pytest.importorskip("torch")
 REPO = Path(__file__).resolve().parents[2]
 IN_TREE = ("cpu", "xpu", "mps", "accelerator")
 
-KNOWN = {
-    ("torch.cuda.CUDAPluggableAllocator", "xpu"): ["path_to_so_file"],
-    ("torch.cuda.Event", "xpu"): ["blocking", "external", "interprocess"],
-    ("torch.cuda.Event", "mps"): ["blocking", "external", "interprocess"],
-    ("torch.cuda.MemPool", "xpu"): ["no_split"],
-    ("torch.cuda.Stream", "cpu"): ["device"],
-    ("torch.cuda.can_device_access_peer", "xpu"): ["peer_device"],
-    ("torch.cuda.current_stream", "accelerator"): ["device"],
-    ("torch.cuda.device", "accelerator"): ["device"],
-    ("torch.cuda.get_device_capability", "accelerator"): ["device"],
-    ("torch.cuda.get_rng_state", "cpu"): ["device"],
-    ("torch.cuda.get_rng_state", "accelerator"): ["device"],
-    ("torch.cuda.graph", "xpu"): [
-        "capture_error_mode",
-        "check_input_liveness",
-        "cuda_graph",
-        "enable_annotations",
-    ],
-    ("torch.cuda.max_memory_allocated", "accelerator"): ["device"],
-    ("torch.cuda.max_memory_reserved", "accelerator"): ["device"],
-    ("torch.cuda.mem_get_info", "accelerator"): ["device"],
-    ("torch.cuda.memory_allocated", "mps"): ["device"],
-    ("torch.cuda.memory_allocated", "accelerator"): ["device"],
-    ("torch.cuda.memory_reserved", "mps"): ["device"],
-    ("torch.cuda.memory_reserved", "accelerator"): ["device"],
-    ("torch.cuda.memory_snapshot", "xpu"): ["include_traces"],
-    ("torch.cuda.memory_stats", "accelerator"): ["device"],
-    ("torch.cuda.reset_accumulated_memory_stats", "accelerator"): ["device"],
-    ("torch.cuda.reset_peak_memory_stats", "accelerator"): ["device"],
-    ("torch.cuda.set_device", "accelerator"): ["device"],
-    ("torch.cuda.set_per_process_memory_fraction", "mps"): ["device"],
-    ("torch.cuda.set_rng_state", "cpu"): ["device"],
-    ("torch.cuda.set_rng_state", "accelerator"): ["device"],
-    ("torch.cuda.synchronize", "mps"): ["device"],
-    ("torch.cuda.synchronize", "accelerator"): ["device"],
-    ("torch.cuda.nvtx.range", "accelerator"): ["msg"],
-}
+def refused_in_data() -> dict[tuple[str, str], list[str]]:
+    """The catalogue's refused_keywords (tools/gen_catalogue.py writes them from its own
+    introspection), per (API, target)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for f in sorted((REPO / "data" / "catalogue").glob("*.json")):
+        for e in json.loads(f.read_text())["entries"]:
+            for t, m in e["targets"].items():
+                if m.get("refused_keywords"):
+                    out[(e["api"], t)] = m["refused_keywords"]
+    return out
 
 
 def resolve(qualified: str) -> Any:
@@ -113,4 +87,6 @@ def test_every_in_tree_mapping_keeps_the_keywords_of_the_cuda_api() -> None:
                 if missing and not dst[1]:
                     found[(e["api"], t)] = missing
     assert checked > 100
-    assert found == KNOWN, f"torch {torch.__version__}: new or fixed mismatches"
+    # Torch 2.13 has 30 such mismatches (torch.cuda.Stream(device=) -> torch.cpu.Stream, ...).
+    assert len(found) >= 20
+    assert found == refused_in_data(), f"torch {torch.__version__}: data/ is stale (tools/gen_catalogue.py)"

@@ -206,6 +206,7 @@ Mapping parse_mapping(const Json& m, const std::string& where) {
   out.source = str_field(m, "source", where, true);
   out.without_device = str_field(m, "without_device", where, false);
   out.changes = str_field(m, "changes", where, false);
+  out.refused_keywords = str_list(m, "refused_keywords", where);
   if (out.status != Status::Unsupported && out.replacement.empty() && out.note.empty())
     throw DataError(where + ": a " + status + " mapping needs a replacement or a note");
   return out;

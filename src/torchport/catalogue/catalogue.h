@@ -54,6 +54,10 @@ struct Mapping {
   /// Non-empty when the replacement changes behaviour ("changes behaviour: a value replaced by
   /// a constant", "... a seed call widened ..."): its fix is unsafe and labelled so.
   std::string changes;
+  /// Keywords the CUDA API accepts that the replacement does not (the installed torch's
+  /// signatures, tools/gen_catalogue.py): a call passing one is reported, never rewritten into a
+  /// TypeError (`torch.cuda.Stream(device=d)` -> `torch.cpu.Stream(device=d)`).
+  std::vector<std::string> refused_keywords;
 };
 
 /// The kinds of things the catalogue describes.

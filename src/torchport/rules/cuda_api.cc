@@ -30,7 +30,10 @@
 //   act on without a device (memory statistics, empty_cache; the catalogue's without_device)
 //   become that value on cpu ("pass" for a whole statement) and are guarded by
 //   torch.accelerator.is_available() on accelerator. A replacement that
-//   needs a newer torch than --torch-version is not applied and is reported.
+//   needs a newer torch than --torch-version is not applied and is reported. A call that passes
+//   a keyword the replacement does not take (the catalogue's refused_keywords, from the
+//   installed torch's signatures: `torch.cuda.Stream(device=d)` on cpu) is reported and left in
+//   place rather than rewritten into a TypeError.
 #include <torchport/rules/context.h>
 
 #include <algorithm>
@@ -281,6 +284,11 @@ void run_cuda_api(Context& ctx) {
         accel->min_torch = std::string(kAcceleratorMinTorch);
         accel->note = "the current accelerator's device module, torch.cpu when there is none";
         accel->changes.clear();  // the device module's own function
+        // Without an accelerator the device module is torch.cpu: its function's signature.
+        accel->refused_keywords.clear();
+        if (const catalogue::Mapping* cpu = ctx.cat.lookup(prefix, "cpu");
+            cpu && cpu->replacement == "torch.cpu." + std::string(fn))
+          accel->refused_keywords = cpu->refused_keywords;
         found = &*accel;
       }
     }
@@ -308,6 +316,30 @@ void run_cuda_api(Context& ctx) {
                  mp.note + " (it takes effect on CUDA only, on no other device)", begin, end);
       }
       continue;
+    }
+    // A call passing a keyword the replacement does not take would become a TypeError.
+    if (!mp.refused_keywords.empty() && n == ref.names.size()) {
+      std::string refused;
+      if (auto lp = m.next(ref.last); lp && m.kind(*lp) == syntax::TokenKind::LPar) {
+        for (const Arg& a : call_args(m, *lp)) {
+          if (!a.keyword.empty() &&
+              std::find(mp.refused_keywords.begin(), mp.refused_keywords.end(), a.keyword) !=
+                  mp.refused_keywords.end())
+            refused += (refused.empty() ? "" : ", ") + std::string(a.keyword) + "=";
+        }
+      }
+      if (!refused.empty()) {
+        const std::string shown = mp.replacement.starts_with("{module}.")
+                                      ? "torch.cpu." + mp.replacement.substr(9) +
+                                            " (the device module without an accelerator)"
+                                      : mp.replacement;
+        ctx.flag("TP100", Operation::Unsupported, prefix,
+                 shown + " does not take " + refused +
+                     " (its signature in the torch the catalogue was built from): the call is "
+                     "left in place",
+                 begin, end);
+        continue;
+      }
     }
     if (!mp.without_device.empty() && emulate_without_device(ctx, ref, n, prefix, mp)) continue;
     if (mp.status == catalogue::Status::Unsupported || mp.replacement.empty()) {
