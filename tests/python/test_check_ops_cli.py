@@ -66,6 +66,25 @@ def test_script_mode_json(json_run):
     assert doc["targets"][2]["host_time_share"] == 0  # nothing falls back on mps
 
 
+def test_the_profilers_own_stderr_lines_are_captured(json_run):
+    """kineto writes "USDT:... SyncActivityProfilerHandler.cpp:52] profiler_start" to file descriptor 2
+    when a trace starts and stops (torch 2.13): not among the output, but in the json notes (issue 21 §6)."""
+    assert "SyncActivityProfilerHandler" not in json_run.stderr
+    assert "profiler_start" not in json_run.stderr
+    notes = json.loads(json_run.stdout)["notes"]
+    profiler = [n for n in notes if n.startswith("warning: profiler: ")]
+    if profiler:  # the count is said on stderr, with the warnings
+        assert "profiler line(s) from torch or the script captured (-v prints them)" in json_run.stderr
+    # The script's own stderr (its prints, redirected there by check-ops) is untouched.
+    assert "step 0 loss" in json_run.stderr
+    verbose = check_ops("--target", "npu", "-v", "--", str(SCRIPT), "--steps", "1")
+    assert verbose.returncode == 0, verbose.stderr
+    # -v prints them, each marked as the profiler's.
+    lines = [line for line in verbose.stderr.splitlines() if "SyncActivityProfilerHandler" in line]
+    assert bool(lines) == bool(profiler)
+    assert all(line.startswith("profiler: ") for line in lines)
+
+
 def test_script_mode_stops_after_the_requested_steps(json_run):
     # train_cuda.py prints after each optimizer step; the second step ends the run.
     assert "step 0 loss" in json_run.stderr

@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 REPO = Path(__file__).resolve().parents[2]
 IN_TREE = ("cpu", "xpu", "mps", "accelerator")
 
+
 def refused_in_data() -> dict[tuple[str, str], list[str]]:
     """The catalogue's refused_keywords (tools/gen_catalogue.py writes them from its own
     introspection), per (API, target)."""

@@ -10,13 +10,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import sysconfig
+import tempfile
 import time
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -373,6 +375,47 @@ def _join(calls: list[Call], kineto_events: Any) -> int:
 
 _COST: list[float] = []  # _per_call_cost(), measured once per process
 
+# The lines the profiler's C++ side (kineto) writes straight to file descriptor 2 when a trace starts
+# and stops ("USDT:... SyncActivityProfilerHandler.cpp:52] profiler_start"): captured, not printed
+# among the report; check-ops' cli counts them with torch's warnings and prints them with -v.
+PROFILER_LINES: list[str] = []
+
+
+@contextlib.contextmanager
+def _native_stderr_captured() -> Iterator[None]:
+    """Sends what is written to file descriptor 2 meanwhile to PROFILER_LINES. Only the profiler's own
+    start and stop run inside, never the traced code, so the script's stderr is not touched."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no fd 2 (an embedded interpreter): nothing to capture
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read().decode("utf-8", "replace")
+            PROFILER_LINES.extend(line for line in text.splitlines() if line.strip())
+
+
+@contextlib.contextmanager
+def _profiled() -> Iterator[Any]:
+    """torch.profiler.profile over the CPU with overload names, its start and stop quiet (see above)."""
+    cfg = torch._C._profiler._ExperimentalConfig(capture_overload_names=True)
+    prof = profile(activities=[ProfilerActivity.CPU], experimental_config=cfg)
+    with _native_stderr_captured():
+        prof.__enter__()
+    try:
+        yield prof
+    finally:
+        with _native_stderr_captured():
+            prof.__exit__(None, None, None)
+
 
 def _per_call_cost(n: int = 200) -> float:
     """Seconds the recorder and the profiler add to one small operator call, measured on this machine: the
@@ -388,10 +431,9 @@ def _per_call_cost(n: int = 200) -> float:
         return time.perf_counter() - t0
 
     bare, traced = [], []
-    cfg = torch._C._profiler._ExperimentalConfig(capture_overload_names=True)
     for _ in range(3):
         bare.append(run())
-        with profile(activities=[ProfilerActivity.CPU], experimental_config=cfg), _Recorder():
+        with _profiled(), _Recorder():
             traced.append(run())
     return max(0.0, (min(traced) - min(bare)) / n)
 
@@ -425,11 +467,10 @@ def trace(fn: Callable[[], Any], *, calibrate: bool = True) -> Trace:
         if name not in marks["optimizers"]:
             marks["optimizers"].append(name)
 
-    cfg = torch._C._profiler._ExperimentalConfig(capture_overload_names=True)
     fwd_handle = register_module_forward_pre_hook(on_forward)
     step_handle = register_optimizer_step_post_hook(on_step)
     try:
-        with profile(activities=[ProfilerActivity.CPU], experimental_config=cfg) as prof:
+        with _profiled() as prof:
             t0 = time.perf_counter()
             try:
                 with rec:

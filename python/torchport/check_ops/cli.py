@@ -173,10 +173,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for h in handles:
             h.remove()
     report.steps = state["steps"]
+    for line in _trace.PROFILER_LINES:
+        captured.append(f"profiler: {line}")
+        if args.verbose:
+            print(f"profiler: {line}", file=sys.stderr)
+    _trace.PROFILER_LINES.clear()
     if captured:
         if not args.verbose:
             print(
-                f"{PROG}: {len(captured)} warning(s) from torch or the script captured (-v prints them)",
+                f"{PROG}: {len(captured)} warning(s) and profiler line(s) from torch or the script captured "
+                "(-v prints them)",
                 file=sys.stderr,
             )
         if args.format == "json":
