@@ -94,3 +94,39 @@ def test_ddp_train_spawns_two_ranks_under_rehearsal(rehearsal_built: None, tmp_p
         p = rehearse("--target", target, "--devices", "2", "ddp_train.py", cwd=dev, timeout=300)
         assert p.returncode == 0, p.stderr
         assert losses(p.stdout) == pytest.approx(losses(ref.stdout), rel=1e-6)
+
+
+MESH = """\
+import os
+
+import torch
+import torch.distributed as dist
+import torch_npu  # noqa: F401
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import Shard, distribute_tensor
+
+torch.npu.set_device(int(os.environ["LOCAL_RANK"]))
+mesh = init_device_mesh("npu", (2,), mesh_dim_names=("dp",))
+group = mesh.get_group("dp")
+t = torch.ones(2, device="npu") * (dist.get_rank() + 1)
+dist.all_reduce(t, group=group)
+dt = distribute_tensor(torch.arange(4.0, device="npu"), mesh, [Shard(0)])
+print("rank", dist.get_rank(), group.group_name != "", t.cpu().tolist(), dt.to_local().cpu().tolist(),
+      dt.full_tensor().cpu().tolist(), dt.device_mesh.device_type)
+dist.destroy_process_group()
+"""
+
+
+def test_a_device_mesh_and_dtensors_on_the_rehearsed_backend(rehearsal_built: None, tmp_path: Path) -> None:  # noqa: F811
+    """init_device_mesh reads its process groups' names (torchtitan, FSDP2 and DTensor code starts there): the
+    vendor-named group has one, and a DTensor sharded over the mesh gathers back on the rehearsal device."""
+    (tmp_path / "mesh.py").write_text(MESH)
+    p = torchrun(
+        "--no-python", "torchport", "rehearse", "--target", "npu", "--devices", "2", "mesh.py", cwd=tmp_path
+    )
+    assert p.returncode == 0, p.stderr
+    rows = sorted(line for line in p.stdout.splitlines() if line.startswith("rank "))
+    assert rows == [
+        "rank 0 True [3.0, 3.0] [0.0, 1.0] [0.0, 1.0, 2.0, 3.0] npu",
+        "rank 1 True [3.0, 3.0] [2.0, 3.0] [0.0, 1.0, 2.0, 3.0] npu",
+    ]

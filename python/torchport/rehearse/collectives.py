@@ -30,6 +30,14 @@ class HostProcessGroup(dist.ProcessGroup):
         super().__init__(rank, size)
         self._name = name
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+        # A ProcessGroup keeps its name on its backends: without one, `group_name` raises
+        # "ProcessGroup name not set", and DeviceMesh (init_device_mesh, DTensor, FSDP2) needs it. The
+        # collectives themselves stay the Python methods below (the C++ side calls them as overrides).
+        types = dist.ProcessGroup.BackendType
+        self._register_backend(torch.device("cpu"), types.GLOO, self._gloo)
+        device = torch._C._get_privateuse1_backend_name()
+        if device != "privateuseone":
+            self._register_backend(torch.device(device), types.CUSTOM, self._gloo)
 
     def getBackendName(self) -> str:  # noqa: N802 (torch's name)
         return self._name
