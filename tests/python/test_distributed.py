@@ -116,7 +116,7 @@ def test_accelerator_output_trains_like_one_device(tmp_path: Path) -> None:
     one torch reports for it (gloo)."""
     result = convert(tmp_path, "main_function", target="accelerator")
     text = (result / "main_function.py").read_text()
-    assert "backend=_tp_dist.get_default_backend_for_device(_tp_rank_device)" in text
+    assert "backend=dist.get_default_backend_for_device(rank_device)" in text
     single = run_original("main_function", tmp_path / "single")
     ranks, _ = run_converted(result / "main_function.py", tmp_path / "ddp")
     mean = [(a + b) / 2 for a, b in zip(ranks[0], ranks[1])]
@@ -125,7 +125,7 @@ def test_accelerator_output_trains_like_one_device(tmp_path: Path) -> None:
 
 SETUP_BLOCK = re.compile(
     r"(?:import os\n)?\n# torchport --distributed: one process per device.*?"
-    r"        _tp_dist\.destroy_process_group\(\)\n\n",
+    r"        dist\.destroy_process_group\(\)\n\n",
     flags=re.S,
 )
 
@@ -178,11 +178,11 @@ def test_each_change_is_reported(tmp_path: Path) -> None:
     assert "split between the ranks" in messages
     assert "launcher" in messages
     text = (result / "main_function.py").read_text()
-    assert "    model = _tp_ddp(model)\n" in text
+    assert "    model = wrap_ddp(model)\n" in text
     assert "        loader.sampler.set_epoch(epoch)\n" in text
-    assert 'if _tp_rank0(): torch.save(_tp_unwrap(model).state_dict(), "model.pt")' in text
-    assert '_tp_rank0_only(print)(f"epoch {epoch} step {step} loss {loss.item():.6f}")' in text
-    assert text.rstrip().endswith("main()\n    _tp_cleanup()")
+    assert 'if is_rank0(): torch.save(unwrap_ddp(model).state_dict(), "model.pt")' in text
+    assert 'rank0_only(print)(f"epoch {epoch} step {step} loss {loss.item():.6f}")' in text
+    assert text.rstrip().endswith("main()\n    cleanup_distributed()")
 
 
 def test_generated_launcher_runs_two_cpu_ranks(tmp_path: Path) -> None:
@@ -203,8 +203,8 @@ def test_generated_launcher_runs_two_cpu_ranks(tmp_path: Path) -> None:
 def test_npu_launchers_loop_over_rank_id_and_device_id(tmp_path: Path) -> None:
     result = convert(tmp_path, "main_function", target="npu")
     text = (result / "main_function.py").read_text()
-    assert '_tp_dist.init_process_group(backend="hccl")' in text
-    assert "device_ids=[_tp_local_rank]" in text
+    assert 'dist.init_process_group(backend="hccl")' in text
+    assert "device_ids=[local_rank]" in text
     launcher = result / "run_distributed_npu.sh"
     assert os.access(launcher, os.X_OK) and os.access(result / "run_distributed.sh", os.X_OK)
     # No NPU here: a stand-in interpreter prints what each process is given.
@@ -289,7 +289,7 @@ def test_project_needs_main_and_ascend_alias(tmp_path: Path) -> None:
     long = tmp_path / "o3" / "proj_npu_multi"
     for f in ("train.py", "README.txt", "run_distributed.sh", "run_distributed_npu.sh"):
         assert (alias / f).read_bytes() == (long / f).read_bytes(), f
-    assert "net = _tp_ddp(net)" in (alias / "train.py").read_text()
+    assert "net = wrap_ddp(net)" in (alias / "train.py").read_text()
 
 
 def test_keep_batch_is_labelled(tmp_path: Path) -> None:

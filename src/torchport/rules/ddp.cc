@@ -5,29 +5,30 @@
 //   sets (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; defaults for a single
 //   process), the device of this rank from LOCAL_RANK, init_process_group with the target's
 //   collective backend (data/targets.json "backend"; accelerator: the backend torch reports for
-//   the device), and small helpers (_tp_ddp, _tp_unwrap, _tp_sampler, _tp_rank_batch,
-//   _tp_rank0, _tp_rank0_only, _tp_cleanup).
+//   the device), and small helpers (wrap_ddp, unwrap_ddp, shard_sampler, per_rank_batch,
+//   is_rank0, rank0_only, cleanup_distributed; a name the script already uses gets a `_tp_`
+//   spelling instead: _tp_local_rank).
 //   TP411 wraps the model variable (--model-var, also `self.<var>`) in DistributedDataParallel
 //   after its last binding (and the `.to()`/`.cuda()` calls right after it): `model =
-//   _tp_ddp(model)`, which moves it to the rank's device first.
-//   TP412 replaces torch.nn.DataParallel(m, device_ids=...) by _tp_ddp(m).
+//   wrap_ddp(model)`, which moves it to the rank's device first.
+//   TP412 replaces torch.nn.DataParallel(m, device_ids=...) by wrap_ddp(m).
 //   TP413 gives every training DataLoader a DistributedSampler with the loader's shuffle and
 //   drop_last (the loader's own shuffle becomes the sampler's), and inserts
 //   `<loader>.sampler.set_epoch(<epoch>)` at the top of the epoch loop. A loader bound to a
 //   name that says val/test/eval is evaluation: it is not sharded (every rank evaluates the
 //   whole set, rank 0 prints).
 //   TP414 splits the global batch between the ranks: batch_size=B becomes
-//   batch_size=_tp_rank_batch(B) (B // WORLD_SIZE, an error when it does not divide). With
+//   batch_size=per_rank_batch(B) (B // WORLD_SIZE, an error when it does not divide). With
 //   --per-rank-batch keep the batch stays per device and an UNKNOWN row says the global batch
 //   grows with the number of ranks.
 //   TP415 runs side effects on rank 0 only: torch.save and `with open(..., "w")` blocks get
-//   `if _tp_rank0():`; print, logging, wandb and TensorBoard writer calls become
-//   `_tp_rank0_only(print)(...)`, so that their arguments are still evaluated on every rank
+//   `if is_rank0():`; print, logging, wandb and TensorBoard writer calls become
+//   `rank0_only(print)(...)`, so that their arguments are still evaluated on every rank
 //   (`print(evaluate(model))` runs DDP's forward, a collective when the model has buffers).
-//   TP416 calls _tp_cleanup() (destroy_process_group) at the end of the
+//   TP416 calls cleanup_distributed() (destroy_process_group) at the end of the
 //   `if __name__ == "__main__":` block, or of the module.
 //   TP417 takes the module out of DDP for state_dict() / load_state_dict() of the model
-//   variable: `_tp_unwrap(model).state_dict()` has no `module.` prefix, so single-device
+//   variable: `unwrap_ddp(model).state_dict()` has no `module.` prefix, so single-device
 //   loading keeps working.
 // Why:
 //   torchrun starts one process per device; each needs its process group, its device, its
@@ -41,19 +42,19 @@
 //       print(epoch)
 // Becomes (npu):
 //   model = Net().npu()
-//   model = _tp_ddp(model)
-//   loader = DataLoader(ds, batch_size=_tp_rank_batch(32), sampler=_tp_sampler(ds,
+//   model = wrap_ddp(model)
+//   loader = DataLoader(ds, batch_size=per_rank_batch(32), sampler=shard_sampler(ds,
 //                       shuffle=True, drop_last=False))
 //   for epoch in range(3):
 //       loader.sampler.set_epoch(epoch)
 //       for x, y in loader: ...
-//       _tp_rank0_only(print)(epoch)
+//       rank0_only(print)(epoch)
 // Safety:
 //   A script that cannot be converted (no DataLoader, the model never bound, already using
 //   torch.distributed) is refused by the driver before anything is written
 //   (distributed_refusal). A loader with its own sampler is reported UNSUPPORTED and left
-//   alone; a dataset that is not a name is bound once, `DataLoader((_tp_dataset := ds(...)),
-//   ..., sampler=_tp_sampler(_tp_dataset, ...))`, so it is built once as before.
+//   alone; a dataset that is not a name is bound once, `DataLoader((train_dataset := ds(...)),
+//   ..., sampler=shard_sampler(train_dataset, ...))`, so it is built once as before.
 //   DistributedSampler(shuffle=True) draws another random order than the loader's RandomSampler;
 //   with drop_last=False it pads the last shard with repeated samples when the dataset does not
 //   divide by the ranks.
@@ -61,7 +62,9 @@
 #include <torchport/syntax/tree.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <map>
 #include <set>
 
 namespace torchport::rules {
@@ -133,6 +136,24 @@ const Node* positional(const Node& call, std::size_t i) {
   return nullptr;
 }
 
+// The helpers and names TP410-TP417 add: internal spelling -> the plain name the output uses
+// (longest internal names first, so that one is never replaced inside another).
+constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kHelperNames = {{
+    {"_TpDistributedSampler", "DistributedSampler"},
+    {"_tp_rank0_only", "rank0_only"},
+    {"_tp_rank_device", "rank_device"},
+    {"_tp_rank_batch", "per_rank_batch"},
+    {"_tp_local_rank", "local_rank"},
+    {"_tp_cleanup", "cleanup_distributed"},
+    {"_tp_sampler", "shard_sampler"},
+    {"_tp_dataset", "train_dataset"},
+    {"_tp_unwrap", "unwrap_ddp"},
+    {"_tp_rank0", "is_rank0"},
+    {"_tp_dist", "dist"},
+    {"_tp_ddp", "wrap_ddp"},
+    {"_TpDDP", "DDP"},
+}};
+
 }  // namespace
 
 std::optional<TokenIndex> uses_torch_distributed(const semantic::Model& m) {
@@ -188,6 +209,35 @@ void run_ddp(Context& ctx) {
   if (uses_torch_distributed(m)) return;  // refused by the driver; idempotent here
   const std::string var = std::string(bare_var(ctx.opts.model_var));
   const std::string T = ctx.render("torch");
+  // The names the rewrite adds, as a maintainer would write them; the `_tp_` spelling only where
+  // the script already uses the plain name (any name token of the file).
+  std::set<std::string_view> used;
+  for (TokenIndex i = 0; i < m.tokens().size(); ++i)
+    if (m.kind(i) == TokenKind::Name) used.insert(m.token_text(i));
+  std::map<std::string, std::string, std::less<>> names;
+  for (const auto& [internal, plain] : kHelperNames)
+    names.emplace(internal, used.contains(plain) ? std::string(internal) : std::string(plain));
+  auto N = [&](std::string_view internal) -> const std::string& {
+    return names.find(internal)->second;
+  };
+  // Our own generated lines, with every helper name spelled as chosen (longest names first).
+  auto spell = [&](std::string line) {
+    for (const auto& [internal, plain] : kHelperNames) {
+      const std::string& to = names.find(internal)->second;
+      std::size_t at = line.find(internal);
+      while (at != std::string::npos) {
+        const std::size_t end = at + internal.size();
+        if (end < line.size() &&
+            (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')) {
+          at = line.find(internal, at + 1);  // a longer name
+          continue;
+        }
+        line.replace(at, internal.size(), to);
+        at = line.find(internal, at + to.size());
+      }
+    }
+    return line;
+  };
 
   auto line_end = [&](const Node& stmt) -> std::uint32_t {
     auto l = m.line_of(stmt.last_token());
@@ -214,16 +264,17 @@ void run_ddp(Context& ctx) {
     f.code = "TP412";
     f.op = Operation::Modify;
     f.api = "torch.nn.DataParallel";
-    f.message =
-        "nn.DataParallel becomes DistributedDataParallel on this rank's device (_tp_ddp); its "
-        "device_ids/output_device/dim are dropped: torchrun runs one process per device";
+    f.message = "nn.DataParallel becomes DistributedDataParallel on this rank's device (" +
+                N("_tp_ddp") +
+                "); its "
+                "device_ids/output_device/dim are dropped: torchrun runs one process per device";
     auto [cb, ce] = t.byte_range(*call);
     f.begin = cb;
     f.end = ce;
     auto [fb, fe] = t.byte_range(*call->func());
     auto [ab, ae] = t.byte_range(*first);
     fix::Fix fx;
-    fx.edits.push_back({fb, fe, "_tp_ddp"});
+    fx.edits.push_back({fb, fe, N("_tp_ddp")});
     if (first->kind() == NodeKind::keyword) ab = t.byte_range(*first->value()).begin;
     fx.edits.push_back({fe, ab, "("});
     fx.edits.push_back({ae, ce, ")"});
@@ -286,14 +337,14 @@ void run_ddp(Context& ctx) {
                  "wrap " + target_text +
                      " in DistributedDataParallel on this rank's device (after its last binding)",
                  at, at,
-                 (need_nl ? nl : std::string()) + *indent + target_text + " = _tp_ddp(" +
-                     target_text + ")" + nl);
+                 (need_nl ? nl : std::string()) + *indent + target_text + " = " + N("_tp_ddp") +
+                     "(" + target_text + ")" + nl);
     } else {
       auto [b, e] = t.byte_range(*binding);
       ctx.flag("TP411", Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
                "the binding of " + target_text +
                    " shares its line with other code: wrap it in DDP by hand (`" + target_text +
-                   " = _tp_ddp(" + target_text + ")`)",
+                   " = " + N("_tp_ddp") + "(" + target_text + ")`)",
                b, e);
     }
   }
@@ -311,12 +362,13 @@ void run_ddp(Context& ctx) {
     fd.code = "TP417";
     fd.op = Operation::Modify;
     fd.api = std::string(name);
-    fd.message = std::string(name) + "() of the module inside DDP (_tp_unwrap): no `module.` " +
+    fd.message = std::string(name) + "() of the module inside DDP (" + N("_tp_unwrap") +
+                 "): no `module.` " +
                  "prefix, so single-device code loads the checkpoint as before";
     fd.begin = rb;
     fd.end = t.byte_range(*call).end;
     fix::Fix fx;
-    fx.edits.push_back({rb, rb, "_tp_unwrap("});
+    fx.edits.push_back({rb, rb, N("_tp_unwrap") + "("});
     fx.edits.push_back({re, re, ")"});
     fd.fix = std::move(fx);
     ctx.result.findings.push_back(std::move(fd));
@@ -380,12 +432,12 @@ void run_ddp(Context& ctx) {
     std::string ds_ref = node_text(ds);
     if (ds->kind() != NodeKind::Name && ds->kind() != NodeKind::Attribute) {
       auto [db, de] = t.byte_range(*ds);
-      fx.edits.push_back({db, db, "(_tp_dataset := "});
+      fx.edits.push_back({db, db, "(" + N("_tp_dataset") + " := "});
       fx.edits.push_back({de, de, ")"});
-      ds_ref = "_tp_dataset";
+      ds_ref = N("_tp_dataset");
     }
-    const std::string sampler =
-        "sampler=_tp_sampler(" + ds_ref + ", shuffle=" + shuffle + ", drop_last=" + drop + ")";
+    const std::string sampler = "sampler=" + N("_tp_sampler") + "(" + ds_ref +
+                                ", shuffle=" + shuffle + ", drop_last=" + drop + ")";
     // In place of `shuffle=` (DataLoader refuses both), unless the dataset is a keyword that
     // comes after it; otherwise after the last argument (a trailing comma stays valid).
     const bool in_place =
@@ -431,7 +483,7 @@ void run_ddp(Context& ctx) {
         ctx.modify("TP414", "batch_size",
                    "the global batch " + node_text(bs) +
                        " is split between the ranks (--per-rank-batch split, the default)",
-                   bb, be, "_tp_rank_batch(" + node_text(bs) + ")");
+                   bb, be, N("_tp_rank_batch") + "(" + node_text(bs) + ")");
       }
     } else {
       ctx.flag("TP414", Operation::Unknown, "batch_size",
@@ -538,7 +590,7 @@ void run_ddp(Context& ctx) {
       // A write: the whole statement on rank 0 (its arguments are a state_dict, no forward).
       const std::uint32_t at = t.byte_range(*s).begin;
       if (!ends_line(*s) || !indent_before(text, at)) continue;
-      ctx.modify("TP415", what, what + " on rank 0 only", at, at, "if _tp_rank0(): ");
+      ctx.modify("TP415", what, what + " on rank 0 only", at, at, "if " + N("_tp_rank0") + "(): ");
       continue;
     }
     // Output: only the call is skipped on the other ranks; its arguments are still evaluated
@@ -546,7 +598,7 @@ void run_ddp(Context& ctx) {
     // buffers: a forward on rank 0 alone would hang).
     auto [fb, fe] = t.byte_range(*v->func());
     fix::Fix fx;
-    fx.edits.push_back({fb, fb, "_tp_rank0_only("});
+    fx.edits.push_back({fb, fb, N("_tp_rank0_only") + "("});
     fx.edits.push_back({fe, fe, ")"});
     Finding f;
     f.code = "TP415";
@@ -583,11 +635,12 @@ void run_ddp(Context& ctx) {
         multiline_string = true;
     if (!indent || indent->find('\t') != std::string::npos || multiline_string) {
       ctx.flag("TP415", Operation::Unsupported, "open",
-               "a file written on every rank: guard it with `if _tp_rank0():` by hand", wb, we);
+               "a file written on every rank: guard it with `if " + N("_tp_rank0") + "():` by hand",
+               wb, we);
       continue;
     }
     fix::Fix fx;
-    fx.edits.push_back({wb, wb, "if _tp_rank0():" + nl + *indent + "    "});
+    fx.edits.push_back({wb, wb, "if " + N("_tp_rank0") + "():" + nl + *indent + "    "});
     for (std::uint32_t i = wb; i < we; ++i)
       if ((text[i] == '\n' || (text[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n'))) &&
           i + 1 < we)
@@ -635,7 +688,7 @@ void run_ddp(Context& ctx) {
         at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
     ctx.modify("TP416", "torch.distributed.destroy_process_group",
                "destroy the process group at the end of the run", at, at,
-               (need_nl ? nl : std::string()) + indent + "_tp_cleanup()" + nl);
+               (need_nl ? nl : std::string()) + indent + N("_tp_cleanup") + "()" + nl);
   }
 
   // ---- TP410: the set-up block after the imports ----
@@ -664,16 +717,15 @@ void run_ddp(Context& ctx) {
       "# MASTER_PORT; without them the script runs as a single process.",
       "import torch.distributed as _tp_dist",
       "from torch.nn.parallel import DistributedDataParallel as _TpDDP",
-      "from torch.utils.data.distributed import DistributedSampler as _TpDistributedSampler",
+      N("_TpDistributedSampler") == "DistributedSampler"
+          ? "from torch.utils.data.distributed import DistributedSampler"
+          : "from torch.utils.data.distributed import DistributedSampler as _TpDistributedSampler",
       "",
-      "for _tp_key, _tp_value in (",
-      "    (\"RANK\", \"0\"),",
-      "    (\"LOCAL_RANK\", \"0\"),",
-      "    (\"WORLD_SIZE\", \"1\"),",
-      "    (\"MASTER_ADDR\", \"127.0.0.1\"),",
-      "    (\"MASTER_PORT\", \"29500\"),",
-      "):",
-      "    " + os + ".environ.setdefault(_tp_key, _tp_value)",
+      os + ".environ.setdefault(\"RANK\", \"0\")",
+      os + ".environ.setdefault(\"LOCAL_RANK\", \"0\")",
+      os + ".environ.setdefault(\"WORLD_SIZE\", \"1\")",
+      os + ".environ.setdefault(\"MASTER_ADDR\", \"127.0.0.1\")",
+      os + ".environ.setdefault(\"MASTER_PORT\", \"29500\")",
       "_tp_local_rank = int(" + os + ".environ[\"LOCAL_RANK\"])",
   };
   std::string backend, device_ids;
@@ -751,12 +803,12 @@ void run_ddp(Context& ctx) {
   };
   lines.insert(lines.end(), helpers.begin(), helpers.end());
   std::string block = header;
-  for (const std::string& l : lines) block += l + nl;
+  for (const std::string& l : lines) block += spell(l) + nl;
   const std::uint32_t at = std::max(m.import_block_end(), m.after_first_torch_import().value_or(0));
   const bool need_nl =
       at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
   ctx.modify("TP410", "torch.distributed.init_process_group",
-             "process group from torchrun's environment (backend " + backend +
+             "process group from torchrun's environment (backend " + spell(backend) +
                  "), this rank's device from LOCAL_RANK, and the --distributed helpers",
              at, at, (need_nl ? nl : std::string()) + block);
 }
