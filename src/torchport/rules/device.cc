@@ -10,6 +10,12 @@
 //   map_location=<the device> to torch.load calls that have none, since storages saved on a
 //   CUDA device fail to load anywhere else.
 //   TP301 rewrites `.cuda(...)` calls on tensors and modules, TP302 `.is_cuda`.
+//   A device string built at run time ("cuda:%d" % i, "cuda:" + str(i), "cuda:{}".format(i))
+//   keeps its index on the indexed targets, becomes the one device on cpu and mps, and on
+//   accelerator becomes torch.device(<the device's type>, i) (another shape is reported).
+//   On cpu and accelerator a one-line `x.record_stream(s)` statement is guarded by
+//   `if x.device.type != "cpu":` (CPU tensors have no caching allocator, and
+//   aten::record_stream no CPU kernel); another shape is reported.
 // Why:
 //   These are the places where a CUDA device is named; a string anywhere else (a log message, a
 //   URL, a docstring) is not a device and is never touched.
@@ -398,10 +404,93 @@ bool comparison_guard(Context& ctx, TokenIndex i, const semantic::StringValue& s
 // A device string built at run time where a device is expected: "cuda:%d" % i,
 // "cuda:" + str(i), "cuda:{}".format(i). The indexed targets keep the index ("npu:%d" % i);
 // cpu and mps have one device, so the whole expression becomes the device (reported: the index
-// is dropped). The accelerator target is left to TP700 (reported). True when handled.
+// is dropped). For accelerator, a whole argument `"cuda:{}".format(i)`, `"cuda:%d" % i` or
+// `"cuda:" + str(i)` becomes `torch.device(<the device's type>, i)` (in torch.device(...) itself,
+// its arguments `<type>, i`); another shape is reported. True when handled.
+bool accelerator_built_device(Context& ctx, TokenIndex i, TokenKind op, Ctx c,
+                              const semantic::StringValue& sv) {
+  const semantic::Model& m = ctx.m;
+  const std::string api = std::string(m.token_text(i));
+  const syntax::Token& tok = m.tokens()[i];
+  auto unknown = [&](const std::string& why) {
+    ctx.flag("TP300", Operation::Unknown, api,
+             "a CUDA device string built at run time is left as is: " + why, tok.begin, tok.end);
+    return true;
+  };
+  if (c == Ctx::MapLocation) {
+    // torch.load cannot restore to an indexed CPU device: the location becomes the device.
+    auto open = m.enclosing_open(i);
+    if (!open) return unknown("its extent is not clear");
+    for (const Arg& a : call_args(m, *open)) {
+      const TokenIndex first = a.keyword.empty() ? a.first : *m.next(*m.next(a.first));
+      if (first != i) continue;
+      map_location(ctx, api, tok.begin, m.tokens()[a.last].end);
+      return true;
+    }
+    return unknown("its extent is not clear");
+  }
+  auto open = m.enclosing_open(i);
+  if (!open || m.kind(*open) != TokenKind::LPar) return unknown("it is not a whole call argument");
+  const auto args = call_args(m, *open);
+  const Arg* arg = nullptr;
+  for (const Arg& a : args) {
+    const TokenIndex first = a.keyword.empty() ? a.first : *m.next(*m.next(a.first));
+    if (first == i) arg = &a;
+  }
+  if (!arg) return unknown("it is not a whole call argument");
+  const std::string_view text = m.text();
+  auto span = [&](TokenIndex a, TokenIndex b) {
+    return std::string(text.substr(m.tokens()[a].begin, m.tokens()[b].end - m.tokens()[a].begin));
+  };
+  std::string index;
+  const TokenIndex after = *m.next(i);
+  if (op == TokenKind::Dot) {
+    // "cuda:{}".format(x): one positional argument, the call ends the argument.
+    const TokenIndex lp = *m.next(*m.next(after));
+    const auto fa = m.kind(lp) == TokenKind::LPar ? call_args(m, lp) : std::vector<Arg>{};
+    const bool one_field = sv.value == "cuda:{}" || sv.value == "cuda:{0}" ||
+                           sv.value == "cuda:{:d}" || sv.value == "cuda:{0:d}";
+    if (!one_field || fa.size() != 1 || !fa[0].keyword.empty() || m.match(lp) != arg->last)
+      return unknown("not a \"cuda:{}\".format(index) of one index");
+    index = span(fa[0].first, fa[0].last);
+  } else if (op == TokenKind::Percent) {
+    if (sv.value != "cuda:%d" && sv.value != "cuda:%s" && sv.value != "cuda:%i")
+      return unknown("not a \"cuda:%d\" % index");
+    const TokenIndex first = *m.next(after);
+    if (first > arg->last) return unknown("no index after %");
+    index = span(first, arg->last);
+    if (m.kind(first) == TokenKind::LPar && m.match(first) == arg->last) {
+      const auto inner = call_args(m, first);
+      if (inner.size() != 1) return unknown("a tuple of several values after %");
+      index = span(inner[0].first, inner[0].last);
+    }
+  } else {
+    // "cuda:" + str(x)
+    const TokenIndex f = *m.next(after);
+    const auto lp = m.next(f);
+    if (sv.value != "cuda:" || m.token_text(f) != "str" || !lp || m.kind(*lp) != TokenKind::LPar ||
+        m.match(*lp) != arg->last || call_args(m, *lp).size() != 1)
+      return unknown("not a \"cuda:\" + str(index)");
+    const Arg ia = call_args(m, *lp)[0];
+    index = span(ia.first, ia.last);
+  }
+  const std::string type = ctx.device_type_expr(tok.begin);
+  const semantic::Reference* callee = callee_of(m, *open);
+  const bool in_device_call =
+      callee && callee->qualified == "torch.device" && args.size() == 1 && arg->keyword.empty();
+  const std::string repl = in_device_call
+                               ? type + ", " + index
+                               : ctx.render("torch.device") + "(" + type + ", " + index + ")";
+  ctx.require_torch(kAcceleratorMinTorch);
+  ctx.modify("TP300", api,
+             "replace the device built from " + api + " with the accelerator's device " + index,
+             tok.begin, m.tokens()[arg->last].end, repl);
+  return true;
+}
+
 bool built_device_string(Context& ctx, TokenIndex i, const semantic::StringValue& sv) {
   const semantic::Model& m = ctx.m;
-  if (!sv.value.starts_with("cuda:") || ctx.accelerator()) return false;
+  if (!sv.value.starts_with("cuda:")) return false;
   auto n = m.next(i);
   if (!n) return false;
   const TokenKind k = m.kind(*n);
@@ -413,6 +502,7 @@ bool built_device_string(Context& ctx, TokenIndex i, const semantic::StringValue
   if (!built) return false;
   const Ctx c = device_context(m, i, i);
   if (c != Ctx::Device && c != Ctx::MapLocation) return false;
+  if (ctx.accelerator()) return accelerator_built_device(ctx, i, k, c, sv);
   const std::string api = std::string(m.token_text(i));
   const std::string& t = ctx.target.name;
   if (t != "cpu" && t != "mps") {
@@ -750,10 +840,66 @@ void cuda_methods(Context& ctx) {
 
 }  // namespace
 
+// `x.record_stream(s)` tells the device's caching allocator that stream s uses x; CPU tensors have
+// no such allocator and aten::record_stream no CPU kernel, so the call raises there (the
+// CUDA-stream prefetchers of ImageNet trainers). On cpu, and on accelerator (whose output also runs
+// on a CPU-only machine), a one-line `x.record_stream(...)` statement is guarded by `if
+// x.device.type != "cpu":`; another shape is reported.
+void record_stream(Context& ctx) {
+  if (!ctx.target.host && !ctx.accelerator()) return;
+  const semantic::Model& m = ctx.m;
+  const std::string_view text = m.text();
+  const std::string nl(m.newline());
+  const auto& lines = m.lines();
+  const auto n = static_cast<TokenIndex>(m.tokens().size());
+  for (TokenIndex i = 0; i < n; ++i) {
+    if (m.kind(i) != TokenKind::Name || m.token_text(i) != "record_stream") continue;
+    auto dot = m.prev(i);
+    auto li = m.line_of(i);
+    if (!dot || m.kind(*dot) != TokenKind::Dot || !li || m.is_store(i)) continue;
+    const semantic::Line& line = lines[*li];
+    const auto& t = line.tokens;
+    const syntax::Token& at = m.tokens()[i];
+    // The shape that is guarded: a statement `<name>(.<name>)*.record_stream(...)` of one line.
+    std::size_t k = 0;
+    while (k + 1 < t.size() && m.kind(t[k]) == TokenKind::Name &&
+           m.kind(t[k + 1]) == TokenKind::Dot)
+      k += 2;
+    const std::size_t bol = text.find_last_of("\r\n", line.begin - 1) + 1;  // npos + 1 == 0
+    const std::string indent(text.substr(bol, line.begin - bol));
+    const std::uint32_t end = m.tokens()[t.back()].end;
+    const bool simple =
+        k >= 2 && k < t.size() && t[k] == i && k + 1 < t.size() &&
+        m.kind(t[k + 1]) == TokenKind::LPar && m.match(t[k + 1]) == t.back() &&
+        text.substr(line.begin, end - line.begin).find_first_of("\r\n") == std::string_view::npos &&
+        indent.find_first_not_of(" \t") == std::string::npos;
+    if (!simple) {
+      ctx.flag("TP301", Operation::Unknown, ".record_stream",
+               "record_stream raises for a CPU tensor (no caching allocator, no CPU kernel): "
+               "guard it with `if <tensor>.device.type != \"cpu\":` by hand",
+               at.begin, at.end);
+      continue;
+    }
+    const std::string tensor(text.substr(line.begin, m.tokens()[t[k - 2]].end - line.begin));
+    const std::string guard = "if " + tensor + ".device.type != \"cpu\":";
+    if (*li > 0) {
+      const semantic::Line& prev = lines[*li - 1];
+      const std::uint32_t pe = m.tokens()[prev.tokens.back()].end;
+      if (text.substr(prev.begin, pe - prev.begin) == guard) continue;  // guarded already
+    }
+    ctx.modify("TP301", ".record_stream",
+               "run " + tensor +
+                   ".record_stream() only for a tensor on a device: CPU tensors have "
+                   "no caching allocator to tell (aten::record_stream has no CPU kernel)",
+               line.begin, line.begin, guard + nl + indent + "    ");
+  }
+}
+
 void run_device(Context& ctx) {
   device_strings(ctx);
   load_map_location(ctx);
   cuda_methods(ctx);
+  record_stream(ctx);
 }
 
 }  // namespace torchport::rules
