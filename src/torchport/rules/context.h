@@ -84,8 +84,13 @@ class Context {
   std::string device_id_var() const {
     return target.device_id_env.empty() ? "DEVICE_ID" : target.device_id_env;
   }
-  bool used_host_event = false;  ///< _TpHostEvent must be defined
-  std::string custom_inserted;   ///< the statements TP804 inserted (Ascend's InsertGlobalRule)
+  bool used_host_event = false;  ///< the host event class must be defined
+  /// The name of the inserted host event class: "HostEvent", or kHostEvent where the file already
+  /// uses that name. The catalogue's replacements spell it kHostEvent.
+  std::string_view host_event_name() const;
+  /// `text` with every kHostEvent spelled host_event_name().
+  std::string spell_host_event(std::string text) const;
+  std::string custom_inserted;  ///< the statements TP804 inserted (Ascend's InsertGlobalRule)
   bool changed = false;
 
   /// The script's own device at byte offset `at`: "device" (or "device.type" when `type`), or
@@ -102,6 +107,7 @@ class Context {
   /// scope -> its first `device = ...` line; filled on first use.
   mutable std::optional<std::map<std::uint32_t, DeviceBinding>> device_bindings_;
   mutable std::optional<std::string> helper_name_;
+  mutable std::optional<std::string> host_event_name_;
 };
 
 /// Compares "X.Y[.Z]" versions: <0, 0, >0.

@@ -365,13 +365,13 @@ void run_cuda_api(Context& ctx) {
                "assignment to " + prefix + "; use " + mp.replacement + " instead", begin, end);
       continue;
     }
-    std::string text = ctx.render(mp.replacement, begin) + extra;
+    std::string text = ctx.spell_host_event(ctx.render(mp.replacement, begin) + extra);
     if (mp.replacement.find(kHostEvent) != std::string::npos) ctx.used_host_event = true;
     if (m.text().substr(begin, end - begin) == text) continue;
     ctx.require_torch(mp.min_torch);
     if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
-    std::string message = "change " + prefix + " to " + mp.replacement;
-    if (!mp.note.empty()) message += " (" + mp.note + ")";
+    std::string message = ctx.spell_host_event("change " + prefix + " to " + mp.replacement);
+    if (!mp.note.empty()) message += " (" + ctx.spell_host_event(mp.note) + ")";
     ctx.modify("TP100", prefix, message, begin, end, text);
     if (!mp.changes.empty()) ctx.label_last(mp.changes, fix::Applicability::Unsafe);
     if (mp.status == catalogue::Status::Unknown) {

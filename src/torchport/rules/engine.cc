@@ -372,6 +372,25 @@ std::string_view Context::helper_name() const {
   return *helper_name_;
 }
 
+std::string_view Context::host_event_name() const {
+  if (!host_event_name_) {
+    bool taken = false;
+    const auto n = static_cast<semantic::TokenIndex>(m.tokens().size());
+    for (semantic::TokenIndex i = 0; i < n && !taken; ++i)
+      taken = m.kind(i) == syntax::TokenKind::Name && m.token_text(i) == "HostEvent";
+    host_event_name_ = std::string(taken ? kHostEvent : "HostEvent");
+  }
+  return *host_event_name_;
+}
+
+std::string Context::spell_host_event(std::string text) const {
+  const std::string_view to = host_event_name();
+  for (std::size_t at = text.find(kHostEvent); at != std::string::npos;
+       at = text.find(kHostEvent, at + to.size()))
+    text.replace(at, kHostEvent.size(), to);
+  return text;
+}
+
 std::string Context::helper_device(std::optional<std::uint32_t> at) {
   used_device_var = true;
   device_var_uses.push_back(at);

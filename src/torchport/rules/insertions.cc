@@ -14,7 +14,8 @@
 //   - for --specify-device, DEVICE_ID read from the environment and made the current device
 //     (Ascend's -s; the target's device_id_env);
 //   - where torch.cuda.Event has no device to run on (cpu; accelerator on a CPU-only machine),
-//     the small class _TpHostEvent, which times on the host.
+//     the small class HostEvent (_TpHostEvent where the file uses that name), which times on
+//     the host.
 // Why:
 //   torch.npu / torch.mlu / torch.musa only exist after the vendor package is imported; the
 //   accelerator target keeps the output readable with one variable instead of a wrapper around
@@ -188,7 +189,7 @@ void run_insertions(Context& ctx) {
                          ctx.render(sd->replacement) + "(" + var + ")" + nl});
     }
   }
-  const bool host_event = ctx.used_host_event && !m.lookup(kHostEvent, 0);
+  const bool host_event = ctx.used_host_event && !m.lookup(ctx.host_event_name(), 0);
   if (host_event && !m.module_alias("time")) {
     inserts.push_back({block_end, "import time", "insert import time", "import time" + nl});
   }
@@ -221,7 +222,7 @@ void run_insertions(Context& ctx) {
   }
   if (host_event) {
     const std::string time = m.module_alias("time").value_or("time");
-    const std::string k(kHostEvent);
+    const std::string k(ctx.host_event_name());
     const std::vector<std::string> body = {
         "class " + k + ":",
         "    \"\"\"torch.cuda.Event without a device (inserted by torchport): CPU work is "
