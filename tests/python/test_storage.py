@@ -152,10 +152,13 @@ def test_generated_files_follow_ascend_layout(tmp_path):
     assert first_import.names[0].name == "ascend_modelarts_function.modelarts_path_manager"
     # The mp.spawn script is reported as unsupported on the platform, and the insert as a change.
     unsupported = (project / "torchport-report" / "unsupported_api.csv").read_text()
-    assert "spawn_train.py,10,10,torch.multiprocessing.spawn," in unsupported
+    # Its line is the result's (the file the user runs on the platform): TP403 named the process count
+    # on the line before the call (`world_size = 2  # no device here: ...`), so the call is on line 11.
+    assert (project / "spawn_train.py").read_text().splitlines()[10].lstrip().startswith("mp.spawn(")
+    assert "spawn_train.py,11,11,torch.multiprocessing.spawn," in unsupported
     changes = (project / "torchport-report" / "change_list.csv").read_text()
     assert f"train.py,{first_import.lineno},{first_import.lineno},INSERT," in changes
-    assert "spawn_train.py:10: warning" in r.stdout
+    assert "spawn_train.py:11: warning" in r.stdout
     # A second run changes nothing in the entry script and keeps the user's config.
     (pkg / "path_mapping_config.py").write_text(
         "PATH_MAPPING_CONFIG = {'input': {}, 'output': {'x': 's3://b/x'}}\n"
