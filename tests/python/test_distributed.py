@@ -303,3 +303,68 @@ def test_keep_batch_is_labelled(tmp_path: Path) -> None:
     assert "batch_size=16," in (result / "main_function.py").read_text()
     unknown = (result / "torchport-report" / "unknown_api.csv").read_text()
     assert "the global batch is 16 x WORLD_SIZE" in unknown
+
+
+WRITER_SCRIPT = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from tb import SummaryWriter
+
+data = TensorDataset(torch.randn(8, 2), torch.randn(8, 1))
+loader = DataLoader(data, batch_size=4)
+model = torch.nn.Linear(2, 1).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+writer = SummaryWriter("runs")
+for epoch in range(2):
+    for x, y in loader:
+        loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    writer.add_scalar("loss", loss.item(), epoch)
+writer.close()
+"""
+
+# A TensorBoard-shaped writer that makes one event file per instance (tensorboard itself is not installed
+# here): the file names the process that created it.
+WRITER_MODULE = """\
+import os
+
+
+class SummaryWriter:
+    def __init__(self, log_dir):
+        os.makedirs(log_dir, exist_ok=True)
+        self.f = open(os.path.join(log_dir, f"events.{os.getpid()}"), "w")
+
+    def add_scalar(self, tag, value, step):
+        self.f.write(f"{tag} {step} {value}\\n")
+
+    def close(self):
+        self.f.close()
+"""
+
+
+def test_the_tensorboard_writer_exists_on_rank_zero_only(tmp_path: Path) -> None:
+    """TP415: `writer = SummaryWriter(...)` is created by rank 0 only (one event file, not one per rank); the
+    other ranks get a stand-in, so their writer.add_scalar / writer.close calls are no-ops."""
+    src = tmp_path / "proj"
+    src.mkdir()
+    (src / "train.py").write_text(WRITER_SCRIPT)
+    (src / "tb.py").write_text(WRITER_MODULE)
+    r = torchport(
+        "migrate", str(src), "-o", str(tmp_path / "out"), "--target", "cpu",
+        "--distributed", "--main", "train.py", "-q",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    result = tmp_path / "out" / "proj_cpu_multi"
+    assert 'writer = rank0_only(SummaryWriter)("runs")' in (result / "train.py").read_text()
+    p = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+         "--master_port", str(free_port()), "train.py"],
+        cwd=result, capture_output=True, text=True, check=False, timeout=300,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    events = list((result / "runs").iterdir())
+    assert len(events) == 1, events
+    assert [line.split()[:2] for line in events[0].read_text().splitlines()] == [["loss", "0"], ["loss", "1"]]

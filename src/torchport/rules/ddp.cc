@@ -22,7 +22,9 @@
 //   --per-rank-batch keep the batch stays per device and an UNKNOWN row says the global batch
 //   grows with the number of ranks.
 //   TP415 runs side effects on rank 0 only: torch.save and `with open(..., "w")` blocks get
-//   `if is_rank0():`; print, logging, wandb and TensorBoard writer calls become
+//   `if is_rank0():`; a TensorBoard SummaryWriter is created on rank 0 only
+//   (`rank0_only(SummaryWriter)(...)`, a no-op stand-in elsewhere); print, logging, wandb and
+//   TensorBoard writer calls become
 //   `rank0_only(print)(...)`, so that their arguments are still evaluated on every rank
 //   (`print(evaluate(model))` runs DDP's forward, a collective when the model has buffers).
 //   TP416 calls cleanup_distributed() (destroy_process_group) at the end of the
@@ -138,7 +140,7 @@ const Node* positional(const Node& call, std::size_t i) {
 
 // The helpers and names TP410-TP417 add: internal spelling -> the plain name the output uses
 // (longest internal names first, so that one is never replaced inside another).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kHelperNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kHelperNames = {{
     {"_TpDistributedSampler", "DistributedSampler"},
     {"_tp_rank0_only", "rank0_only"},
     {"_tp_rank_device", "rank_device"},
@@ -151,6 +153,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kHelperN
     {"_tp_rank0", "is_rank0"},
     {"_tp_dist", "dist"},
     {"_tp_ddp", "wrap_ddp"},
+    {"_TpSilent", "Silent"},
     {"_TpDDP", "DDP"},
 }};
 
@@ -563,6 +566,24 @@ void run_ddp(Context& ctx) {
       if (q == "logging.getLogger") loggers.insert(node_text(tgt));
       if (q.ends_with("SummaryWriter")) writers.insert(node_text(tgt));
     }
+    if (!q.ends_with("SummaryWriter")) continue;
+    // One event file, rank 0's: the writer is created there only; elsewhere a silent stand-in,
+    // so that its calls (and `writer.close()`) are no-ops.
+    auto [cb, ce] = t.byte_range(*v->func());
+    fix::Fix fx;
+    fx.edits.push_back({cb, cb, N("_tp_rank0_only") + "("});
+    fx.edits.push_back({ce, ce, ")"});
+    Finding f;
+    f.code = "TP415";
+    f.op = Operation::Modify;
+    f.api = q;
+    f.message =
+        "the TensorBoard writer on rank 0 only (one event file; the other ranks get a "
+        "stand-in whose calls do nothing)";
+    f.begin = cb;
+    f.end = t.byte_range(*v).end;
+    f.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(f));
   }
   auto side_effect = [&](const Node* call) -> std::string {
     const Node* f = call->func();
@@ -760,10 +781,27 @@ void run_ddp(Context& ctx) {
       "    return _tp_dist.get_rank() == 0",
       "",
       "",
+      "class _TpSilent:",
+      "    \"\"\"What rank0_only gives the other ranks: every call, attribute and `with` of it "
+      "is a no-op.\"\"\"",
+      "",
+      "    def __call__(self, *args, **kwargs):",
+      "        return self",
+      "",
+      "    def __getattr__(self, name):",
+      "        return self",
+      "",
+      "    def __enter__(self):",
+      "        return self",
+      "",
+      "    def __exit__(self, *exc):",
+      "        return False",
+      "",
+      "",
       "def _tp_rank0_only(fn):",
       "    \"\"\"fn on rank 0, a no-op elsewhere (the arguments are evaluated on every "
       "rank).\"\"\"",
-      "    return fn if _tp_rank0() else (lambda *args, **kwargs: None)",
+      "    return fn if _tp_rank0() else _TpSilent()",
       "",
       "",
       "def _tp_ddp(module):",
