@@ -358,7 +358,7 @@ def test_the_tensorboard_writer_exists_on_rank_zero_only(tmp_path: Path) -> None
     assert r.returncode == 0, r.stderr
     result = tmp_path / "out" / "proj_cpu_multi"
     assert 'writer = rank0_only(SummaryWriter)("runs")' in (result / "train.py").read_text()
-    p = subprocess.run(
+    p = run_ranks(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
          "--master_port", str(free_port()), "train.py"],
         cwd=result, capture_output=True, text=True, check=False, timeout=300,

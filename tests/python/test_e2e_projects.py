@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 from tests.corpus import static
 
+from torchrun_testlib import run_ranks
+
 HERE = Path(__file__).resolve().parent
 PROJECTS = HERE.parent / "fixtures" / "e2e_projects"
 
@@ -48,7 +50,8 @@ COMMANDS: dict[str, tuple[str, list[tuple[list[str], int, str | None]]]] = {
 
 def run(script: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.run(
+    # run again if a rank aborted in torch's C++ teardown after its work (torchrun_testlib)
+    return run_ranks(
         [sys.executable, script.name, *args],
         cwd=script.parent,
         capture_output=True,
