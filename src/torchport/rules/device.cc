@@ -550,6 +550,27 @@ void device_strings(Context& ctx) {
     const TokenKind k = m.kind(i);
     if (k == TokenKind::String) {
       auto sv = semantic::string_value(m.text(), m.tokens()[i]);
+      // An implicit concatenation ("cuda" "cuda", "cuda:" f"{i}"): its parts are not devices one
+      // by one, and a part replaced by an expression would not parse. Reported, not rewritten.
+      auto pv = m.prev(i);
+      auto nx = m.next(i);
+      auto is_str = [&](std::optional<TokenIndex> t, bool before) {
+        if (!t) return false;
+        const TokenKind tk = m.kind(*t);
+        return tk == TokenKind::String ||
+               (before ? tk == TokenKind::FStringEnd || tk == TokenKind::TStringEnd
+                       : tk == TokenKind::FStringStart || tk == TokenKind::TStringStart);
+      };
+      if (sv && sv->value.starts_with("cuda") && (is_str(pv, true) || is_str(nx, false))) {
+        if (device_context(m, i, i) != Ctx::None) {
+          const syntax::Token& tok = m.tokens()[i];
+          ctx.flag("TP300", Operation::Unknown, "\"" + std::string(sv->value) + "\"",
+                   "a CUDA device string in an implicit string concatenation is left as is: "
+                   "check it for the target",
+                   tok.begin, tok.end);
+        }
+        continue;
+      }
       if (sv && !semantic::is_cuda_device_string(sv->value) && built_device_string(ctx, i, *sv))
         continue;
       if (!sv || !semantic::is_cuda_device_string(sv->value)) continue;
