@@ -505,6 +505,18 @@ void Context::require_torch(std::string_view min_torch) {
 
 void Context::modify(std::string_view code, std::string api, std::string message,
                      std::uint32_t begin, std::uint32_t end, std::string replacement) {
+  // A replacement never fuses with the text around it: `torch.cuda.is_available( )else` on cpu
+  // is `False else`, not `Falseelse` (found by the migrate fuzzer).
+  auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+           static_cast<unsigned char>(c) >= 0x80;
+  };
+  const std::string_view text = m.text();
+  if (begin != end && !replacement.empty()) {
+    if (end < text.size() && word(text[end]) && word(replacement.back())) replacement += ' ';
+    if (begin > 0 && word(text[begin - 1]) && word(replacement.front()))
+      replacement.insert(replacement.begin(), ' ');
+  }
   Finding f;
   f.code = std::string(code);
   f.op = begin == end ? Operation::Insert : Operation::Modify;
