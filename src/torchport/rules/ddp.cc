@@ -557,6 +557,22 @@ void run_ddp(Context& ctx) {
   }
 
   // ---- TP415: side effects on rank 0 only ----
+  // `f(args)` becomes `rank0_only(f)(args)`: the call does nothing on the other ranks.
+  auto wrap_rank0_only = [&](const Node& call, const std::string& api, std::string message) {
+    const auto range = t.byte_range(*call.func());
+    fix::Fix fx;
+    fx.edits.push_back({range.begin, range.begin, N("_tp_rank0_only") + "("});
+    fx.edits.push_back({range.end, range.end, ")"});
+    Finding f;
+    f.code = "TP415";
+    f.op = Operation::Modify;
+    f.api = api;
+    f.message = std::move(message);
+    f.begin = range.begin;
+    f.end = t.byte_range(call).end;
+    f.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(f));
+  };
   std::set<std::string> loggers, writers;
   for (const Node* a : t.find_all(NodeKind::Assign)) {
     const Node* v = a->value();
@@ -569,21 +585,9 @@ void run_ddp(Context& ctx) {
     if (!q.ends_with("SummaryWriter")) continue;
     // One event file, rank 0's: the writer is created there only; elsewhere a silent stand-in,
     // so that its calls (and `writer.close()`) are no-ops.
-    auto [cb, ce] = t.byte_range(*v->func());
-    fix::Fix fx;
-    fx.edits.push_back({cb, cb, N("_tp_rank0_only") + "("});
-    fx.edits.push_back({ce, ce, ")"});
-    Finding f;
-    f.code = "TP415";
-    f.op = Operation::Modify;
-    f.api = q;
-    f.message =
-        "the TensorBoard writer on rank 0 only (one event file; the other ranks get a "
-        "stand-in whose calls do nothing)";
-    f.begin = cb;
-    f.end = t.byte_range(*v).end;
-    f.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(f));
+    wrap_rank0_only(*v, q,
+                    "the TensorBoard writer on rank 0 only (one event file; the other ranks get a "
+                    "stand-in whose calls do nothing)");
   }
   auto side_effect = [&](const Node* call) -> std::string {
     const Node* f = call->func();
@@ -617,19 +621,8 @@ void run_ddp(Context& ctx) {
     // Output: only the call is skipped on the other ranks; its arguments are still evaluated
     // on every rank, as before (`print(evaluate(model))` runs DDP's forward, which broadcasts
     // buffers: a forward on rank 0 alone would hang).
-    auto [fb, fe] = t.byte_range(*v->func());
-    fix::Fix fx;
-    fx.edits.push_back({fb, fb, N("_tp_rank0_only") + "("});
-    fx.edits.push_back({fe, fe, ")"});
-    Finding f;
-    f.code = "TP415";
-    f.op = Operation::Modify;
-    f.api = what;
-    f.message = what + " on rank 0 only (its arguments are still evaluated on every rank)";
-    f.begin = fb;
-    f.end = t.byte_range(*v).end;
-    f.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(f));
+    wrap_rank0_only(*v, what,
+                    what + " on rank 0 only (its arguments are still evaluated on every rank)");
   }
   for (const Node* w : t.find_all(NodeKind::With)) {
     bool writes = false;
