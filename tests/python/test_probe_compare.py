@@ -237,3 +237,41 @@ def test_real_ddp_dump_aligns_with_plain(tmp_path):
     assert {r.a["name"] for r in res.rows} >= {"module", "module.2"}
     assert not res.only_a and not res.only_b
     assert all(r.identical for r in res.rows)
+
+
+def test_worker_threads_never_parse_npy_headers_at_once(tmp_path, monkeypatch):
+    """numpy parses a .npy header with ast.literal_eval, which CPython < 3.11.9 cannot run in two
+    threads at once (python/cpython#106905: "AST constructor recursion depth mismatch", seen in CI
+    under `compare --workers 2`). The header reads of the worker threads are serialised."""
+    import threading
+    import time
+
+    import numpy as np
+
+    ref = train(tmp_path / "ref", mlp(), full_tensors=True)
+    bad = mlp()
+    with torch.no_grad():
+        bad[0].weight += 0.25  # every row after layer 0 differs, so every tensor pair is read
+    got = train(tmp_path / "bad", bad, full_tensors=True)
+
+    real = np.lib.format.read_array_header_1_0
+    inside, most, calls = [0], [0], [0]
+    guard = threading.Lock()
+
+    def slow_header(f, *args, **kwargs):
+        with guard:
+            inside[0] += 1
+            calls[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.002)  # long enough for another worker to arrive
+        try:
+            return real(f, *args, **kwargs)
+        finally:
+            with guard:
+                inside[0] -= 1
+
+    monkeypatch.setattr(np.lib.format, "read_array_header_1_0", slow_header)
+    res = compare_dumps(got, ref, workers=4)
+    assert res.first_divergence("forward") is not None
+    assert calls[0] > 8  # the full tensors were read, in the pool
+    assert most[0] == 1

@@ -18,6 +18,7 @@ import mmap
 import os
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -405,6 +406,13 @@ def open_dump(path: os.PathLike | str) -> Dump:
     return dump
 
 
+# numpy reads a .npy header with ast.literal_eval. CPython before 3.11.9 / 3.12.3 keeps the AST
+# converter's recursion depth in interpreter-wide state (python/cpython#106905): two threads
+# parsing at once can fail with "SystemError: AST constructor recursion depth mismatch", which
+# CI saw under `compare --workers`. Headers are a few hundred bytes, so one lock costs nothing.
+_HEADER_LOCK = threading.Lock()
+
+
 class NpyStream:
     """Sequential reader of a saved .npy tensor, in chunks. Checks the header and the file size up
     front.
@@ -427,11 +435,12 @@ class NpyStream:
         except OSError as e:
             raise DumpError(f"{path}: unreadable tensor ({e.strerror or e})") from None
         try:
-            version = np.lib.format.read_magic(self._f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(self._f)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(self._f)
+            with _HEADER_LOCK:
+                version = np.lib.format.read_magic(self._f)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(self._f)
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(self._f)
         except (OSError, ValueError) as e:
             self._f.close()
             raise DumpError(f"{path}: not a .npy tensor ({e}); the dump is corrupt") from None
