@@ -55,6 +55,7 @@ FIELD_OF = {
     "profiler_activity": "profiler_activity",
     "has_device_index": "device_index",
     "cpu_shallow_copy": "cpu_shallow_copy",
+    "print_on_host": "print_on_host",
 }
 
 
@@ -96,6 +97,8 @@ class Target:
     # Torch's own answer for a PrivateUse1 device is no (a new Parameter per module). `torchport rehearse`
     # follows it.
     cpu_shallow_copy: bool = False
+    # The vendor formats a device tensor from a CPU copy when it is printed (no device op runs).
+    print_on_host: bool = False
 
     @property
     def in_tree(self) -> bool:
@@ -193,6 +196,7 @@ def _target(t: Mapping[str, Any], env_entries: list[dict[str, Any]]) -> Target:
         unverified=tuple(k for k, v in facts.items() if v.startswith(UNVERIFIED)),
         env_notes=env_notes,
         cpu_shallow_copy=bool(t.get("cpu_shallow_copy", False)),
+        print_on_host=bool(t.get("print_on_host", False)),
     )
 
 

@@ -106,3 +106,31 @@ def test_module_to_keeps_tied_weights_where_the_vendor_says_so(
     # parameters: the tied wte/head weight, ln.weight, ln.bias; untied, head.weight is a fourth
     assert seen["npu"].startswith("dev (True, 3, ") and seen["mlu"].startswith("dev (True, 3, ")
     assert seen["musa"].startswith("dev (False, 4, ")
+
+
+PRINT = """
+import torch
+x = torch.arange(6, dtype=torch.float32, device="{t}").reshape(2, 3) / 3
+w = torch.ones(2, device="{t}", requires_grad=True)
+print(x)
+print(w * 2)
+"""
+
+
+def test_printing_a_tensor_runs_nothing_on_a_device_without_float64(
+    rehearsal_built: None,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """torch formats a tensor with float64 ops on its own device; torch_npu prints from a CPU copy
+    (data/targets.json "print_on_host"), so printing on npu is neither refused nor counted."""
+    script = tmp_path / "print_npu.py"
+    script.write_text(PRINT.format(t="npu"))
+    report = tmp_path / "npu.json"
+    p = rehearse("--target", "npu", "--report", str(report), str(script), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "tensor([[0.0000, 0.3333, 0.6667],\n        [1.0000, 1.3333, 1.6667]], device='npu:0')" in p.stdout
+    assert "tensor([2., 2.], device='npu:0', grad_fn=<MulBackward0>)" in p.stdout
+    rep = read_report(report)
+    assert not rep["ops"]["refused"], rep["ops"]["refused"]
+    ops = {r["op"] for kind in ("native", "fallback") for r in rep["ops"][kind]}
+    assert not any(op.startswith(("aten::min", "aten::max", "aten::masked_select")) for op in ops), ops

@@ -1,8 +1,10 @@
 """One test per row of the coverage table (data/runtime/coverage.json): the call as a user writes it, run
-under `torchport run --target cpu`. All rows run in one subprocess (torch starts once); each test then checks
-its own
-row's outcome against what the table says: served (redirected / emulated / n/a) or refused with a clear error
-naming the target and the call, logged `mismatch`."""
+under `torchport run --target cpu`, and under `torchport rehearse --target T -m torchport run --target T` for
+the vendor targets npu and mlu. All rows of a target run in one subprocess (torch starts once); each test then
+checks its own row's outcome against what the table says: served (redirected / emulated / n/a) or refused
+with a clear error naming the target and the call, logged `mismatch`. On a vendor target, a redirected call
+can still be refused by the (rehearsed) device; each such row is listed in DEVICE_SIDE with the device's
+answer, so a new one fails and a listed one that starts working fails too."""
 
 from __future__ import annotations
 
@@ -53,29 +55,35 @@ for i, row in enumerate(ROWS):
     except NotImplementedError as e:
         out[row["api"]] = ["refused", str(e)]
     except Exception as e:
-        out[row["api"]] = ["error", f"{type(e).__name__}: {e}"[:300]]
+        cause = e.__cause__ or e.__context__
+        why = f" (from {type(cause).__name__}: {cause})" if cause is not None else ""
+        out[row["api"]] = ["error", f"{type(e).__name__}: {e}{why}"[:3000]]
 from torchport.runtime._extras import untouched_cuda_names
 out["<untouched>"] = ["ok", json.dumps(untouched_cuda_names())]
 print("RESULTS=" + json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    d = tmp_path_factory.mktemp("coverage")
+def _run_rows(d: Path, target: str) -> dict[str, Any]:
     script = d / "rows.py"
     script.write_text(textwrap.dedent(PRELUDE), encoding="utf-8")
     rows = d / "rows.json"
     rows.write_text(json.dumps(ROWS), encoding="utf-8")
     log = d / "run.log"
-    proc = run_torchport(
-        ["run", "--target", "cpu", "--quiet", "--log", str(log), str(script), str(rows)], cwd=d
-    )
+    run = ["run", "--target", target, "--quiet", "--log", str(log), str(script), str(rows)]
+    if target != "cpu":
+        run = ["rehearse", "--target", target, "-m", "torchport", *run]
+    proc = run_torchport(run, cwd=d)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS=")]
     assert lines, proc.stdout[-2000:] + proc.stderr[-4000:]
     res: dict[str, Any] = json.loads(lines[0][len("RESULTS=") :])
     res["<log>"] = log.read_text(encoding="utf-8")
     return res
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _run_rows(tmp_path_factory.mktemp("coverage"), "cpu")
 
 
 def test_table_is_well_formed() -> None:
@@ -148,3 +156,97 @@ def test_table_cells_match_the_runtime_on_in_tree_accelerators(target: str) -> N
             assert (shown == f"torch.{target}.{name}") == (name in names[target]), (name, shown, cls)
             checked += 1
     assert checked > 40
+
+
+# What the rehearsed device answers to calls that torchport run did redirect to it. Each entry is a pattern
+# the row's error must match; the reasons:
+_NOT_EMULATED = r"torch\.{t}\.\w+ is not emulated by torchport rehearse"  # the stand-in raises, naming it
+_NO_FLOAT64 = r"Unsupport data type: at::ScalarType::(Complex)?Double \[torchport rehearse: aten::[\w.]+ on {t}"
+_NO_LAYOUT = r"from the '(Quantized|Sparse|SparseCsr){t}' backend"  # no sparse / quantized kernels
+# torch's generic kaiser_window kernel calls a per-device kernel (DispatchStub) that no list says the vendor
+# registers; the rehearsal has none either
+_NO_STUB = r"DispatchStub: missing kernel for {t}"
+# the vendor's property object has its own fields (name, total_memory), not the ROCm field gcnArchName
+_OWN_PROPS = r"AttributeError: '_Props' object has no attribute 'gcnArchName'"
+_BOTH = {
+    "torch.cuda.get_device_properties": _OWN_PROPS,
+    "torch.cuda.caching_allocator_alloc": _NOT_EMULATED,
+    "torch.cuda.caching_allocator_delete": _NOT_EMULATED,
+    "torch.cuda.change_current_allocator": _NOT_EMULATED,
+    "torch.cuda.ExternalStream": _NOT_EMULATED,
+    "torch.cuda.CUDAGraph": _NOT_EMULATED,
+    "torch.cuda.graph": _NOT_EMULATED,
+    "torch.cuda.graph_pool_handle": _NOT_EMULATED,
+    "torch.cuda.make_graphed_callables": _NOT_EMULATED,
+    "torch.empty_quantized": _NO_LAYOUT,
+    "torch.sparse_bsc_tensor": _NO_LAYOUT,
+    "torch.sparse_bsr_tensor": _NO_LAYOUT,
+    "torch.sparse_compressed_tensor": _NO_LAYOUT,
+    "torch.sparse_coo_tensor": _NO_LAYOUT,
+    "torch.sparse_csc_tensor": _NO_LAYOUT,
+    "torch.sparse_csr_tensor": _NO_LAYOUT,
+    "torch.kaiser_window": _NO_STUB,
+}
+DEVICE_SIDE: dict[str, dict[str, str]] = {
+    "npu": {
+        **_BOTH,
+        # torch_npu has these (torch_npu.npu.__all__), the rehearsal does not emulate them
+        "torch.cuda.current_blas_handle": _NOT_EMULATED,
+        "torch.cuda.MemPool": _NOT_EMULATED,
+        "torch.cuda.use_mem_pool": _NOT_EMULATED,
+        # npu has no float64 (data/targets.json no_dtypes); jit.trace checks its trace in float64
+        "torch.cuda.DoubleStorage": _NO_FLOAT64,
+        "torch.cuda.ComplexDoubleStorage": _NO_FLOAT64,
+        "torch.jit.trace": _NO_FLOAT64,
+    },
+    # torch_mlu's list has no MemPool and no current_blas_handle: those rows do what cpu does
+    "mlu": dict(_BOTH),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(DEVICE_SIDE))
+def rehearsed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Any]:
+    target = str(request.param)
+    return target, _run_rows(tmp_path_factory.mktemp(f"coverage_{target}"), target)
+
+
+def _expected_status(row: dict[str, Any], target: str) -> str:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gen_runtime_coverage", ROOT / "tools" / "gen_runtime_coverage.py"
+    )
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    names = json.loads((ROOT / "data" / "runtime" / "device_names.json").read_text(encoding="utf-8"))["names"]
+    text = gen.cell(row, target, names)
+    st = str(gen.status(text))
+    return str(gen.status(row["cpu"])) if st == "as cpu" else st
+
+
+def test_every_row_under_run_on_a_rehearsed_vendor_target(rehearsed: tuple[str, Any]) -> None:
+    """Every row with a call, as the table's cell for the target says; device-side answers as listed."""
+    import re
+
+    target, res = rehearsed
+    side = DEVICE_SIDE[target]
+    assert json.loads(res["<untouched>"][1]) == []
+    wrong = []
+    for row in ROWS:
+        if not row["call"]:
+            continue
+        got, detail = res[row["api"]]
+        status = _expected_status(row, target)
+        if row["api"] in side:
+            pattern = side[row["api"]].format(t=target)
+            if got == "ok" or not re.search(pattern, detail):
+                wrong.append(f"{row['api']}: the device's answer /{pattern}/ expected, got {got}: {detail}")
+        elif status == "refused":
+            if got != "refused" or f"target {target}" not in detail or "[torchport]" not in detail:
+                wrong.append(f"{row['api']}: a refusal naming target {target} expected, got {got}: {detail}")
+        elif got != "ok":
+            wrong.append(f"{row['api']}: {status} in the table for {target}, but {got}: {detail}")
+        if got != "ok" and re.search(r"not compiled with CUDA|CUDA driver|device='cuda|'cuda:\d", detail):
+            wrong.append(f"{row['api']}: the error names CUDA: {detail}")
+    assert not wrong, "\n".join(wrong)

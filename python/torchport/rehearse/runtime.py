@@ -206,6 +206,22 @@ def _patch_compile(sess: Session) -> None:
     torch.compile = compile
 
 
+def _print_on_host(target: str) -> None:
+    """torch formats a tensor with float64 arithmetic on the tensor's own device (torch/_tensor_str.py,
+    _Formatter). A vendor without float64 formats a CPU copy instead; so does the rehearsal, so that
+    `print(x)` is not reported as a float64 op the real device never runs."""
+    import torch._tensor_str as ts
+
+    original = ts._tensor_str
+
+    def _tensor_str(self: Any, indent: int) -> str:
+        if self.device.type == target:
+            self = self.cpu()
+        return original(self, indent)
+
+    ts._tensor_str = _tensor_str
+
+
 def install_import_hook(target: str) -> None:
     from torchport.targets import get_target
 
@@ -321,6 +337,8 @@ def activate(
     sess.listed_kernels = sorted(mod.register_listed_kernels())
     if tgt.cpu_shallow_copy:  # data/targets.json: the vendor makes CPU and device tensors compatible
         mod.register_cpu_shallow_copy()
+    if tgt.print_on_host:  # data/targets.json: the vendor prints a device tensor from a CPU copy
+        _print_on_host(target)
     torch.utils.rename_privateuse1_backend(target)
     _session = sess
     from torchport.rehearse import devmod

@@ -769,6 +769,30 @@ def _proxy_class(name: str, impl: Any, make: Callable[..., Any], map_args: Calla
     return proxy
 
 
+def _host_class(name: str, dst: str) -> tuple[Any, str, str, str]:
+    """torchport's host emulation of the torch.cuda class `name`: (class, log class, why, shown)."""
+    own: dict[str, Any] = {
+        "Stream": _HostStream,
+        "Event": _HostEvent,
+        "StreamContext": contextlib.nullcontext,
+        "device": _NoDevice,
+        "device_of": _NoDevice,
+        "CUDAGraph": _HostGraph,
+        "graph": _HostGraphContext,
+        "MemPool": _HostMemPool,
+    }
+    impl = own[name]
+    if name in ("Stream", "Event", "StreamContext"):
+        cls_, why = MODIFIED, f"{dst}: work runs in order on the host"
+    elif name in ("device", "device_of"):
+        cls_, why = MODIFIED, f"{dst} has one device"
+    elif name == "MemPool":
+        cls_, why = MODIFIED, f"{dst} has no device memory pools: a pool with no memory"
+    else:
+        cls_, why = MISMATCH, f"{dst} has no graph capture: replay() raises"
+    return impl, cls_, why, f"torchport.{impl.__name__}"
+
+
 def _class_redirect(s: Session, name: str) -> Any:
     dst = s.target.device_type
     dev = s.devmod
@@ -780,35 +804,16 @@ def _class_redirect(s: Session, name: str) -> Any:
     api = f"torch.cuda.{name}"
     impl: Any
     if s.is_cpu or not s.target.has_device_index:
-        own: dict[str, Any] = {
-            "Stream": _HostStream,
-            "Event": _HostEvent,
-            "StreamContext": contextlib.nullcontext,
-            "device": _NoDevice,
-            "device_of": _NoDevice,
-            "CUDAGraph": _HostGraph,
-            "graph": _HostGraphContext,
-            "MemPool": _HostMemPool,
-        }
-        impl = own[name]
-        cls_, why = (
-            (MODIFIED, f"{dst}: work runs in order on the host")
-            if name in ("Stream", "Event", "StreamContext")
-            else (MODIFIED, f"{dst} has one device")
-            if name in ("device", "device_of")
-            else (MODIFIED, f"{dst} has no device memory pools: a pool with no memory")
-            if name == "MemPool"
-            else (MISMATCH, f"{dst} has no graph capture: replay() raises")
-        )
-        shown = f"torchport.{impl.__name__}"
+        impl, cls_, why, shown = _host_class(name, dst)
         if not s.is_cpu and name in ("Stream", "Event", "StreamContext") and hasattr(dev, name):
             impl, cls_, why, shown = getattr(dev, name), MATCH, "", f"{s.target.device_module}.{name}"
     else:
         lookup = f"{dst.upper()}Graph" if name == "CUDAGraph" else name
         impl = getattr(dev, lookup, None)
         cls_, why, shown = MATCH, "", f"{s.target.device_module}.{lookup}"
-        if impl is None:
-            cls_, why, shown = MISMATCH, f"{s.target.device_module} has no {lookup}", ""
+        if impl is None:  # the coverage table: a class the device module lacks does what cpu does
+            impl, cls_, why, shown = _host_class(name, dst)
+            why = f"{s.target.device_module} has no {lookup}: {why}"
     map_first = name in ("Stream", "device") and s.target.has_device_index  # the first argument is a device
 
     def map_args(a: tuple[Any, ...], k: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -828,13 +833,9 @@ def _class_redirect(s: Session, name: str) -> Any:
             f = getframe(2)  # the user's frame: make <- _Meta.__call__ <- user
             site = sites_get((f.f_code, f.f_lineno, api))
             if site is None:
-                hit(api, (CALL, api, a, k), (CALL, shown, na, nk) if shown else "error", cls_, why, 3)
+                hit(api, (CALL, api, a, k), (CALL, shown, na, nk), cls_, why, 3)
             else:
                 site.count += 1
-        if impl is None:
-            raise NotImplementedError(
-                f"{api} has no equivalent on target {s.target.name} ({why}) [torchport]"
-            )
         return impl(*na, **nk)
 
     return _proxy_class(name, impl, make, map_args)
