@@ -161,7 +161,9 @@ def test_table_cells_match_the_runtime_on_in_tree_accelerators(target: str) -> N
 # What the rehearsed device answers to calls that torchport run did redirect to it. Each entry is a pattern
 # the row's error must match; the reasons:
 _NOT_EMULATED = r"torch\.{t}\.\w+ is not emulated by torchport rehearse"  # the stand-in raises, naming it
-_NO_FLOAT64 = r"Unsupport data type: at::ScalarType::(Complex)?Double \[torchport rehearse: aten::[\w.]+ on {t}"
+_NO_FLOAT64 = (
+    r"Unsupport data type: at::ScalarType::(Complex)?Double \[torchport rehearse: aten::[\w.]+ on {t}"
+)
 _NO_LAYOUT = r"from the '(Quantized|Sparse|SparseCsr){t}' backend"  # no sparse / quantized kernels
 # torch's generic kaiser_window kernel calls a per-device kernel (DispatchStub) that no list says the vendor
 # registers; the rehearsal has none either
