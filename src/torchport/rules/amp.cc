@@ -40,7 +40,8 @@ namespace {
 
 // torch.amp.custom_fwd/custom_bwd take a keyword-only device_type (torch 2.13:
 // custom_fwd(fwd=None, *, device_type, cast_inputs=None)): a bare `@custom_fwd` becomes
-// `@custom_fwd(device_type=...)`, a call gets `device_type=...` as its first argument.
+// `@custom_fwd(device_type=...)`, a call gets `device_type=...` as its first argument (its last
+// when the call starts with a positional argument).
 void custom_fwd_bwd(Context& ctx, const semantic::Reference& ref, std::string_view which) {
   const semantic::Model& m = ctx.m;
   const std::string api = "torch.cuda.amp." + std::string(which);
@@ -57,9 +58,18 @@ void custom_fwd_bwd(Context& ctx, const semantic::Reference& ref, std::string_vi
   }
   auto lpar = m.next(ref.last);
   if (lpar && m.kind(*lpar) == TokenKind::LPar && m.match(*lpar)) {
-    const bool empty = call_args(m, *lpar).empty();
-    const std::uint32_t at = m.tokens()[*lpar].end;
-    ctx.modify("TP200", api, msg, at, at, keyword + (empty ? "" : ", "));
+    const std::vector<Arg> args = call_args(m, *lpar);
+    // First, unless the call starts with a positional argument (`custom_fwd(fwd)`): a keyword
+    // may not come before it, so it goes after the last argument.
+    const bool positional_first = !args.empty() && args.front().keyword.empty() &&
+                                  m.kind(args.front().first) != TokenKind::DoubleStar;
+    if (positional_first) {
+      const std::uint32_t at = m.tokens()[args.back().last].end;
+      ctx.modify("TP200", api, msg, at, at, ", " + keyword);
+    } else {
+      const std::uint32_t at = m.tokens()[*lpar].end;
+      ctx.modify("TP200", api, msg, at, at, keyword + (args.empty() ? "" : ", "));
+    }
   } else {
     ctx.modify("TP200", api, msg, re, re, "(" + keyword + ")");
   }
