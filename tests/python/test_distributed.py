@@ -65,11 +65,12 @@ def convert(tmp: Path, name: str, var: str = "model", target: str = "cpu") -> Pa
     return result
 
 
-def run_original(name: str, where: Path) -> list[float]:
+def run_original(name: str | Path, where: Path) -> list[float]:
     where.mkdir()
     env = {**os.environ, "TP_LOSS_DIR": str(where)}
+    script = name if isinstance(name, Path) else FIXTURES / f"{name}.py"
     r = subprocess.run(
-        [sys.executable, str(RUNNER), str(FIXTURES / f"{name}.py")],
+        [sys.executable, str(RUNNER), str(script)],
         cwd=where, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -368,3 +369,133 @@ def test_the_tensorboard_writer_exists_on_rank_zero_only(tmp_path: Path) -> None
     events = list((result / "runs").iterdir())
     assert len(events) == 1, events
     assert [line.split()[:2] for line in events[0].read_text().splitlines()] == [["loss", "0"], ["loss", "1"]]
+
+
+PROJECT = FIXTURES / "multi_module"  # train.py imports data, engine, utils and models.net
+
+
+def test_a_project_split_into_modules_trains_like_one_device(tmp_path: Path) -> None:
+    """The modules that --main imports get the distributed rewrite of what they hold: the
+    DataLoader in data.py is sharded and its batch split, engine.py prints and utils.py logs,
+    writes metrics and saves on rank 0 only (the checkpoint without `module.`); train.py wraps
+    the model and sets up the process group. models/net.py has nothing to change and does not
+    change. Two ranks train as one device."""
+    out = tmp_path / "out"
+    r = torchport(
+        "migrate", str(PROJECT), "-o", str(out), "--target", "cpu", "--distributed",
+        "--main", "train.py", "-q",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    result = out / "multi_module_cpu_multi"
+    expected = FIXTURES / "expected" / "multi_module"
+    got, n = SETUP_BLOCK.subn("# [TP410 set-up block]\n", (result / "train.py").read_text())
+    assert n == 1 and got == (expected / "train.cpu.py").read_text()
+    for name in ("data", "engine", "utils"):
+        assert (result / f"{name}.py").read_text() == (expected / f"{name}.cpu.py").read_text(), name
+    assert (result / "models" / "net.py").read_bytes() == (PROJECT / "models" / "net.py").read_bytes()
+    rows = read_change_list(result)
+    per_file = {row["File"] for row in rows if "helpers this module calls" in row["Message"]}
+    assert per_file == {"data.py", "engine.py", "utils.py"}
+    # set_epoch cannot go into data.py (no epoch loop there): an UNKNOWN row says where it belongs
+    with open(result / "torchport-report" / "unknown_api.csv", newline="", encoding="utf-8") as f:
+        unknown = list(csv.DictReader(f))
+    assert any(u["File"] == "data.py" and "set_epoch" in u["Tips"] for u in unknown), unknown
+
+    single = run_original(PROJECT / "train.py", tmp_path / "single")
+    ranks, stdout = run_converted(result / "train.py", tmp_path / "ddp")
+    assert len(single) == 3 * 6  # 3 epochs of 96 samples in batches of 16
+    assert all(len(rk) == len(single) for rk in ranks)
+    assert any(abs(a - b) > 1e-6 for a, b in zip(ranks[0], ranks[1]))  # each rank had its own half
+    mean = [(a + b) / 2 for a, b in zip(ranks[0], ranks[1])]
+    assert mean == pytest.approx(single, rel=1e-5, abs=1e-7)
+    one = torch.load(tmp_path / "single" / "model.pt")
+    two = torch.load(tmp_path / "ddp" / "model.pt")
+    assert list(two) == list(one)
+    for k in one:
+        torch.testing.assert_close(two[k], one[k], rtol=1e-5, atol=1e-6)
+    # rank 0 alone printed, and wrote the metrics file: one line per epoch, as the original
+    assert sum("loss" in line for line in stdout.splitlines()) == 3 * 3
+    assert len((tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()) == 3
+    assert len((tmp_path / "single" / "metrics.jsonl").read_text().splitlines()) == 3
+
+
+def test_imported_module_that_is_distributed_already_is_left_alone(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "train.py").write_text(
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom helpers import world\n\n"
+        "model = torch.nn.Linear(2, 1)\nloader = DataLoader(list(range(8)), batch_size=4)\n"
+        "for epoch in range(2):\n    for b in loader:\n        print(world(), b)\n"
+    )
+    helpers = (
+        "import torch.distributed as dist\n\n\n"
+        "def world():\n    return dist.get_world_size() if dist.is_initialized() else 1\n"
+    )
+    (project / "helpers.py").write_text(helpers)
+    out = tmp_path / "out"
+    r = torchport(
+        "migrate",
+        str(project),
+        "-o",
+        str(out),
+        "--target",
+        "cpu",
+        "--distributed",
+        "--main",
+        "train.py",
+        "-q",
+    )
+    assert r.returncode == 0, r.stderr
+    result = out / "p_cpu_multi"
+    assert (result / "helpers.py").read_text() == helpers
+    with open(result / "torchport-report" / "unknown_api.csv", newline="", encoding="utf-8") as f:
+        unknown = list(csv.DictReader(f))
+    assert any(u["File"] == "helpers.py" and "already uses torch.distributed" in u["Tips"] for u in unknown)
+    assert "wrap_ddp(model)" in (result / "train.py").read_text()
+
+
+def test_the_data_loader_may_live_in_an_imported_module_only(tmp_path: Path) -> None:
+    """The refusal "no DataLoader" looks at the imported project modules too; a project with none
+    anywhere is still refused, with nothing written."""
+    project = tmp_path / "p"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "loaders.py").write_text(
+        "from torch.utils.data import DataLoader\n\n\n"
+        "def make():\n    return DataLoader(list(range(8)), batch_size=4)\n"
+    )
+    (project / "train.py").write_text(
+        "import torch\nfrom pkg.loaders import make\n\nmodel = torch.nn.Linear(2, 1)\n"
+        "for epoch in range(2):\n    for b in make():\n        pass\n"
+    )
+    out = tmp_path / "out"
+    r = torchport(
+        "migrate",
+        str(project),
+        "-o",
+        str(out),
+        "--target",
+        "cpu",
+        "--distributed",
+        "--main",
+        "train.py",
+        "-q",
+    )
+    assert r.returncode == 0, r.stderr
+    assert "sampler=shard_sampler(" in (out / "p_cpu_multi" / "pkg" / "loaders.py").read_text()
+    (project / "pkg" / "loaders.py").write_text("def make():\n    return [list(range(4))]\n")
+    out2 = tmp_path / "out2"
+    r = torchport(
+        "migrate",
+        str(project),
+        "-o",
+        str(out2),
+        "--target",
+        "cpu",
+        "--distributed",
+        "--main",
+        "train.py",
+        "-q",
+    )
+    assert r.returncode == 2 and "no torch.utils.data.DataLoader" in r.stderr, r.stderr
+    assert not out2.exists() or not any(out2.iterdir())

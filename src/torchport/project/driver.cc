@@ -18,6 +18,7 @@
 #include <ctime>
 #include <iomanip>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -195,9 +196,16 @@ std::string second_pass(const std::string& rel, const syntax::Tree& tree, std::s
 
 /// `package`: the target's vendor package when the project has requirements to keep in step
 /// (FileWork::imports_package), else "".
+/// --distributed: the entry script and the project modules it imports (directly or through one
+/// another), all relative to INPUT.
+struct DistributedFiles {
+  std::string main;
+  std::set<std::string> imported;
+};
+
 FileWork process_python(const ProjectFile& f, const std::string& bytes,
                         const catalogue::Catalogue& cat, const Options& opts, const OpMap& ops,
-                        const std::string& main_rel, std::string_view package) {
+                        const DistributedFiles& dist, std::string_view package) {
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = true;
@@ -222,7 +230,9 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   const semantic::Model model(tree);
   rules::Options ropts = opts.rules;
   ropts.custom_ops = &ops;  // project information for TP903
-  ropts.distributed = opts.distributed && f.rel == main_rel;
+  ropts.distributed = opts.distributed && (f.rel == dist.main || dist.imported.contains(f.rel));
+  ropts.distributed_companion = ropts.distributed && f.rel != dist.main;
+  ropts.distributed_main = dist.main;
   rules::FileResult fr = rules::check(tree, model, cat, ropts);
   drop_ignored(f.rel, opts, fr.findings, w);
   w.entry.min_torch = fr.min_torch_version;
@@ -284,7 +294,7 @@ FileWork process_scanned(const ProjectFile& f, const std::string& bytes, const O
 }
 
 FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Options& opts,
-                 const OpMap& ops, const std::string& main_rel, std::string_view package) {
+                 const OpMap& ops, const DistributedFiles& dist, std::string_view package) {
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = f.kind == FileKind::Python;
@@ -332,7 +342,7 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
   }
   try {
     FileWork done = f.kind == FileKind::Python
-                        ? process_python(f, bytes, cat, opts, ops, main_rel, package)
+                        ? process_python(f, bytes, cat, opts, ops, dist, package)
                         : process_scanned(f, bytes, opts);
     done.entry.not_migrated = done.entry.outcome != Outcome::Success;
     return done;
@@ -452,7 +462,8 @@ std::string refuse_options(const Options& opts, const catalogue::Catalogue& cat)
 /// --distributed: resolves --main (relative to INPUT) into `main_rel` and checks that the
 /// script can be converted (rules::distributed_refusal). Returns "" or why not.
 std::string distributed_entry(const Options& opts, const catalogue::Catalogue& cat,
-                              const fs::path& input, bool input_is_dir, std::string& main_rel) {
+                              const fs::path& input, bool input_is_dir, DistributedFiles& dist) {
+  std::string& main_rel = dist.main;
   if (opts.analyze_only || opts.inplace)
     return "--distributed writes a new tree: it goes with migrate -o OUTDIR, not with "
            "analyze or --inplace";
@@ -488,7 +499,42 @@ std::string distributed_entry(const Options& opts, const catalogue::Catalogue& c
            ": nothing was converted";
   const semantic::Model model(tree);
   (void)cat;
-  std::string why = rules::distributed_refusal(tree, model, opts.rules.model_var);
+  // The project modules the script imports, and the ones they import: breadth first, each file
+  // once. A module that does not read or parse is left to the ordinary migration (its row says
+  // why).
+  std::vector<std::unique_ptr<syntax::Tree>> trees;
+  std::vector<std::unique_ptr<semantic::Model>> models;
+  std::vector<std::pair<const syntax::Tree*, const semantic::Model*>> imported;
+  if (input_is_dir) {
+    std::string script_dir = main_rel.rfind('/') == std::string::npos
+                                 ? std::string()
+                                 : main_rel.substr(0, main_rel.rfind('/'));
+    std::vector<std::pair<const syntax::Tree*, std::string>> queue = {{&tree, main_rel}};
+    std::set<std::string> seen = {main_rel};
+    for (std::size_t q = 0; q < queue.size(); ++q) {
+      for (const std::string& rel :
+           rules::imported_module_paths(*queue[q].first, queue[q].second, script_dir)) {
+        if (seen.contains(rel)) continue;
+        const fs::path path = input / rel;
+        if (!fs::is_regular_file(path, ec) || !is_within(fs::weakly_canonical(path, ec), input))
+          continue;
+        seen.insert(rel);
+        if (opts.selection.excluded_by(rel) != std::string()) continue;
+        std::string text, err;
+        if (!read_file(path, text, err)) continue;
+        text::DecodeResult d = text::decode(rel, text);
+        if (!d.source) continue;
+        auto t = std::make_unique<syntax::Tree>(syntax::parse(std::move(*d.source)));
+        if (!t->ok()) continue;
+        models.push_back(std::make_unique<semantic::Model>(*t));
+        imported.emplace_back(t.get(), models.back().get());
+        dist.imported.insert(rel);
+        queue.emplace_back(t.get(), rel);
+        trees.push_back(std::move(t));
+      }
+    }
+  }
+  std::string why = rules::distributed_refusal(tree, model, opts.rules.model_var, imported);
   if (!why.empty()) why += " (--distributed: nothing was written)";
   return why;
 }
@@ -528,10 +574,11 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   const bool input_is_dir = fs::is_directory(input);
   std::string name = result_name(input, opts.rules.target);
   // --distributed: the entry script must be convertible, or nothing is written.
-  std::string main_rel;
+  DistributedFiles dist;
+  const std::string& main_rel = dist.main;
   if (opts.distributed) {
     name += "_multi";
-    if (std::string why = distributed_entry(opts, cat, input, input_is_dir, main_rel); !why.empty())
+    if (std::string why = distributed_entry(opts, cat, input, input_is_dir, dist); !why.empty())
       return refuse(why);
   }
   fs::path tmp_dir;  // migrate: the tree is built here, then renamed into place
@@ -648,7 +695,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     auto worker = [&] {
       for (std::size_t k = next++; k < todo.size(); k = next++) {
         std::size_t i = todo[k];
-        FileWork w = process(files[i], cat, opts, ops, main_rel, package);
+        FileWork w = process(files[i], cat, opts, ops, dist, package);
         if (!tmp_dir.empty()) {
           fs::path dst = out_path(files[i]);
           std::string error;

@@ -1,6 +1,10 @@
 // Rule family TP410-TP417: --distributed, a single-device training script made a DDP one.
 //
-// What it does (only with `migrate --distributed`, only in the entry script given by --main):
+// What it does (only with `migrate --distributed`, in --main and the modules it imports):
+//   In the entry script given by --main, all of the below. In a project module it imports
+//   (directly or through another), the rewrite of what the module holds, with only the helpers
+//   that rewrite calls, reading the rank from the environment; no set-up, no clean-up
+//   (companion_helpers).
 //   TP410 inserts, after the imports, the process-group set-up from the environment torchrun
 //   sets (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; defaults for a single
 //   process), the device of this rank from LOCAL_RANK, init_process_group with the target's
@@ -157,6 +161,153 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kHelperN
     {"_TpDDP", "DDP"},
 }};
 
+// TP410 in a module the entry script imports: only the helpers its rewritten code calls, which
+// read the rank from the environment torchrun sets (RANK, LOCAL_RANK, WORLD_SIZE), so that they
+// also work while the module is being imported, before the entry script has set up the process
+// group. No set-up and no clean-up here: those are the entry script's.
+template <typename Name, typename Spell>
+void companion_helpers(Context& ctx, const Name& N, const Spell& spell) {
+  const semantic::Model& m = ctx.m;
+  const std::string_view text = m.text();
+  const std::string nl(m.newline());
+  // Which helpers the rewrite of this module calls (a whole-word occurrence in its edits).
+  auto called = [&](std::string_view internal) {
+    const std::string& name = N(internal);
+    for (const Finding& f : ctx.result.findings) {
+      if (!f.code.starts_with("TP41") || !f.fix) continue;
+      for (const fix::Edit& e : f.fix->edits) {
+        for (std::size_t at = e.replacement.find(name); at != std::string::npos;
+             at = e.replacement.find(name, at + 1)) {
+          const std::size_t end = at + name.size();
+          auto word = [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+          };
+          if ((at == 0 || !word(e.replacement[at - 1])) &&
+              (end >= e.replacement.size() || !word(e.replacement[end])))
+            return true;
+        }
+      }
+    }
+    return false;
+  };
+  const bool ddp = called("_tp_ddp"), unwrap = called("_tp_unwrap");
+  const bool sampler = called("_tp_sampler"), batch = called("_tp_rank_batch");
+  const bool only = called("_tp_rank0_only"), rank0 = only || called("_tp_rank0");
+  if (!ddp && !unwrap && !sampler && !batch && !rank0) return;  // nothing distributed here
+
+  const std::string T = ctx.render("torch");
+  std::string os = "os";
+  std::string header;
+  if (auto alias = m.module_alias("os")) {
+    os = *alias;
+  } else {
+    header += "import os" + nl;
+  }
+  if (ddp && !m.module_alias("torch")) header += "import torch" + nl;
+  std::vector<std::string> lines = {
+      "",
+      "# torchport --distributed: this module runs in each process that torchrun starts for " +
+          ctx.opts.distributed_main + ",",
+      "# which sets up the process group. These helpers read the rank from torchrun's "
+      "environment.",
+  };
+  if (ddp || unwrap)
+    lines.push_back("from torch.nn.parallel import DistributedDataParallel as _TpDDP");
+  if (sampler)
+    lines.push_back(N("_TpDistributedSampler") == "DistributedSampler"
+                        ? "from torch.utils.data.distributed import DistributedSampler"
+                        : "from torch.utils.data.distributed import DistributedSampler as "
+                          "_TpDistributedSampler");
+  auto add = [&](std::initializer_list<std::string> more) {
+    lines.push_back("");
+    lines.push_back("");
+    lines.insert(lines.end(), more.begin(), more.end());
+  };
+  if (rank0)
+    add({"def _tp_rank0():",
+         "    \"\"\"True on the process that prints, logs and saves (rank 0).\"\"\"",
+         "    return int(" + os + ".environ.get(\"RANK\", \"0\")) == 0"});
+  if (only) {
+    add({"class _TpSilent:",
+         "    \"\"\"What rank0_only gives the other ranks: every call, attribute and `with` of it "
+         "is a no-op.\"\"\"",
+         "", "    def __call__(self, *args, **kwargs):", "        return self", "",
+         "    def __getattr__(self, name):", "        return self", "", "    def __enter__(self):",
+         "        return self", "", "    def __exit__(self, *exc):", "        return False"});
+    add({"def _tp_rank0_only(fn):",
+         "    \"\"\"fn on rank 0, a no-op elsewhere (the arguments are evaluated on every "
+         "rank).\"\"\"",
+         "    return fn if _tp_rank0() else _TpSilent()"});
+  }
+  if (ddp) {
+    std::vector<std::string> body = {
+        "def _tp_ddp(module):",
+        "    \"\"\"The module on this rank's device, in DistributedDataParallel (once).\"\"\"",
+        "    if isinstance(module, _TpDDP):", "        return module"};
+    if (ctx.accelerator()) {
+      body.push_back("    _tp_local_rank = int(" + os + ".environ.get(\"LOCAL_RANK\", \"0\"))");
+      body.push_back("    if " + T + ".accelerator.is_available():");
+      body.push_back("        device = " + T + ".device(" + T +
+                     ".accelerator.current_accelerator().type, _tp_local_rank)");
+      body.push_back("        return _TpDDP(module.to(device), device_ids=[_tp_local_rank])");
+      body.push_back("    return _TpDDP(module.to(\"cpu\"))");
+    } else if (ctx.target.device_index && !ctx.target.host) {
+      body.push_back("    _tp_local_rank = int(" + os + ".environ.get(\"LOCAL_RANK\", \"0\"))");
+      body.push_back("    device = " + T + ".device(\"" + ctx.target.device +
+                     "\", _tp_local_rank)");
+      body.push_back("    return _TpDDP(module.to(device), device_ids=[_tp_local_rank])");
+    } else {
+      body.push_back("    return _TpDDP(module.to(" + T + ".device(\"" + ctx.target.device +
+                     "\")))");
+    }
+    lines.push_back("");
+    lines.push_back("");
+    lines.insert(lines.end(), body.begin(), body.end());
+  }
+  if (unwrap)
+    add({"def _tp_unwrap(module):",
+         "    \"\"\"The module inside DDP: its state_dict has no `module.` prefix.\"\"\"",
+         "    return module.module if isinstance(module, _TpDDP) else module"});
+  if (sampler)
+    add({"def _tp_sampler(dataset, shuffle, drop_last):",
+         "    \"\"\"This rank's shard of dataset, with the DataLoader's shuffle and "
+         "drop_last.\"\"\"",
+         "    return _TpDistributedSampler(", "        dataset,",
+         "        num_replicas=int(" + os + ".environ.get(\"WORLD_SIZE\", \"1\")),",
+         "        rank=int(" + os + ".environ.get(\"RANK\", \"0\")),", "        shuffle=shuffle,",
+         "        drop_last=drop_last,", "    )"});
+  if (batch)
+    add({"def _tp_rank_batch(batch_size):",
+         "    \"\"\"The global batch split between the ranks (--per-rank-batch split).\"\"\"",
+         "    world = int(" + os + ".environ.get(\"WORLD_SIZE\", \"1\"))",
+         "    if batch_size % world:", "        raise ValueError(",
+         "            f\"torchport --distributed: the global batch size {batch_size} does not "
+         "divide \"",
+         "            f\"between {world} ranks (migrate with --per-rank-batch keep, or change "
+         "it)\"",
+         "        )", "    return batch_size // world"});
+  std::string block = header;
+  for (const std::string& l : lines) block += spell(l) + nl;
+  const std::uint32_t at = std::max(m.import_block_end(), m.after_first_torch_import().value_or(0));
+  const bool need_nl =
+      at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
+  // Two blank lines after the last helper (PEP 8), counting the ones already there.
+  int blank = 0;
+  for (std::size_t i = at; i < text.size() && blank < 2;) {
+    std::size_t e = text.find('\n', i);
+    if (e == std::string_view::npos) break;
+    if (text.substr(i, e - i).find_first_not_of(" \t\r\f") != std::string_view::npos) break;
+    ++blank;
+    i = e + 1;
+  }
+  for (int k = blank; k < 2 && at < text.size(); ++k) block += nl;
+  ctx.modify("TP410", "torch.distributed",
+             "the --distributed helpers this module calls (the rank from torchrun's environment; "
+             "the process group is set up by " +
+                 ctx.opts.distributed_main + ")",
+             at, at, (need_nl ? nl : std::string()) + block);
+}
+
 }  // namespace
 
 std::optional<TokenIndex> uses_torch_distributed(const semantic::Model& m) {
@@ -176,8 +327,9 @@ std::optional<TokenIndex> uses_torch_distributed(const semantic::Model& m) {
   return std::nullopt;
 }
 
-std::string distributed_refusal(const syntax::Tree& tree, const semantic::Model& m,
-                                std::string_view model_var) {
+std::string distributed_refusal(
+    const syntax::Tree& tree, const semantic::Model& m, std::string_view model_var,
+    const std::vector<std::pair<const syntax::Tree*, const semantic::Model*>>& imported) {
   auto where = [&](std::uint32_t offset) {
     text::LineCol lc = tree.lines().locate(offset);
     return tree.path() + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column + 1) + ": ";
@@ -186,21 +338,93 @@ std::string distributed_refusal(const syntax::Tree& tree, const semantic::Model&
     return where(m.tokens()[*tok].begin) +
            "the script already uses torch.distributed: it is distributed already, nothing was "
            "converted";
+  std::vector<std::pair<const syntax::Tree*, const semantic::Model*>> all = {{&tree, &m}};
+  all.insert(all.end(), imported.begin(), imported.end());
   bool loader = false;
-  for (const Node* call : tree.find_all(NodeKind::Call))
-    if (is_dataloader(qualified(m, call->func()))) loader = true;
+  for (const auto& [t, mm] : all)
+    for (const Node* call : t->find_all(NodeKind::Call))
+      if (is_dataloader(qualified(*mm, call->func()))) loader = true;
   if (!loader)
     return where(0) +
-           "no torch.utils.data.DataLoader: --distributed shards the data through a "
-           "DataLoader's sampler, and this script loads its data another way";
-  for (const Node* a : tree.find_all(NodeKind::Assign))
-    for (const Node* tgt : a->targets())
-      if (is_var(tree, tgt, model_var)) return {};
-  for (const Node* a : tree.find_all(NodeKind::AnnAssign))
-    if (is_var(tree, a->target(), model_var)) return {};
+           "no torch.utils.data.DataLoader (in the script or the project modules it imports): "
+           "--distributed shards the data through a DataLoader's sampler, and this script loads "
+           "its data another way";
+  for (const auto& [t, mm] : all) {
+    for (const Node* a : t->find_all(NodeKind::Assign))
+      for (const Node* tgt : a->targets())
+        if (is_var(*t, tgt, model_var)) return {};
+    for (const Node* a : t->find_all(NodeKind::AnnAssign))
+      if (is_var(*t, a->target(), model_var)) return {};
+  }
   return where(0) + "the model is never bound to `" + std::string(bare_var(model_var)) +
          "` (nor `self." + std::string(bare_var(model_var)) +
          "`): name the variable that holds the model with --model-var";
+}
+
+std::vector<std::string> imported_module_paths(const syntax::Tree& tree, std::string_view file,
+                                               std::string_view script_dir) {
+  auto dir_of = [](std::string_view p) {
+    const std::size_t slash = p.rfind('/');
+    return slash == std::string_view::npos ? std::string() : std::string(p.substr(0, slash));
+  };
+  auto join = [](const std::string& dir, std::string_view dotted) {
+    std::string path = dir;
+    std::size_t start = 0;
+    while (start <= dotted.size()) {
+      const std::size_t dot = std::min(dotted.find('.', start), dotted.size());
+      if (dot > start) {
+        if (!path.empty()) path += '/';
+        path += dotted.substr(start, dot - start);
+      }
+      start = dot + 1;
+    }
+    return path;
+  };
+  std::vector<std::string> out;
+  auto add_module = [&](const std::string& base) {
+    if (base.empty()) return;
+    out.push_back(base + ".py");
+    out.push_back(base + "/__init__.py");
+  };
+  const std::vector<std::string> roots = {std::string(script_dir), std::string()};
+  for (const Node* n : tree.find_all(NodeKind::Import)) {
+    for (const Node* al : n->aliases()) {
+      const std::string name = tree.alias_name(*al);
+      for (const std::string& r : roots) {
+        // `import a.b.c` runs a/__init__.py, a/b/__init__.py and a/b/c.py
+        std::string prefix;
+        for (std::size_t at = 0; at <= name.size();) {
+          const std::size_t dot = std::min(name.find('.', at), name.size());
+          prefix = name.substr(0, dot);
+          add_module(join(r, prefix));
+          at = dot + 1;
+        }
+      }
+    }
+  }
+  for (const Node* n : tree.find_all(NodeKind::ImportFrom)) {
+    const std::uint32_t level = tree.level(*n);
+    const std::string module = tree.module(*n);
+    std::vector<std::string> bases;
+    if (level > 0) {
+      std::string dir = dir_of(file);
+      for (std::uint32_t k = 1; k < level; ++k) dir = dir_of(dir);
+      bases.push_back(join(dir, module));
+    } else {
+      for (const std::string& r : roots) bases.push_back(join(r, module));
+    }
+    for (const std::string& b : bases) {
+      if (!module.empty()) add_module(b);
+      // `from pkg import mod` imports pkg/mod.py when mod is a module
+      for (const Node* al : n->aliases()) {
+        const std::string name = tree.alias_name(*al);
+        if (name != "*") add_module(b.empty() ? name : b + "/" + name);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 void run_ddp(Context& ctx) {
@@ -209,7 +433,20 @@ void run_ddp(Context& ctx) {
   const syntax::Tree& t = ctx.tree;
   const std::string_view text = m.text();
   const std::string nl(m.newline());
-  if (uses_torch_distributed(m)) return;  // refused by the driver; idempotent here
+  const bool companion = ctx.opts.distributed_companion;
+  if (auto tok = uses_torch_distributed(m)) {
+    // The entry script: refused by the driver (idempotent here). A module it imports that
+    // already uses torch.distributed is left to its author.
+    if (companion) {
+      const std::uint32_t b = m.tokens()[*tok].begin;
+      ctx.flag("TP410", Operation::Unknown, "torch.distributed",
+               "this module, imported by " + ctx.opts.distributed_main +
+                   ", already uses torch.distributed: --distributed leaves it as it is; check "
+                   "that it agrees with the process group set up there",
+               b, b);
+    }
+    return;
+  }
   const std::string var = std::string(bare_var(ctx.opts.model_var));
   const std::string T = ctx.render("torch");
   // The names the rewrite adds, as a maintainer would write them; the `_tp_` spelling only where
@@ -668,6 +905,11 @@ void run_ddp(Context& ctx) {
     f.end = we;
     f.fix = std::move(fx);
     ctx.result.findings.push_back(std::move(f));
+  }
+
+  if (companion) {
+    companion_helpers(ctx, N, spell);
+    return;
   }
 
   // ---- TP416: destroy_process_group at the end ----

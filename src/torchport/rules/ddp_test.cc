@@ -6,6 +6,7 @@
 #include <torchport/rules/engine.h>
 #include <torchport/syntax/parser.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,78 @@ TEST(DistributedNames, ANameTheScriptUsesKeepsItsPrefixedSpelling) {
   EXPECT_NE(out.find("return fn if _tp_rank0() else"), std::string::npos) << out;
   EXPECT_NE(out.find("local_rank = 3\n"), std::string::npos) << out;
   EXPECT_NE(out.find("model = wrap_ddp(model)"), std::string::npos) << out;
+}
+
+TEST(DistributedImports, CandidatePathsOfEachImportForm) {
+  syntax::Tree tree = syntax::parse("src/pkg/train.py",
+                                    "import utils\n"
+                                    "import a.b as ab\n"
+                                    "from data import build\n"
+                                    "from .engine import step\n"
+                                    "from .. import common\n"
+                                    "from models import net\n"
+                                    "from torch.utils.data import DataLoader\n");
+  ASSERT_TRUE(tree.ok());
+  const std::vector<std::string> got = imported_module_paths(tree, "src/pkg/train.py", "src/pkg");
+  auto has = [&](const std::string& p) {
+    return std::find(got.begin(), got.end(), p) != got.end();
+  };
+  // absolute: from the entry script's directory (sys.path[0]) and from the project root
+  EXPECT_TRUE(has("src/pkg/utils.py"));
+  EXPECT_TRUE(has("utils.py"));
+  EXPECT_TRUE(has("src/pkg/a/__init__.py"));
+  EXPECT_TRUE(has("src/pkg/a/b.py"));
+  EXPECT_TRUE(has("src/pkg/data.py"));
+  EXPECT_TRUE(has("src/pkg/models/net.py"));  // `from models import net`: net may be a module
+  // relative: from the importing file's own package
+  EXPECT_TRUE(has("src/pkg/engine.py"));
+  EXPECT_TRUE(has("src/common.py"));
+  EXPECT_TRUE(has("src/common/__init__.py"));
+  EXPECT_FALSE(has("engine.py"));
+  // torch is looked for in the project too; the driver keeps only paths that exist
+  EXPECT_TRUE(has("torch/utils/data.py"));
+}
+
+TEST(DistributedImports, ImportedModuleGetsOnlyTheHelpersItCalls) {
+  const std::string src =
+      "import torch\n"
+      "\n"
+      "def save(model, path):\n"
+      "    torch.save(model.state_dict(), path)\n";
+  syntax::Tree tree = syntax::parse("utils.py", src);
+  ASSERT_TRUE(tree.ok());
+  Options o;
+  o.target = "cpu";
+  o.distributed = true;
+  o.distributed_companion = true;
+  o.distributed_main = "train.py";
+  FileResult r = check(tree, catalogue::Catalogue::builtin(), o);
+  std::vector<fix::Fix> fixes;
+  for (const Finding& f : r.findings)
+    if (f.fix) fixes.push_back(*f.fix);
+  const std::string out = fix::apply_fixes(src, fixes).text;
+  EXPECT_TRUE(syntax::parse("out.py", out).ok()) << out;
+  EXPECT_NE(out.find("if is_rank0(): torch.save(unwrap_ddp(model).state_dict(), path)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("return int(os.environ.get(\"RANK\", \"0\")) == 0"), std::string::npos);
+  EXPECT_NE(out.find("torchrun starts for train.py"), std::string::npos);
+  // nothing of the entry script's set-up: no process group, no clean-up, no unused helper
+  for (const char* absent : {"init_process_group", "cleanup_distributed", "shard_sampler",
+                             "per_rank_batch", "rank0_only", "def wrap_ddp", "MASTER_PORT"})
+    EXPECT_EQ(out.find(absent), std::string::npos) << absent << "\n" << out;
+}
+
+TEST(DistributedImports, ImportedModuleWithNothingToDistributeIsUnchanged) {
+  const std::string src = "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    pass\n";
+  syntax::Tree tree = syntax::parse("net.py", src);
+  Options o;
+  o.target = "cpu";
+  o.distributed = true;
+  o.distributed_companion = true;
+  o.distributed_main = "train.py";
+  FileResult r = check(tree, catalogue::Catalogue::builtin(), o);
+  for (const Finding& f : r.findings) EXPECT_FALSE(f.code.starts_with("TP41")) << f.code;
 }
 
 }  // namespace

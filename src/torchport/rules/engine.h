@@ -63,8 +63,15 @@ struct Options {
   /// C++/CUDA sources. nullptr when the caller has no project (a single file, `explain`):
   /// families that need it do not run.
   const CustomOps* custom_ops = nullptr;
-  /// --distributed, on the entry script (--main) only: the TP410-TP417 rewrite (ddp.cc).
+  /// --distributed, on the entry script (--main) and the project modules it imports: the
+  /// TP410-TP417 rewrite (ddp.cc).
   bool distributed = false;
+  /// With `distributed`: this file is a module the entry script imports (directly or through
+  /// another), not the entry script: it gets the rewrite of what it holds (loaders, the model,
+  /// side effects) and helpers that read the rank from the environment, but no process-group
+  /// set-up and no clean-up: those stay in the entry script, `distributed_main`.
+  bool distributed_companion = false;
+  std::string distributed_main = {};
   std::string model_var = "model";  ///< --model-var: the variable holding the model
   bool keep_batch = false;          ///< --per-rank-batch keep (default split)
   /// TP310 (idiom.cc): the device flags of the command line ported to the target's idiom
@@ -126,17 +133,26 @@ std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_
 std::vector<Finding> add_vendor_requirement(std::string_view path, std::string_view text,
                                             std::string_view requirement, std::string_view why);
 
-/// --distributed: why the entry script cannot be made a DDP one, as `path:line:col: reason`
-/// (it already uses torch.distributed, it has no DataLoader, the model variable is never
-/// bound), or "" when it can (ddp.cc).
 /// TP310 (idiom.cc): the command line's device flags ported as one unit. It runs on the output
 /// of check()'s fixes (the driver's second pass): its edits are renames and whole-statement
 /// deletions of that text.
 std::vector<Finding> port_device_idiom(const syntax::Tree& tree, const semantic::Model& model,
                                        const catalogue::Catalogue& cat, const Options& opts);
 
-std::string distributed_refusal(const syntax::Tree& tree, const semantic::Model& model,
-                                std::string_view model_var);
+/// --distributed: why the entry script (`tree`) cannot be made a DDP one, as
+/// `path:line:col: reason` (it already uses torch.distributed, no DataLoader, the model variable
+/// never bound), or "" when it can (ddp.cc). `imported` are the
+/// project modules it imports (directly or through one another): a DataLoader or the model's
+/// binding may be there.
+std::string distributed_refusal(
+    const syntax::Tree& tree, const semantic::Model& model, std::string_view model_var,
+    const std::vector<std::pair<const syntax::Tree*, const semantic::Model*>>& imported = {});
+/// The project modules a file imports: for each import statement, the candidate paths relative
+/// to the project root ("pkg/mod.py", "pkg/mod/__init__.py"), searched from `file`'s own
+/// directory for relative imports and from `script_dir` (the entry script's directory, Python's
+/// sys.path[0]) and the root for absolute ones. The caller keeps those that exist.
+std::vector<std::string> imported_module_paths(const syntax::Tree& tree, std::string_view file,
+                                               std::string_view script_dir);
 
 class Context;  // rules/context.h: the state of one check() run
 
