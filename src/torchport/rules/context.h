@@ -98,6 +98,11 @@ class Context {
   /// cannot restore to "cpu:0").
   std::string script_device(std::uint32_t at, bool type, bool unindexed = false) const;
 
+  /// True when tokens [first, last] are a call that is a whole expression statement (read from
+  /// the syntax tree: `torch.cuda.empty_cache()` on its own, after `if x:` or `;`, but not an
+  /// annotation, a lambda's body or an argument).
+  bool statement_call(semantic::TokenIndex first, semantic::TokenIndex last) const;
+
  private:
   struct DeviceBinding {
     std::uint32_t line = 0;  ///< the first line `device = ...` of the scope
@@ -108,6 +113,9 @@ class Context {
   mutable std::optional<std::map<std::uint32_t, DeviceBinding>> device_bindings_;
   mutable std::optional<std::string> helper_name_;
   mutable std::optional<std::string> host_event_name_;
+  /// (first, last) tokens of the calls that are expression statements; filled on first use.
+  mutable std::optional<std::set<std::pair<semantic::TokenIndex, semantic::TokenIndex>>>
+      statement_calls_;
 };
 
 /// Compares "X.Y[.Z]" versions: <0, 0, >0.

@@ -122,28 +122,6 @@ std::optional<catalogue::Mapping> fallback(const Context& ctx, std::string_view 
 // True when the tokens [first, last] are a whole simple statement: at the start of the logical
 // line, after `;`, or after the `:` of a one-line compound statement (`if x: f()`), and
 // followed by the end of the line or `;`.
-bool simple_statement(const semantic::Model& m, const semantic::Line& line,
-                      semantic::TokenIndex first, semantic::TokenIndex last) {
-  using syntax::TokenKind;
-  const auto& t = line.tokens;
-  const auto at = std::find(t.begin(), t.end(), first);
-  const auto end = std::find(t.begin(), t.end(), last);
-  if (at == t.end() || end == t.end()) return false;
-  if (end + 1 != t.end() && m.kind(*(end + 1)) != TokenKind::Semi) return false;
-  if (at == t.begin()) return true;
-  const TokenKind before = m.kind(*(at - 1));
-  if (before == TokenKind::Semi) return !m.enclosing_open(*(at - 1));
-  if (before != TokenKind::Colon || m.enclosing_open(*(at - 1))) return false;
-  // The colon of a compound statement, not of a lambda.
-  static constexpr std::array kCompound = {
-      TokenKind::KwIf,    TokenKind::KwElif,   TokenKind::KwElse,
-      TokenKind::KwWhile, TokenKind::KwFor,    TokenKind::KwWith,
-      TokenKind::KwTry,   TokenKind::KwExcept, TokenKind::KwFinally};
-  if (std::find(kCompound.begin(), kCompound.end(), m.kind(t.front())) == kCompound.end())
-    return false;
-  return std::none_of(t.begin(), at, [&](auto i) { return m.kind(i) == TokenKind::KwLambda; });
-}
-
 // A call with nothing to act on where there is no device (memory statistics, empty_cache):
 // on cpu it becomes the catalogue's value (`pass` where it is a whole statement); on
 // accelerator it is guarded by torch.accelerator.is_available(), so the output also runs on
@@ -163,8 +141,7 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
   const semantic::Line& line = m.lines()[ref.line];
   const bool whole_line = line.tokens.front() == ref.first && line.tokens.back() == *rpar;
   if (mp.replacement.empty()) {  // cpu: the call becomes its value
-    const std::string value =
-        simple_statement(m, line, ref.first, *rpar) ? "pass" : mp.without_device;
+    const std::string value = ctx.statement_call(ref.first, *rpar) ? "pass" : mp.without_device;
     ctx.modify("TP100", prefix, "change " + prefix + "(...) to " + value + " (" + mp.note + ")",
                begin, call_end, value);
     // A whole statement dropped computes nothing: only a value in an expression is a change.

@@ -290,6 +290,18 @@ std::string Context::torch_name() {
   return "torch";
 }
 
+bool Context::statement_call(semantic::TokenIndex first, semantic::TokenIndex last) const {
+  if (!statement_calls_) {
+    statement_calls_.emplace();
+    for (const syntax::Node* s : tree.find_all(syntax::NodeKind::Expr)) {
+      const syntax::Node* v = s->value();
+      if (v && v->kind() == syntax::NodeKind::Call)
+        statement_calls_->emplace(v->first_token(), v->last_token());
+    }
+  }
+  return statement_calls_->contains({first, last});
+}
+
 std::string Context::script_device(std::uint32_t at, bool type, bool unindexed) const {
   using syntax::TokenKind;
   const auto& lines = m.lines();
