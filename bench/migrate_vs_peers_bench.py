@@ -15,7 +15,10 @@ Contenders, each timed by wall clock:
 The Python contenders are timed in-process (no interpreter start-up or import cost); torchport's time
 includes its process start-up.
 
-Usage: python bench/migrate_vs_peers_bench.py [--limit N] [--core PATH] [--tmp DIR]
+With --repeat N (default 1) the contenders run N rounds, in the same order each round, and each row gives
+the median and the range of its N times; the ratios are of medians.
+
+Usage: python bench/migrate_vs_peers_bench.py [--limit N] [--core PATH] [--tmp DIR] [--repeat N]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -113,7 +117,7 @@ def run_libcst(src: Path, out: Path, rels: list[str], procs: int) -> int:
 
 
 def run_hipify(tree: Path) -> int:
-    from torch.utils.hipify import hipify_python
+    from torch.utils.hipify import hipify_python  # imported by main() before any timing
 
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
         results = hipify_python.hipify(
@@ -175,7 +179,10 @@ def main() -> int:
         "--tmp", default="/dev/shm" if os.access("/dev/shm", os.W_OK) else None, help="scratch dir"
     )
     ap.add_argument("--skip", action="append", default=[], help="skip a contender: libcst, libcst2, hipify")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of every contender (median and range)")
     args = ap.parse_args()
+    if "hipify" not in args.skip:
+        from torch.utils.hipify import hipify_python  # noqa: F401 - imported here, outside the timed region
     core = args.core
     if core is None:
         from torchport._core import core_binary
@@ -189,53 +196,62 @@ def main() -> int:
         print(f"corpus: {len(rels)} .py files of the installed torch, {mb:.1f} MB; scratch {work}")
         print(f"core: {core}")
         print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; cpus {os.cpu_count()}")
-        rows: list[tuple[str, int, float]] = []
+        times: dict[str, list[float]] = {}
+        files: dict[str, int] = {}
 
         def measure(name: str, fn: Any) -> None:
             secs, n = timed(fn)
-            rows.append((name, n, secs))
+            times.setdefault(name, []).append(secs)
+            files[name] = n
             print(f"  {name}: {n} files in {secs:.2f} s", flush=True)
 
-        for jobs in (1, 2):
-            out = work / f"tp{jobs}"
-            measure(
-                f"torchport migrate --jobs {jobs}",
-                lambda out=out, jobs=jobs: run_torchport(core, src, out, jobs),
-            )
-            shutil.rmtree(out, ignore_errors=True)
-        if cst is None:
-            print("libcst is not installed: `pip install libcst` to time it; skipped")
-        else:
-            for procs in (1, 2):
-                key = "libcst" if procs == 1 else "libcst2"
-                if key in args.skip:
-                    continue
-                out = work / f"cst{procs}"
-                label = "libcst transformer, 1 process" if procs == 1 else "libcst transformer, Pool(2)"
-                measure(label, lambda out=out, procs=procs: run_libcst(src, out, rels, procs))
+        for rnd in range(args.repeat):
+            if args.repeat > 1:
+                print(f"round {rnd + 1} of {args.repeat}", flush=True)
+            for jobs in (1, 2):
+                out = work / f"tp{jobs}"
+                measure(
+                    f"torchport migrate --jobs {jobs}",
+                    lambda out=out, jobs=jobs: run_torchport(core, src, out, jobs),
+                )
                 shutil.rmtree(out, ignore_errors=True)
-        if "hipify" not in args.skip:
-            copy = work / "hip"
-            shutil.copytree(src, copy)
-            measure("torch.utils.hipify (in place)", lambda: run_hipify(copy))
-            shutil.rmtree(copy, ignore_errors=True)
+            if cst is None:
+                if rnd == 0:
+                    print("libcst is not installed: `pip install libcst` to time it; skipped")
+            else:
+                for procs in (1, 2):
+                    key = "libcst" if procs == 1 else "libcst2"
+                    if key in args.skip:
+                        continue
+                    out = work / f"cst{procs}"
+                    label = "libcst transformer, 1 process" if procs == 1 else "libcst transformer, Pool(2)"
+                    measure(label, lambda out=out, procs=procs: run_libcst(src, out, rels, procs))
+                    shutil.rmtree(out, ignore_errors=True)
+            if "hipify" not in args.skip:
+                copy = work / "hip"
+                shutil.copytree(src, copy)
+                measure("torch.utils.hipify (in place)", lambda copy=copy: run_hipify(copy))
+                shutil.rmtree(copy, ignore_errors=True)
 
         print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-        tp1 = rows[0][2]
-        tp2 = rows[1][2]
-        head = f"{'contender':34} {'files':>6} {'MB':>6} {'s':>8} {'files/s':>9} {'MB/s':>8}"
-        head += f" {'tp-j1 x':>8} {'tp-j2 x':>8}"
+        med = {name: statistics.median(ts) for name, ts in times.items()}
+        tp1 = med["torchport migrate --jobs 1"]
+        tp2 = med["torchport migrate --jobs 2"]
+        head = f"{'contender':34} {'files':>6} {'MB':>6} {'median s':>9} {'range s':>13} {'files/s':>9}"
+        head += f" {'MB/s':>8} {'tp-j1 x':>8} {'tp-j2 x':>8}"
         print()
         print(head)
         print("-" * len(head))
-        for name, n, secs in rows:
+        for name, ts in times.items():
+            secs = med[name]
+            spread = f"{min(ts):.2f}-{max(ts):.2f}"
             print(
-                f"{name:34} {n:6d} {mb:6.1f} {secs:8.2f} {len(rels) / secs:9.1f} {mb / secs:8.2f}"
-                f" {secs / tp1:8.1f} {secs / tp2:8.1f}"
+                f"{name:34} {files[name]:6d} {mb:6.1f} {secs:9.2f} {spread:>13} {len(rels) / secs:9.1f}"
+                f" {mb / secs:8.2f} {secs / tp1:8.1f} {secs / tp2:8.1f}"
             )
         print("files = files the contender actually processed (written / hipified);")
         print("files/s and MB/s are over the whole corpus;")
-        print("tp-jN x = contender seconds / torchport --jobs N seconds (torchport's speedup)")
+        print("tp-jN x = contender median seconds / torchport --jobs N median seconds (torchport's speedup)")
         print("goals (issue 3): >= 50x over libcst and >= 10x over hipify on 2 cores")
     finally:
         shutil.rmtree(work, ignore_errors=True)
