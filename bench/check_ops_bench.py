@@ -11,6 +11,7 @@ targets (what `check_ops()` costs end to end). Goal: traced / untraced <= 3x.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -74,6 +75,7 @@ def main() -> int:
     head = f"{'model':<10} {'untraced ms':>12} {'traced ms':>10} {'ratio':>6}"
     print(head + f" {'+classify ms':>13} {'ratio':>6} {'ops':>5}")
     ratios = []
+    paired: dict[str, list[float]] = {}  # per model: traced / untraced of each alternating pair
     for name in ("cnn", "lstm", "block", "mlp-1024", "cnn-64px"):
         model, inputs = example(name) if name in ("cnn", "lstm", "block") else wide(name)
         step = make_step(model, inputs)
@@ -92,11 +94,15 @@ def main() -> int:
             n_ops = len(tr.calls)
         plain, traced, full = min(plain_runs), min(traced_runs), min(full_runs)
         ratios.append(traced / plain)
+        paired[name] = sorted(t / p for p, t in zip(plain_runs, traced_runs))
         print(
             f"{name:<10} {plain * 1e3:>12.2f} {traced * 1e3:>10.2f} {traced / plain:>5.2f}x "
             f"{full * 1e3:>13.2f} {full / plain:>5.2f}x {n_ops:>5}"
         )
     print(f"traced/untraced: max {max(ratios):.2f}x over these models (goal <= 3x)")
+    print(f"traced/untraced of each of the {args.repeat} alternating pairs: median (min..max)")
+    for name, rs in paired.items():
+        print(f"  {name:<10} {statistics.median(rs):5.2f}x ({rs[0]:.2f}..{rs[-1]:.2f})")
     return 0
 
 
