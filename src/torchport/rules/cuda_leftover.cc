@@ -27,6 +27,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <vector>
 
 namespace torchport::rules {
 
@@ -57,10 +59,15 @@ class Walker {
 
  private:
   /// A line that has a finding already says enough (the report is read line by line).
+  /// covered_[k] counts the covered lines before line k, so a query costs O(1) (a scan of the
+  /// findings per query made a file with a finding on every line quadratic).
   bool covered(std::uint32_t b, std::uint32_t e) const {
-    const std::uint32_t lb = t_.lines().locate(b).line, le = t_.lines().locate(e).line;
-    return std::any_of(before_.begin(), before_.end(),
-                       [&](const auto& r) { return r.first <= le && lb <= r.second; });
+    std::uint32_t lb = t_.lines().locate(b).line, le = t_.lines().locate(e).line;
+    if (lb > le) std::swap(lb, le);
+    const std::size_t last = covered_.size() - 1;
+    const std::size_t lo = std::min<std::size_t>(lb, last);
+    const std::size_t hi = std::min<std::size_t>(static_cast<std::size_t>(le) + 1, last);
+    return covered_[hi] > covered_[lo];
   }
 
   void report(const Node& n, std::string api, std::string message) {
@@ -215,12 +222,23 @@ class Walker {
 
  public:
   void snapshot() {
-    before_.clear();
+    // Lines are numbered from 1 (LineCol::line); one slot more for the line after the last.
+    const std::size_t n = static_cast<std::size_t>(t_.lines().line_count()) + 2;
+    std::vector<std::int64_t> delta(n + 1, 0);
     for (const Finding& f : ctx_.result.findings) {
       // Findings that are not about CUDA (float64, torch version changes) do not say it.
       if (f.code == "TP210" || f.code == "TP960") continue;
-      before_.emplace_back(t_.lines().locate(f.begin).line,
-                           t_.lines().locate(std::max(f.end, f.begin + 1) - 1).line);
+      std::uint32_t a = t_.lines().locate(f.begin).line;
+      std::uint32_t z = t_.lines().locate(std::max(f.end, f.begin + 1) - 1).line;
+      if (a > z) std::swap(a, z);
+      delta[std::min<std::size_t>(a, n)] += 1;
+      delta[std::min<std::size_t>(static_cast<std::size_t>(z) + 1, n)] -= 1;
+    }
+    covered_.assign(n + 1, 0);
+    std::int64_t open = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      open += delta[k];
+      covered_[k + 1] = covered_[k] + (open > 0 ? 1 : 0);
     }
   }
   bool line_free(std::uint32_t b, std::uint32_t e) const { return !covered(b, e); }
@@ -228,7 +246,7 @@ class Walker {
  private:
   Context& ctx_;
   const syntax::Tree& t_;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> before_;
+  std::vector<std::uint32_t> covered_ = std::vector<std::uint32_t>(2, 0);
 };
 
 }  // namespace
