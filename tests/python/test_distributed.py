@@ -396,7 +396,9 @@ def test_a_project_split_into_modules_trains_like_one_device(tmp_path: Path) -> 
     rows = read_change_list(result)
     per_file = {row["File"] for row in rows if "helpers this module calls" in row["Message"]}
     assert per_file == {"data.py", "engine.py", "utils.py"}
-    # set_epoch cannot go into data.py (no epoch loop there): an UNKNOWN row says where it belongs
+    # the loader build_loaders() returns gets its set_epoch in train.py's epoch loop
+    assert any(r["File"] == "train.py" and "sampler's epoch" in r["Message"] for r in rows), rows
+    # no epoch loop in data.py: its UNKNOWN row says where set_epoch goes
     with open(result / "torchport-report" / "unknown_api.csv", newline="", encoding="utf-8") as f:
         unknown = list(csv.DictReader(f))
     assert any(u["File"] == "data.py" and "set_epoch" in u["Tips"] for u in unknown), unknown

@@ -201,6 +201,7 @@ std::string second_pass(const std::string& rel, const syntax::Tree& tree, std::s
 struct DistributedFiles {
   std::string main;
   std::set<std::string> imported;
+  std::set<std::string, std::less<>> loader_functions;  ///< rules::loader_functions of `imported`
 };
 
 FileWork process_python(const ProjectFile& f, const std::string& bytes,
@@ -233,6 +234,7 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   ropts.distributed = opts.distributed && (f.rel == dist.main || dist.imported.contains(f.rel));
   ropts.distributed_companion = ropts.distributed && f.rel != dist.main;
   ropts.distributed_main = dist.main;
+  if (ropts.distributed) ropts.distributed_loader_functions = dist.loader_functions;
   rules::FileResult fr = rules::check(tree, model, cat, ropts);
   drop_ignored(f.rel, opts, fr.findings, w);
   w.entry.min_torch = fr.min_torch_version;
@@ -527,6 +529,15 @@ std::string distributed_entry(const Options& opts, const catalogue::Catalogue& c
         auto t = std::make_unique<syntax::Tree>(syntax::parse(std::move(*d.source)));
         if (!t->ok()) continue;
         models.push_back(std::make_unique<semantic::Model>(*t));
+        // Its dotted name as the script imports it: relative to the script's directory (or
+        // the root), without .py and __init__.
+        std::string dotted = rel.substr(0, rel.size() - 3);
+        if (dotted.ends_with("/__init__")) dotted.resize(dotted.size() - 9);
+        if (!script_dir.empty() && dotted.starts_with(script_dir + "/"))
+          dotted = dotted.substr(script_dir.size() + 1);
+        std::replace(dotted.begin(), dotted.end(), '/', '.');
+        for (std::string& f : rules::loader_functions(*t, *models.back(), dotted))
+          dist.loader_functions.insert(std::move(f));
         imported.emplace_back(t.get(), models.back().get());
         dist.imported.insert(rel);
         queue.emplace_back(t.get(), rel);

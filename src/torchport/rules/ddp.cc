@@ -114,6 +114,16 @@ bool is_data_parallel(std::string_view q) {
          q == "torch.nn.parallel.data_parallel.DataParallel";
 }
 
+/// A loader bound to a name that says val, test or eval is evaluation: not sharded.
+bool evaluation_name(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::size_t dot = lower.rfind('.');
+  const std::string leaf = lower.substr(dot == std::string::npos ? 0 : dot + 1);
+  return leaf.find("val") != std::string::npos || leaf.find("test") != std::string::npos ||
+         leaf.find("eval") != std::string::npos;
+}
+
 const Node* statement_of(const Node* n) {
   while (n && !syntax::is_statement(n->kind())) n = n->parent();
   return n;
@@ -427,6 +437,34 @@ std::vector<std::string> imported_module_paths(const syntax::Tree& tree, std::st
   return out;
 }
 
+std::vector<std::string> loader_functions(const syntax::Tree& tree, const semantic::Model& m,
+                                          std::string_view module) {
+  std::vector<std::string> out;
+  for (const Node* call : tree.find_all(NodeKind::Call)) {
+    if (!is_dataloader(qualified(m, call->func()))) continue;
+    // a loader with its own sampler is not sharded (TP413 reports it): no set_epoch for it
+    if (keyword_arg(tree, *call, "sampler") || keyword_arg(tree, *call, "batch_sampler") ||
+        positional(*call, 3))
+      continue;
+    const Node* fn = nullptr;  // the outermost function around the call
+    for (const Node* p = call->parent(); p; p = p->parent())
+      if (p->kind() == NodeKind::FunctionDef || p->kind() == NodeKind::AsyncFunctionDef) fn = p;
+    if (!fn || fn->parent() != &tree.root()) continue;  // a module-level function only
+    const Node* stmt = statement_of(call);
+    std::string bound;
+    if (stmt && stmt->kind() == NodeKind::Assign && stmt->value() == call) {
+      auto tg = stmt->targets();
+      if (tg.size() == 1) bound = std::string(tree.text(**tg.begin()));
+    }
+    const std::string name(tree.name(*fn));
+    if (evaluation_name(bound) || (bound.empty() && evaluation_name(name))) continue;
+    out.push_back(std::string(module) + "." + name);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 void run_ddp(Context& ctx) {
   if (!ctx.opts.distributed) return;
   const semantic::Model& m = ctx.m;
@@ -631,13 +669,7 @@ void run_ddp(Context& ctx) {
         bound = node_text(*tg.begin());
     }
     auto [cb, ce] = t.byte_range(*call);
-    std::string lower = bound;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    const std::string leaf =
-        lower.substr(lower.rfind('.') == std::string::npos ? 0 : lower.rfind('.') + 1);
-    if (leaf.find("val") != std::string::npos || leaf.find("test") != std::string::npos ||
-        leaf.find("eval") != std::string::npos)
-      continue;  // evaluation: every rank evaluates the whole set (docs/migrate.md)
+    if (evaluation_name(bound)) continue;  // every rank evaluates the whole set (docs/migrate.md)
     if (keyword_arg(t, *call, "sampler") || keyword_arg(t, *call, "batch_sampler") ||
         positional(*call, 3)) {
       ctx.flag("TP413", Operation::Unsupported, "torch.utils.data.DataLoader",
@@ -732,6 +764,36 @@ void run_ddp(Context& ctx) {
     }
     if (!bound.empty()) loaders.push_back({bound, stmt});
   }
+  // Loaders that a function of an imported project module builds and returns
+  // (`train_loader, val_loader = build_loaders(...)`): set_epoch goes where this file loops over
+  // epochs with them. A single name is the loader; in a tuple, the names that say loader.
+  std::set<std::string> returned_loaders;
+  for (const Node* a : t.find_all(NodeKind::Assign)) {
+    const Node* v = a->value();
+    if (!v || v->kind() != NodeKind::Call ||
+        !ctx.opts.distributed_loader_functions.contains(qualified(m, v->func())))
+      continue;
+    for (const Node* tgt : a->targets()) {
+      const bool single = tgt->kind() == NodeKind::Name || tgt->kind() == NodeKind::Attribute;
+      std::vector<const Node*> bound_names;
+      if (single) {
+        bound_names.push_back(tgt);
+      } else if (tgt->kind() == NodeKind::Tuple || tgt->kind() == NodeKind::List) {
+        for (const Node* e : tgt->children())
+          if (e->kind() == NodeKind::Name || e->kind() == NodeKind::Attribute)
+            bound_names.push_back(e);
+      }
+      for (const Node* n : bound_names) {
+        const std::string name = node_text(n);
+        std::string lower = name;
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (evaluation_name(name) || (!single && lower.find("loader") == std::string::npos))
+          continue;
+        loaders.push_back({name, a});
+        returned_loaders.insert(name);
+      }
+    }
+  }
 
   // set_epoch at the top of the epoch loop around each loader's use.
   std::set<const Node*> epoch_loops;
@@ -775,11 +837,17 @@ void run_ddp(Context& ctx) {
     const Node* tgt = epoch ? epoch->target() : nullptr;
     auto [sb, se] = t.byte_range(*l.stmt);
     if (!tgt || tgt->kind() != NodeKind::Name || epoch_loops.contains(epoch)) {
-      if (!epoch_loops.contains(epoch))
+      // A returned loader without an epoch loop here: its module's row says what to do.
+      if (!epoch_loops.contains(epoch) && !returned_loaders.contains(l.name))
         ctx.flag("TP413", Operation::Unknown, "DistributedSampler.set_epoch",
                  "no epoch loop found around " + l.name + ": call " + l.name +
                      ".sampler.set_epoch(epoch) at the start of each epoch, or every epoch "
-                     "sees the same order",
+                     "sees the same order" +
+                     (companion ? std::string(" (where " + ctx.opts.distributed_main +
+                                              " loops over epochs with the loader a function "
+                                              "of this module returns, --distributed inserts "
+                                              "that call: see its rows)")
+                                : std::string()),
                  sb, se);
       continue;
     }

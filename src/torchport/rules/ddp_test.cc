@@ -4,6 +4,7 @@
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/fix/apply.h>
 #include <torchport/rules/engine.h>
+#include <torchport/semantic/model.h>
 #include <torchport/syntax/parser.h>
 
 #include <algorithm>
@@ -134,6 +135,32 @@ TEST(DistributedImports, ImportedModuleWithNothingToDistributeIsUnchanged) {
   o.distributed_main = "train.py";
   FileResult r = check(tree, catalogue::Catalogue::builtin(), o);
   for (const Finding& f : r.findings) EXPECT_FALSE(f.code.starts_with("TP41")) << f.code;
+}
+
+TEST(DistributedImports, FunctionsThatBuildATrainingLoader) {
+  syntax::Tree tree = syntax::parse("pkg/data.py",
+                                    "from torch.utils.data import DataLoader\n"
+                                    "def build(ds):\n"
+                                    "    train_loader = DataLoader(ds, batch_size=4)\n"
+                                    "    val_loader = DataLoader(ds, batch_size=4)\n"
+                                    "    return train_loader, val_loader\n"
+                                    "def make_eval_loader(ds):\n"
+                                    "    return DataLoader(ds)\n"
+                                    "def make(ds):\n"
+                                    "    def inner():\n"
+                                    "        return DataLoader(ds)\n"
+                                    "    return inner()\n"
+                                    "def sampled(ds, s):\n"
+                                    "    return DataLoader(ds, sampler=s)\n"
+                                    "class Data:\n"
+                                    "    def loader(self):\n"
+                                    "        return DataLoader(self.ds)\n");
+  ASSERT_TRUE(tree.ok());
+  const semantic::Model model(tree);
+  // an evaluation loader alone does not count, nor one with its own sampler (not sharded); a
+  // nested function counts as its outer one; a method is not a module-level function
+  EXPECT_EQ(loader_functions(tree, model, "pkg.data"),
+            (std::vector<std::string>{"pkg.data.build", "pkg.data.make"}));
 }
 
 }  // namespace

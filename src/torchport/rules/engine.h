@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -72,6 +73,10 @@ struct Options {
   /// set-up and no clean-up: those stay in the entry script, `distributed_main`.
   bool distributed_companion = false;
   std::string distributed_main = {};
+  /// With `distributed`: the functions of the imported project modules that build a training
+  /// DataLoader ("data.build_loaders"): a loader they return gets its set_epoch where the
+  /// caller loops over epochs.
+  std::set<std::string, std::less<>> distributed_loader_functions = {};
   std::string model_var = "model";  ///< --model-var: the variable holding the model
   bool keep_batch = false;          ///< --per-rank-batch keep (default split)
   /// TP310 (idiom.cc): the device flags of the command line ported to the target's idiom
@@ -151,6 +156,10 @@ std::string distributed_refusal(
 /// to the project root ("pkg/mod.py", "pkg/mod/__init__.py"), searched from `file`'s own
 /// directory for relative imports and from `script_dir` (the entry script's directory, Python's
 /// sys.path[0]) and the root for absolute ones. The caller keeps those that exist.
+/// --distributed: the module-level functions of `tree` (the project module `module`, dotted)
+/// that build a training DataLoader: "data.build_loaders".
+std::vector<std::string> loader_functions(const syntax::Tree& tree, const semantic::Model& model,
+                                          std::string_view module);
 std::vector<std::string> imported_module_paths(const syntax::Tree& tree, std::string_view file,
                                                std::string_view script_dir);
 
