@@ -267,7 +267,9 @@ CountParams count_params(const semantic::Model& m) {
       if (m.kind(a.first) == TokenKind::Name)
         params.emplace_back(m.token_text(a.first), keyword_only);
     }
-    for (std::size_t lj = hi + 1; lj < lines.size(); ++lj) {
+    // The body runs to the next module-level line (nested scopes in between are skipped):
+    // scanning to the end of the file made a module of many functions quadratic.
+    for (std::size_t lj = hi + 1; lj < lines.size() && lines[lj].scope != 0; ++lj) {
       if (lines[lj].scope != body) continue;
       for (TokenIndex k : lines[lj].tokens) {
         if (m.kind(k) != TokenKind::LPar) continue;
@@ -330,32 +332,61 @@ void process_count(Context& ctx) {
     return std::pair{static_cast<std::uint32_t>(bol),
                      std::string(text.substr(bol, line.begin - bol))};
   };
+  // `n = torch.cuda.device_count()` lines.
+  std::vector<std::size_t> counted;
   for (std::size_t li = 0; li < lines.size(); ++li) {
-    const semantic::Line& line = lines[li];
-    const auto& t = line.tokens;
+    const auto& t = lines[li].tokens;
     if (t.size() < 5 || m.kind(t[0]) != TokenKind::Name || m.kind(t[1]) != TokenKind::Equal ||
         m.kind(t.back()) != TokenKind::RPar || m.kind(t[t.size() - 2]) != TokenKind::LPar)
       continue;
     const semantic::Reference* callee = callee_of(m, t[t.size() - 2]);
-    if (!callee || callee->first != t[2] || callee->qualified != "torch.cuda.device_count")
-      continue;
+    if (callee && callee->first == t[2] && callee->qualified == "torch.cuda.device_count")
+      counted.push_back(li);
+  }
+  // Per scope, in line order: the plain copies (`world_size = n_gpus`: dst, src) and the names
+  // given as a process count (dst only). One pass over the file, so that each count line looks
+  // only at these events, not at every later line (that was quadratic in a large module).
+  struct CountEvent {
+    std::size_t line;
+    std::string_view dst, src;
+  };
+  std::map<std::uint32_t, std::vector<CountEvent>> events;
+  if (!counted.empty()) {
+    for (std::size_t lj = 0; lj < lines.size(); ++lj) {
+      const auto& u = lines[lj].tokens;
+      std::vector<CountEvent>* list = nullptr;
+      auto add = [&](CountEvent e) {
+        if (!list) list = &events[lines[lj].scope];
+        list->push_back(e);
+      };
+      if (u.size() == 3 && m.kind(u[0]) == TokenKind::Name && m.kind(u[1]) == TokenKind::Equal &&
+          m.kind(u[2]) == TokenKind::Name)
+        add({lj, m.token_text(u[0]), m.token_text(u[2])});
+      for (TokenIndex k : u) {
+        if (m.kind(k) != TokenKind::LPar) continue;
+        auto v = count_arg(m, params, k);
+        if (v && v->first == v->second && m.kind(v->first) == TokenKind::Name)
+          add({lj, m.token_text(v->first), {}});
+      }
+    }
+  }
+  for (const std::size_t li : counted) {
+    const semantic::Line& line = lines[li];
+    const auto& t = line.tokens;
     const std::string_view name = m.token_text(t[0]);
     // Is `name` (or a plain copy, `world_size = n_gpus`) the process count of a spawn call
     // later in the same scope?
     std::set<std::string_view> names = {name};
     bool counts_processes = false;
-    for (std::size_t lj = li + 1; lj < lines.size() && !counts_processes; ++lj) {
-      if (lines[lj].scope != line.scope) continue;
-      const auto& u = lines[lj].tokens;
-      if (u.size() == 3 && m.kind(u[0]) == TokenKind::Name && m.kind(u[1]) == TokenKind::Equal &&
-          m.kind(u[2]) == TokenKind::Name && names.contains(m.token_text(u[2])))
-        names.insert(m.token_text(u[0]));
-      for (TokenIndex k : u) {
-        if (m.kind(k) != TokenKind::LPar) continue;
-        auto v = count_arg(m, params, k);
-        if (v && v->first == v->second && m.kind(v->first) == TokenKind::Name &&
-            names.contains(m.token_text(v->first)))
+    if (auto it = events.find(line.scope); it != events.end()) {
+      for (const CountEvent& e : it->second) {
+        if (e.line <= li) continue;
+        if (!e.src.empty()) {
+          if (names.contains(e.src)) names.insert(e.dst);
+        } else if (names.contains(e.dst)) {
           counts_processes = true;
+          break;
+        }
       }
     }
     if (!counts_processes) continue;
