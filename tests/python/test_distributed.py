@@ -501,3 +501,26 @@ def test_the_data_loader_may_live_in_an_imported_module_only(tmp_path: Path) -> 
     )
     assert r.returncode == 2 and "no torch.utils.data.DataLoader" in r.stderr, r.stderr
     assert not out2.exists() or not any(out2.iterdir())
+
+
+def test_launcher_reads_the_platform_environment(tmp_path: Path) -> None:
+    """A platform that exports NNODES, NODE_RANK, MASTER_ADDR and MASTER_PORT starts the generated
+    launcher with no argument; an argument still wins. PYTHON=echo shows the torchrun command line."""
+    result = convert(tmp_path, "main_function", target="npu")
+    env = {
+        **os.environ, "PYTHON": "echo", "NPROC_PER_NODE": "8",
+        "NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "6000",
+    }  # fmt: skip
+    for launcher in ("run_distributed.sh", "run_distributed_npu.sh"):
+        r = subprocess.run([str(result / launcher)], env=env, capture_output=True, text=True, check=False)
+        assert r.returncode == 0, r.stderr
+    r = subprocess.run(
+        [str(result / "run_distributed.sh"), "--node-rank", "0"], env=env, capture_output=True, text=True
+    )
+    assert r.stdout.split() == [
+        "-m", "torch.distributed.run", "--nproc_per_node", "8", "--nnodes", "2", "--node_rank", "0",
+        "--master_addr", "10.0.0.7", "--master_port", "6000", "main_function.py",
+    ], r.stdout  # fmt: skip
+    logs = (result / "log").glob("rank_*.log")  # the Ascend launcher's 8 processes of node 1
+    assert {p.name for p in logs} == {f"rank_{8 + i}.log" for i in range(8)}
+    assert (result / "log" / "rank_8.log").read_text().split() == ["main_function.py"]
