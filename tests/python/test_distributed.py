@@ -374,6 +374,27 @@ def test_the_tensorboard_writer_exists_on_rank_zero_only(tmp_path: Path) -> None
 PROJECT = FIXTURES / "multi_module"  # train.py imports data, engine, utils and models.net
 
 
+def distribute_project(project: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """migrate a project --distributed for cpu, train.py its entry script."""
+    return torchport(
+        "migrate",
+        str(project),
+        "-o",
+        str(out),
+        "--target",
+        "cpu",
+        "--distributed",
+        "--main",
+        "train.py",
+        "-q",
+    )
+
+
+def unknown_rows(result: Path) -> list[dict[str, str]]:
+    with open(result / "torchport-report" / "unknown_api.csv", newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
 def test_a_project_split_into_modules_trains_like_one_device(tmp_path: Path) -> None:
     """The modules that --main imports get the distributed rewrite of what they hold: the
     DataLoader in data.py is sharded and its batch split, engine.py prints and utils.py logs,
@@ -381,10 +402,7 @@ def test_a_project_split_into_modules_trains_like_one_device(tmp_path: Path) -> 
     the model and sets up the process group. models/net.py has nothing to change and does not
     change. Two ranks train as one device."""
     out = tmp_path / "out"
-    r = torchport(
-        "migrate", str(PROJECT), "-o", str(out), "--target", "cpu", "--distributed",
-        "--main", "train.py", "-q",
-    )  # fmt: skip
+    r = distribute_project(PROJECT, out)
     assert r.returncode == 0, r.stderr
     result = out / "multi_module_cpu_multi"
     expected = FIXTURES / "expected" / "multi_module"
@@ -399,8 +417,7 @@ def test_a_project_split_into_modules_trains_like_one_device(tmp_path: Path) -> 
     # the loader build_loaders() returns gets its set_epoch in train.py's epoch loop
     assert any(r["File"] == "train.py" and "sampler's epoch" in r["Message"] for r in rows), rows
     # no epoch loop in data.py: its UNKNOWN row says where set_epoch goes
-    with open(result / "torchport-report" / "unknown_api.csv", newline="", encoding="utf-8") as f:
-        unknown = list(csv.DictReader(f))
+    unknown = unknown_rows(result)
     assert any(u["File"] == "data.py" and "set_epoch" in u["Tips"] for u in unknown), unknown
 
     single = run_original(PROJECT / "train.py", tmp_path / "single")
@@ -435,23 +452,11 @@ def test_imported_module_that_is_distributed_already_is_left_alone(tmp_path: Pat
     )
     (project / "helpers.py").write_text(helpers)
     out = tmp_path / "out"
-    r = torchport(
-        "migrate",
-        str(project),
-        "-o",
-        str(out),
-        "--target",
-        "cpu",
-        "--distributed",
-        "--main",
-        "train.py",
-        "-q",
-    )
+    r = distribute_project(project, out)
     assert r.returncode == 0, r.stderr
     result = out / "p_cpu_multi"
     assert (result / "helpers.py").read_text() == helpers
-    with open(result / "torchport-report" / "unknown_api.csv", newline="", encoding="utf-8") as f:
-        unknown = list(csv.DictReader(f))
+    unknown = unknown_rows(result)
     assert any(u["File"] == "helpers.py" and "already uses torch.distributed" in u["Tips"] for u in unknown)
     assert "wrap_ddp(model)" in (result / "train.py").read_text()
 
@@ -471,34 +476,12 @@ def test_the_data_loader_may_live_in_an_imported_module_only(tmp_path: Path) -> 
         "for epoch in range(2):\n    for b in make():\n        pass\n"
     )
     out = tmp_path / "out"
-    r = torchport(
-        "migrate",
-        str(project),
-        "-o",
-        str(out),
-        "--target",
-        "cpu",
-        "--distributed",
-        "--main",
-        "train.py",
-        "-q",
-    )
+    r = distribute_project(project, out)
     assert r.returncode == 0, r.stderr
     assert "sampler=shard_sampler(" in (out / "p_cpu_multi" / "pkg" / "loaders.py").read_text()
     (project / "pkg" / "loaders.py").write_text("def make():\n    return [list(range(4))]\n")
     out2 = tmp_path / "out2"
-    r = torchport(
-        "migrate",
-        str(project),
-        "-o",
-        str(out2),
-        "--target",
-        "cpu",
-        "--distributed",
-        "--main",
-        "train.py",
-        "-q",
-    )
+    r = distribute_project(project, out2)
     assert r.returncode == 2 and "no torch.utils.data.DataLoader" in r.stderr, r.stderr
     assert not out2.exists() or not any(out2.iterdir())
 

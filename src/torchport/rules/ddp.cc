@@ -171,6 +171,45 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kHelperN
     {"_TpDDP", "DDP"},
 }};
 
+// Helper definitions that the entry script's block and an imported module's block share, in
+// internal spelling (spell() gives the output's names).
+const std::vector<std::string> kSilentAndRank0Only = {
+    "class _TpSilent:",
+    "    \"\"\"What rank0_only gives the other ranks: every call, attribute and `with` of it is a "
+    "no-op.\"\"\"",
+    "",
+    "    def __call__(self, *args, **kwargs):",
+    "        return self",
+    "",
+    "    def __getattr__(self, name):",
+    "        return self",
+    "",
+    "    def __enter__(self):",
+    "        return self",
+    "",
+    "    def __exit__(self, *exc):",
+    "        return False",
+    "",
+    "",
+    "def _tp_rank0_only(fn):",
+    "    \"\"\"fn on rank 0, a no-op elsewhere (the arguments are evaluated on every rank).\"\"\"",
+    "    return fn if _tp_rank0() else _TpSilent()",
+};
+const std::vector<std::string> kUnwrap = {
+    "def _tp_unwrap(module):",
+    "    \"\"\"The module inside DDP: its state_dict has no `module.` prefix.\"\"\"",
+    "    return module.module if isinstance(module, _TpDDP) else module",
+};
+// per_rank_batch, after its `world = ...` line.
+const std::vector<std::string> kRankBatchCheck = {
+    "    if batch_size % world:",
+    "        raise ValueError(",
+    "            f\"torchport --distributed: the global batch size {batch_size} does not divide \"",
+    "            f\"between {world} ranks (migrate with --per-rank-batch keep, or change it)\"",
+    "        )",
+    "    return batch_size // world",
+};
+
 // TP410 in a module the entry script imports: only the helpers its rewritten code calls, which
 // read the rank from the environment torchrun sets (RANK, LOCAL_RANK, WORLD_SIZE), so that they
 // also work while the module is being imported, before the entry script has set up the process
@@ -228,7 +267,7 @@ void companion_helpers(Context& ctx, const Name& N, const Spell& spell) {
                         ? "from torch.utils.data.distributed import DistributedSampler"
                         : "from torch.utils.data.distributed import DistributedSampler as "
                           "_TpDistributedSampler");
-  auto add = [&](std::initializer_list<std::string> more) {
+  auto add = [&](const std::vector<std::string>& more) {
     lines.push_back("");
     lines.push_back("");
     lines.insert(lines.end(), more.begin(), more.end());
@@ -237,18 +276,7 @@ void companion_helpers(Context& ctx, const Name& N, const Spell& spell) {
     add({"def _tp_rank0():",
          "    \"\"\"True on the process that prints, logs and saves (rank 0).\"\"\"",
          "    return int(" + os + ".environ.get(\"RANK\", \"0\")) == 0"});
-  if (only) {
-    add({"class _TpSilent:",
-         "    \"\"\"What rank0_only gives the other ranks: every call, attribute and `with` of it "
-         "is a no-op.\"\"\"",
-         "", "    def __call__(self, *args, **kwargs):", "        return self", "",
-         "    def __getattr__(self, name):", "        return self", "", "    def __enter__(self):",
-         "        return self", "", "    def __exit__(self, *exc):", "        return False"});
-    add({"def _tp_rank0_only(fn):",
-         "    \"\"\"fn on rank 0, a no-op elsewhere (the arguments are evaluated on every "
-         "rank).\"\"\"",
-         "    return fn if _tp_rank0() else _TpSilent()"});
-  }
+  if (only) add(kSilentAndRank0Only);
   if (ddp) {
     std::vector<std::string> body = {
         "def _tp_ddp(module):",
@@ -270,14 +298,9 @@ void companion_helpers(Context& ctx, const Name& N, const Spell& spell) {
       body.push_back("    return _TpDDP(module.to(" + T + ".device(\"" + ctx.target.device +
                      "\")))");
     }
-    lines.push_back("");
-    lines.push_back("");
-    lines.insert(lines.end(), body.begin(), body.end());
+    add(body);
   }
-  if (unwrap)
-    add({"def _tp_unwrap(module):",
-         "    \"\"\"The module inside DDP: its state_dict has no `module.` prefix.\"\"\"",
-         "    return module.module if isinstance(module, _TpDDP) else module"});
+  if (unwrap) add(kUnwrap);
   if (sampler)
     add({"def _tp_sampler(dataset, shuffle, drop_last):",
          "    \"\"\"This rank's shard of dataset, with the DataLoader's shuffle and "
@@ -286,16 +309,14 @@ void companion_helpers(Context& ctx, const Name& N, const Spell& spell) {
          "        num_replicas=int(" + os + ".environ.get(\"WORLD_SIZE\", \"1\")),",
          "        rank=int(" + os + ".environ.get(\"RANK\", \"0\")),", "        shuffle=shuffle,",
          "        drop_last=drop_last,", "    )"});
-  if (batch)
-    add({"def _tp_rank_batch(batch_size):",
-         "    \"\"\"The global batch split between the ranks (--per-rank-batch split).\"\"\"",
-         "    world = int(" + os + ".environ.get(\"WORLD_SIZE\", \"1\"))",
-         "    if batch_size % world:", "        raise ValueError(",
-         "            f\"torchport --distributed: the global batch size {batch_size} does not "
-         "divide \"",
-         "            f\"between {world} ranks (migrate with --per-rank-batch keep, or change "
-         "it)\"",
-         "        )", "    return batch_size // world"});
+  if (batch) {
+    std::vector<std::string> body = {
+        "def _tp_rank_batch(batch_size):",
+        "    \"\"\"The global batch split between the ranks (--per-rank-batch split).\"\"\"",
+        "    world = int(" + os + ".environ.get(\"WORLD_SIZE\", \"1\"))"};
+    body.insert(body.end(), kRankBatchCheck.begin(), kRankBatchCheck.end());
+    add(body);
+  }
   std::string block = header;
   for (const std::string& l : lines) block += spell(l) + nl;
   const std::uint32_t at = std::max(m.import_block_end(), m.after_first_torch_import().value_or(0));
@@ -607,6 +628,15 @@ void run_ddp(Context& ctx) {
     auto indent = indent_before(text, t.byte_range(*binding).begin);
     if (dp_binding) {
       // nothing more: the binding is the wrap
+    } else if (companion && binding->parent() == &t.root()) {
+      // Module-level code of an imported module runs while the entry script imports it, before
+      // the entry script has set up the process group, which DistributedDataParallel needs.
+      auto [b, e] = t.byte_range(*binding);
+      ctx.flag("TP411", Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
+               target_text + " is bound when this module is imported, before " +
+                   ctx.opts.distributed_main + " sets up the process group: wrap it there (`" +
+                   target_text + " = " + N("_tp_ddp") + "(" + target_text + ")`) after the set-up",
+               b, e);
     } else if (indent && ends_line(*anchor)) {
       const std::uint32_t at = line_end(*anchor);
       const bool need_nl =
@@ -1075,73 +1105,58 @@ void run_ddp(Context& ctx) {
     lines.push_back("_tp_rank_device = " + T + ".device(\"" + ctx.target.device + "\")");
     backend = "\"" + (ctx.target.backend.empty() ? std::string("gloo") : ctx.target.backend) + "\"";
   }
-  const std::vector<std::string> helpers = {
-      "_tp_dist.init_process_group(backend=" + backend + ")",
-      "",
-      "",
-      "def _tp_rank0():",
-      "    \"\"\"True on the process that prints, logs and saves (rank 0).\"\"\"",
-      "    return _tp_dist.get_rank() == 0",
-      "",
-      "",
-      "class _TpSilent:",
-      "    \"\"\"What rank0_only gives the other ranks: every call, attribute and `with` of it "
-      "is a no-op.\"\"\"",
-      "",
-      "    def __call__(self, *args, **kwargs):",
-      "        return self",
-      "",
-      "    def __getattr__(self, name):",
-      "        return self",
-      "",
-      "    def __enter__(self):",
-      "        return self",
-      "",
-      "    def __exit__(self, *exc):",
-      "        return False",
-      "",
-      "",
-      "def _tp_rank0_only(fn):",
-      "    \"\"\"fn on rank 0, a no-op elsewhere (the arguments are evaluated on every "
-      "rank).\"\"\"",
-      "    return fn if _tp_rank0() else _TpSilent()",
-      "",
-      "",
-      "def _tp_ddp(module):",
-      "    \"\"\"The module on this rank's device, in DistributedDataParallel (once).\"\"\"",
-      "    if isinstance(module, _TpDDP):",
-      "        return module",
-      "    return _TpDDP(module.to(_tp_rank_device)" + device_ids + ")",
-      "",
-      "",
-      "def _tp_unwrap(module):",
-      "    \"\"\"The module inside DDP: its state_dict has no `module.` prefix.\"\"\"",
-      "    return module.module if isinstance(module, _TpDDP) else module",
-      "",
-      "",
-      "def _tp_sampler(dataset, shuffle, drop_last):",
-      "    \"\"\"This rank's shard of dataset, with the DataLoader's shuffle and drop_last.\"\"\"",
-      "    return _TpDistributedSampler(dataset, shuffle=shuffle, drop_last=drop_last)",
-      "",
-      "",
-      "def _tp_rank_batch(batch_size):",
-      "    \"\"\"The global batch split between the ranks (--per-rank-batch split).\"\"\"",
-      "    world = _tp_dist.get_world_size()",
-      "    if batch_size % world:",
-      "        raise ValueError(",
-      "            f\"torchport --distributed: the global batch size {batch_size} does not divide "
-      "\"",
-      "            f\"between {world} ranks (migrate with --per-rank-batch keep, or change it)\"",
-      "        )",
-      "    return batch_size // world",
-      "",
-      "",
-      "def _tp_cleanup():",
-      "    \"\"\"destroy_process_group() once the run is over.\"\"\"",
-      "    if _tp_dist.is_initialized():",
-      "        _tp_dist.destroy_process_group()",
-      "",
-  };
+  std::vector<std::string> helpers;
+  helpers.insert(helpers.end(),
+                 {
+                     "_tp_dist.init_process_group(backend=" + backend + ")",
+                     "",
+                     "",
+                     "def _tp_rank0():",
+                     "    \"\"\"True on the process that prints, logs and saves (rank 0).\"\"\"",
+                     "    return _tp_dist.get_rank() == 0",
+                     "",
+                     "",
+                 });
+  helpers.insert(helpers.end(), kSilentAndRank0Only.begin(), kSilentAndRank0Only.end());
+  helpers.insert(
+      helpers.end(),
+      {
+          "",
+          "",
+          "def _tp_ddp(module):",
+          "    \"\"\"The module on this rank's device, in DistributedDataParallel (once).\"\"\"",
+          "    if isinstance(module, _TpDDP):",
+          "        return module",
+          "    return _TpDDP(module.to(_tp_rank_device)" + device_ids + ")",
+          "",
+          "",
+      });
+  helpers.insert(helpers.end(), kUnwrap.begin(), kUnwrap.end());
+  helpers.insert(
+      helpers.end(),
+      {
+          "",
+          "",
+          "def _tp_sampler(dataset, shuffle, drop_last):",
+          "    \"\"\"This rank's shard of dataset, with the DataLoader's shuffle and "
+          "drop_last.\"\"\"",
+          "    return _TpDistributedSampler(dataset, shuffle=shuffle, drop_last=drop_last)",
+          "",
+          "",
+          "def _tp_rank_batch(batch_size):",
+          "    \"\"\"The global batch split between the ranks (--per-rank-batch split).\"\"\"",
+          "    world = _tp_dist.get_world_size()",
+      });
+  helpers.insert(helpers.end(), kRankBatchCheck.begin(), kRankBatchCheck.end());
+  helpers.insert(helpers.end(), {
+                                    "",
+                                    "",
+                                    "def _tp_cleanup():",
+                                    "    \"\"\"destroy_process_group() once the run is over.\"\"\"",
+                                    "    if _tp_dist.is_initialized():",
+                                    "        _tp_dist.destroy_process_group()",
+                                    "",
+                                });
   lines.insert(lines.end(), helpers.begin(), helpers.end());
   std::string block = header;
   for (const std::string& l : lines) block += spell(l) + nl;

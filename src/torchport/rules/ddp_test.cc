@@ -163,5 +163,26 @@ TEST(DistributedImports, FunctionsThatBuildATrainingLoader) {
             (std::vector<std::string>{"pkg.data.build", "pkg.data.make"}));
 }
 
+TEST(DistributedImports, ModelBoundAtImportTimeIsNotWrappedThere) {
+  // DDP needs the process group, which the entry script sets up after its imports.
+  const std::string src = "import torch\nmodel = torch.nn.Linear(2, 1)\n";
+  syntax::Tree tree = syntax::parse("shared.py", src);
+  Options o;
+  o.target = "cpu";
+  o.distributed = true;
+  o.distributed_companion = true;
+  o.distributed_main = "train.py";
+  FileResult r = check(tree, catalogue::Catalogue::builtin(), o);
+  bool flagged = false;
+  for (const Finding& f : r.findings) {
+    if (f.code != "TP411") continue;
+    EXPECT_EQ(f.op, Operation::Unsupported);
+    EXPECT_FALSE(f.fix.has_value());
+    EXPECT_NE(f.message.find("before train.py sets up the process group"), std::string::npos);
+    flagged = true;
+  }
+  EXPECT_TRUE(flagged);
+}
+
 }  // namespace
 }  // namespace torchport::rules
