@@ -29,6 +29,16 @@ std::string distribute(const std::string& src) {
   return ar.text;
 }
 
+// --distributed on a module that train.py imports, for cpu.
+FileResult check_imported(const syntax::Tree& tree) {
+  Options o;
+  o.target = "cpu";
+  o.distributed = true;
+  o.distributed_companion = true;
+  o.distributed_main = "train.py";
+  return check(tree, catalogue::Catalogue::builtin(), o);
+}
+
 const std::string kScript =
     "import torch\n"
     "from torch.utils.data import DataLoader, TensorDataset\n"
@@ -103,12 +113,7 @@ TEST(DistributedImports, ImportedModuleGetsOnlyTheHelpersItCalls) {
       "    torch.save(model.state_dict(), path)\n";
   syntax::Tree tree = syntax::parse("utils.py", src);
   ASSERT_TRUE(tree.ok());
-  Options o;
-  o.target = "cpu";
-  o.distributed = true;
-  o.distributed_companion = true;
-  o.distributed_main = "train.py";
-  FileResult r = check(tree, catalogue::Catalogue::builtin(), o);
+  FileResult r = check_imported(tree);
   std::vector<fix::Fix> fixes;
   for (const Finding& f : r.findings)
     if (f.fix) fixes.push_back(*f.fix);
@@ -128,12 +133,7 @@ TEST(DistributedImports, ImportedModuleGetsOnlyTheHelpersItCalls) {
 TEST(DistributedImports, ImportedModuleWithNothingToDistributeIsUnchanged) {
   const std::string src = "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    pass\n";
   syntax::Tree tree = syntax::parse("net.py", src);
-  Options o;
-  o.target = "cpu";
-  o.distributed = true;
-  o.distributed_companion = true;
-  o.distributed_main = "train.py";
-  FileResult r = check(tree, catalogue::Catalogue::builtin(), o);
+  FileResult r = check_imported(tree);
   for (const Finding& f : r.findings) EXPECT_FALSE(f.code.starts_with("TP41")) << f.code;
 }
 
@@ -167,12 +167,7 @@ TEST(DistributedImports, ModelBoundAtImportTimeIsNotWrappedThere) {
   // DDP needs the process group, which the entry script sets up after its imports.
   const std::string src = "import torch\nmodel = torch.nn.Linear(2, 1)\n";
   syntax::Tree tree = syntax::parse("shared.py", src);
-  Options o;
-  o.target = "cpu";
-  o.distributed = true;
-  o.distributed_companion = true;
-  o.distributed_main = "train.py";
-  FileResult r = check(tree, catalogue::Catalogue::builtin(), o);
+  FileResult r = check_imported(tree);
   bool flagged = false;
   for (const Finding& f : r.findings) {
     if (f.code != "TP411") continue;
