@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace torchport::rules {
@@ -103,6 +104,10 @@ class Context {
   /// annotation, a lambda's body or an argument).
   bool statement_call(semantic::TokenIndex first, semantic::TokenIndex last) const;
 
+  /// The Attribute node whose attribute name is token `name` (`x.is_cuda` for `is_cuda`), or
+  /// nullptr.
+  const syntax::Node* attribute_named_at(semantic::TokenIndex name) const;
+
  private:
   struct DeviceBinding {
     std::uint32_t line = 0;  ///< the first line `device = ...` of the scope
@@ -116,6 +121,8 @@ class Context {
   /// (first, last) tokens of the calls that are expression statements; filled on first use.
   mutable std::optional<std::set<std::pair<semantic::TokenIndex, semantic::TokenIndex>>>
       statement_calls_;
+  /// attribute-name token -> its Attribute node; filled on first use.
+  mutable std::optional<std::unordered_map<semantic::TokenIndex, const syntax::Node*>> attributes_;
 };
 
 /// Compares "X.Y[.Z]" versions: <0, 0, >0.

@@ -38,9 +38,12 @@
 //   accelerator, never true for a CPU tensor)
 // Safety:
 //   Only strings in the contexts above change. `.cuda(i)` keeps its index except on the
-//   single-device targets cpu and mps, where it is dropped (reported). `.is_cuda` inside a
-//   comparison (`x.is_cuda == y`) is reported, not rewritten, where its replacement is itself a
-//   comparison (accelerator, cpu, hpu).
+//   single-device targets cpu and mps, where it is dropped (reported). Where the replacement of
+//   `.is_cuda` is itself a comparison (accelerator, cpu, hpu), it is parenthesised wherever the
+//   syntax tree puts it under an operator that binds tighter (`x.is_cuda | y.is_cuda`,
+//   `x.is_cuda == False`, `-x.is_cuda`, `[*x.is_cuda]`, `x.is_cuda.real`); inside an f-string it
+//   takes the other quote (Python before 3.12 cannot reuse the string's own), and inside an
+//   f-string nested in another it is reported, not rewritten.
 //   --specify-device makes device strings with an index ("cuda:0") f"<device>:{DEVICE_ID}"
 //   (Ascend's -s; the variable is the target's device_id_env; TP303 does the other explicit
 //   indices); "cuda" stays a device type, pinned by the prologue that sets the current device.
@@ -275,6 +278,69 @@ bool indexed_device_call(const semantic::Model& m, TokenIndex i) {
   if (!callee || callee->qualified != "torch.device") return false;
   auto args = call_args(m, *open);
   return args.size() >= 2 && args[0].first == i && args[0].last == i;
+}
+
+// True when the expression `n` (an operand that becomes a comparison) sits where the syntax tree
+// binds tighter than a comparison, so that the comparison needs parentheses: an operand of a
+// binary or unary operator (but `not`), of a comparison or of `await`, the object of an
+// attribute, subscript or call, a starred item (`[*x]` and `return *x` take a bitwise_or) or a
+// dict unpacking (`{**x}`).
+bool binds_tighter_than_comparison(const syntax::Tree& tree, const syntax::Node& n) {
+  using syntax::NodeKind;
+  using syntax::Role;
+  if (n.has(syntax::kParenthesized)) return false;
+  const syntax::Node* p = n.parent();
+  if (!p) return false;
+  switch (p->kind()) {
+    case NodeKind::BinOp:
+    case NodeKind::Compare:
+    case NodeKind::Await:
+      return true;
+    case NodeKind::UnaryOp:
+      return tree.tokens()[p->token()].kind != TokenKind::KwNot;
+    case NodeKind::Attribute:
+    case NodeKind::Subscript:
+      return n.role() == Role::Value;
+    case NodeKind::Call:
+      return n.role() == Role::Func;
+    case NodeKind::Starred:  // a call's `*x` takes any expression, but reads as `(*x) != y`
+      return true;
+    case NodeKind::Dict:
+      return n.first_token() > 0 &&
+             tree.tokens()[n.first_token() - 1].kind == TokenKind::DoubleStar;
+    default:
+      return false;
+  }
+}
+
+// The f-strings around token `i`: how many enclose it, and the quote character of the innermost
+// (0 outside any).
+struct FStringQuote {
+  int depth = 0;
+  char quote = 0;
+};
+FStringQuote enclosing_fstring(const semantic::Model& m, TokenIndex i) {
+  FStringQuote q;
+  int closed = 0;  // f-strings that end before `i`, scanning back
+  for (TokenIndex k = i; k-- > 0;) {
+    const TokenKind kind = m.kind(k);
+    if (kind == TokenKind::FStringEnd || kind == TokenKind::TStringEnd) {
+      ++closed;
+    } else if (kind == TokenKind::FStringStart || kind == TokenKind::TStringStart) {
+      if (closed > 0) {
+        --closed;
+        continue;
+      }
+      if (q.depth++ == 0) {
+        const std::string_view start = m.token_text(k);
+        q.quote = start.empty() ? '"' : start.back();
+      }
+    } else if (m.line_of(k) && m.line_of(k) != m.line_of(i) && q.depth == 0 &&
+               kind == TokenKind::Newline) {
+      break;  // a logical line ends: no f-string around `i`
+    }
+  }
+  return q;
 }
 
 // True when token `i` is in the body of a function decorated with @torch.jit.script (or
@@ -741,28 +807,35 @@ void cuda_methods(Context& ctx) {
       } else {
         repl = "is_" + ctx.target.device;
       }
-      // A replacement that is itself a comparison cannot take part in one (it would chain).
+      // A replacement that is itself a comparison is parenthesised where an operator around it
+      // binds tighter (it would chain, or not parse), and quoted apart from an f-string's own.
       const bool comparison =
           repl.find("==") != std::string::npos || repl.find("!=") != std::string::npos;
-      if (comparison && nx &&
-          (m.kind(*nx) == TokenKind::EqEqual || m.kind(*nx) == TokenKind::NotEqual ||
-           m.kind(*nx) == TokenKind::KwIs)) {
-        ctx.flag("TP302", Operation::Unsupported, ".is_cuda",
-                 ".is_cuda inside a comparison; rewrite as (x.device.type != \"cpu\") by hand",
-                 tok.begin, tok.end);
-        continue;
+      const syntax::Node* node = ctx.attribute_named_at(i);
+      if (comparison) {
+        const FStringQuote fq = enclosing_fstring(m, i);
+        if (fq.depth > 1) {
+          ctx.flag("TP302", Operation::Unsupported, ".is_cuda",
+                   ".is_cuda inside a nested f-string; rewrite as x.device.type comparison by hand",
+                   tok.begin, tok.end);
+          continue;
+        }
+        if (fq.quote == '"') std::ranges::replace(repl, '"', '\'');
       }
+      const bool parenthesise =
+          comparison && node && binds_tighter_than_comparison(ctx.tree, *node);
       if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
       // `not x.is_cuda` reads better as `x.device.type == "cpu"` than as a double negation.
-      const semantic::Reference* chain = m.reference_at(i);
-      const auto before = chain && chain->last == i ? m.prev(chain->first) : std::nullopt;
-      const bool operand_ends =
-          !nx || (m.kind(*nx) != TokenKind::Dot && m.kind(*nx) != TokenKind::LPar &&
-                  m.kind(*nx) != TokenKind::LSqb);
-      std::string negated;  // `not x.is_cuda` as one comparison
-      if (repl == "device.type != \"cpu\"") negated = "device.type == \"cpu\"";
-      if (scripted && !ctx.accelerator()) negated = "device.type != \"" + ctx.target.device + "\"";
-      if (!negated.empty() && before && m.kind(*before) == TokenKind::KwNot && operand_ends) {
+      const syntax::Node* up = node ? node->parent() : nullptr;
+      const bool under_not = node && !node->has(syntax::kParenthesized) && up &&
+                             up->kind() == syntax::NodeKind::UnaryOp &&
+                             m.kind(up->token()) == TokenKind::KwNot;
+      std::string negated;  // `not x.is_cuda` as one comparison: the other operator
+      if (const auto eq = repl.find(" == "); eq != std::string::npos)
+        negated = repl.substr(0, eq) + " != " + repl.substr(eq + 4);
+      if (const auto ne = repl.find(" != "); ne != std::string::npos)
+        negated = repl.substr(0, ne) + " == " + repl.substr(ne + 4);
+      if (!negated.empty() && under_not) {
         Finding f;
         f.code = "TP302";
         f.op = Operation::Modify;
@@ -772,8 +845,25 @@ void cuda_methods(Context& ctx) {
         f.end = tok.end;
         fix::Fix fx;
         fx.edits.push_back(
-            fix::Edit{m.tokens()[*before].begin, m.tokens()[chain->first].begin, ""});
+            fix::Edit{m.tokens()[up->token()].begin, m.tokens()[node->first_token()].begin, ""});
         fx.edits.push_back(fix::Edit{tok.begin, tok.end, negated});
+        f.fix = std::move(fx);
+        ctx.result.findings.push_back(std::move(f));
+        ctx.changed = true;
+        continue;
+      }
+      if (parenthesise) {
+        Finding f;
+        f.code = "TP302";
+        f.op = Operation::Modify;
+        f.api = ".is_cuda";
+        f.message = "change attribute is_cuda to " + repl + " (parenthesised)";
+        f.begin = tok.begin;
+        f.end = tok.end;
+        fix::Fix fx;
+        const std::uint32_t start = m.tokens()[node->first_token()].begin;
+        fx.edits.push_back(fix::Edit{start, start, "("});
+        fx.edits.push_back(fix::Edit{tok.begin, tok.end, repl + ")"});
         f.fix = std::move(fx);
         ctx.result.findings.push_back(std::move(f));
         ctx.changed = true;

@@ -302,6 +302,16 @@ bool Context::statement_call(semantic::TokenIndex first, semantic::TokenIndex la
   return statement_calls_->contains({first, last});
 }
 
+const syntax::Node* Context::attribute_named_at(semantic::TokenIndex name) const {
+  if (!attributes_) {
+    attributes_.emplace();
+    for (const syntax::Node* a : tree.find_all(syntax::NodeKind::Attribute))
+      attributes_->emplace(a->token(), a);
+  }
+  auto it = attributes_->find(name);
+  return it == attributes_->end() ? nullptr : it->second;
+}
+
 std::string Context::script_device(std::uint32_t at, bool type, bool unindexed) const {
   using syntax::TokenKind;
   const auto& lines = m.lines();
