@@ -1,6 +1,7 @@
 #include <torchport/syntax/tree.h>
 
 #include <array>
+#include <mutex>
 #include <utility>
 
 namespace torchport::syntax {
@@ -95,8 +96,16 @@ std::string_view node_kind_name(NodeKind k) {
   return kNames[static_cast<std::size_t>(k)];
 }
 
+struct Tree::KindIndex {
+  std::once_flag once;
+  std::array<std::vector<const Node*>, static_cast<std::size_t>(NodeKind::TypeVarTuple) + 1> nodes;
+};
+
 Tree::Tree(text::SourceFile source, std::vector<Token> tokens)
-    : source_(std::move(source)), tokens_(std::move(tokens)), lines_(source_.text) {}
+    : source_(std::move(source)),
+      tokens_(std::move(tokens)),
+      lines_(source_.text),
+      kinds_(std::make_unique<KindIndex>()) {}
 Tree::Tree(Tree&&) noexcept = default;
 Tree& Tree::operator=(Tree&&) noexcept = default;
 Tree::~Tree() = default;
@@ -107,13 +116,14 @@ std::string Tree::format(const text::Diagnostic& d) const {
          d.message;
 }
 
-std::vector<const Node*> Tree::find_all(NodeKind kind) const {
-  std::vector<const Node*> out;
-  if (root_ == nullptr) return out;
-  walk(*root_, [&](const Node& n) {
-    if (n.kind() == kind) out.push_back(&n);
+const std::vector<const Node*>& Tree::find_all(NodeKind kind) const {
+  std::call_once(kinds_->once, [this] {
+    if (root_ == nullptr) return;
+    walk(*root_, [this](const Node& n) {
+      kinds_->nodes[static_cast<std::size_t>(n.kind())].push_back(&n);
+    });
   });
-  return out;
+  return kinds_->nodes[static_cast<std::size_t>(kind)];
 }
 
 std::string_view Tree::name(const Node& n) const {

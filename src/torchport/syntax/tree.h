@@ -27,6 +27,7 @@
 #include <torchport/text/source.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,8 +85,9 @@ class Tree {
   }
 
   // ---- searching ----
-  /// Every node of `kind`, in pre-order (source order).
-  std::vector<const Node*> find_all(NodeKind kind) const;
+  /// Every node of `kind`, in pre-order (source order). The first call indexes the whole tree
+  /// by kind in one walk (thread-safe); later calls return that index's list.
+  const std::vector<const Node*>& find_all(NodeKind kind) const;
 
   // ---- typed accessors that need the text ----
   /// The identifier: Name → id; Attribute → attr; keyword → arg ("" for **kw);
@@ -120,6 +122,8 @@ class Tree {
   const Node* root_ = nullptr;
   bool ok_ = true;
   std::vector<text::Diagnostic> diagnostics_;
+  struct KindIndex;  ///< the nodes by kind, filled by the first find_all
+  std::unique_ptr<KindIndex> kinds_;
 };
 
 /// Pre-order walk from `n`. `visit(const Node&)` may return void, or bool: false skips the
