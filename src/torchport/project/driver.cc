@@ -387,49 +387,49 @@ std::string now_utc(std::time_t t) {
 }
 
 /// Writes every report file into `dir`. Returns "" or an error. With `parallel`, report.json
-/// (the largest) is rendered on a second thread while the others are written.
+/// (the largest) is rendered and written on a second thread while the others are.
 std::string write_reports(const fs::path& dir, const report::Report& rep, const std::string& log,
                           const std::string& diff, bool parallel) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return dir.string() + ": cannot create: " + ec.message();
-  std::string json;
-  std::exception_ptr json_error;
-  auto render_json = [&] {
+  std::string json_error;
+  std::exception_ptr json_exception;
+  auto json_report = [&] {
     try {
-      json = report::report_json(rep);
+      std::string why;
+      if (!write_atomic(dir / "report.json", report::report_json(rep), why))
+        json_error = (dir / "report.json").string() + ": " + why;
     } catch (...) {
-      json_error = std::current_exception();
+      json_exception = std::current_exception();
     }
   };
-  std::jthread json_thread;  // joined however this returns
-  if (parallel) json_thread = std::jthread(render_json);
-  const std::pair<const char*, std::string> csvs[] = {
-      {"change_list.csv", report::change_list_csv(rep)},
-      {"unsupported_api.csv", report::unsupported_api_csv(rep)},
-      {"unknown_api.csv", report::unknown_api_csv(rep)},
-      {"cuda_op_list.csv", report::cuda_op_list_csv(rep)},
-      {"not_migrated.csv", report::not_migrated_csv(rep)},
-      {"api_precision_advice.csv", rep.has_advice ? report::api_precision_advice_csv(rep) : ""},
-      {"api_performance_advice.csv", rep.has_advice ? report::api_performance_advice_csv(rep) : ""},
-      {"affinity_api_call.csv", rep.has_advice ? report::affinity_api_call_csv(rep) : ""},
-  };
-  if (parallel)
-    json_thread.join();
-  else
-    render_json();
-  if (json_error) std::rethrow_exception(json_error);
   std::string error;
-  for (const auto& [name, text] : csvs)
-    if (!text.empty() && !write_atomic(dir / name, text, error))
-      return (dir / name).string() + ": " + error;
-  if (!write_atomic(dir / "report.json", json, error))
-    return (dir / "report.json").string() + ": " + error;
-  if (!write_atomic(dir / "torchport.log", log, error))
-    return (dir / "torchport.log").string() + ": " + error;
-  if (!diff.empty() && !write_atomic(dir / "changes.diff", diff, error))
-    return (dir / "changes.diff").string() + ": " + error;
-  return {};
+  {
+    std::jthread json_thread;  // joined at the end of this block, however it is left
+    if (parallel)
+      json_thread = std::jthread(json_report);
+    else
+      json_report();
+    auto write = [&](const char* name, const std::string& text) {
+      if (!error.empty() || text.empty() || write_atomic(dir / name, text, error)) return;
+      error = (dir / name).string() + ": " + error;
+    };
+    write("change_list.csv", report::change_list_csv(rep));
+    write("unsupported_api.csv", report::unsupported_api_csv(rep));
+    write("unknown_api.csv", report::unknown_api_csv(rep));
+    write("cuda_op_list.csv", report::cuda_op_list_csv(rep));
+    write("not_migrated.csv", report::not_migrated_csv(rep));
+    if (rep.has_advice) {
+      write("api_precision_advice.csv", report::api_precision_advice_csv(rep));
+      write("api_performance_advice.csv", report::api_performance_advice_csv(rep));
+      write("affinity_api_call.csv", report::affinity_api_call_csv(rep));
+    }
+    write("torchport.log", log);
+    write("changes.diff", diff);
+  }
+  if (json_exception) std::rethrow_exception(json_exception);
+  return error.empty() ? json_error : error;
 }
 
 std::string refuse_options(const Options& opts, const catalogue::Catalogue& cat) {
