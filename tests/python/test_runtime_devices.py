@@ -120,3 +120,61 @@ def test_is_cuda_device_helper() -> None:
         x = torch.ones(1, device="cuda")
         assert x.device.type != "cuda"  # the honest device type
         assert is_cuda_device(x) and is_cuda_device(x.device) and is_cuda_device(torch.device("cuda"))
+
+
+def _calls() -> list[tuple[str, object]]:
+    """Calls whose device, dtype and values must not depend on which wrapper path serves them."""
+    x = torch.arange(4.0)
+    other = torch.zeros(1, dtype=torch.float16)
+    m = nn.Linear(2, 2, device="meta")
+    return [
+        ("zeros cuda", lambda: torch.zeros(2, device="cuda")),
+        ("zeros cuda:0 + dtype", lambda: torch.zeros(2, dtype=torch.float64, device="cuda:0")),
+        ("zeros device=None", lambda: torch.zeros(2, device=None)),
+        ("zeros no device", lambda: torch.zeros(2, 3)),
+        ("zeros torch.device", lambda: torch.zeros(2, device=torch.device("cuda"))),
+        ("full int device", lambda: torch.full((2,), 3.0, device=0)),
+        ("tensor kw", lambda: torch.tensor([1, 2], device="cuda", dtype=torch.int32)),
+        ("new_ones", lambda: x.new_ones(2, device="cuda")),
+        ("to str", lambda: x.to("cuda")),
+        ("to no args", lambda: x.to()),
+        ("to dtype", lambda: x.to(torch.float16)),
+        ("to tensor", lambda: x.to(other)),
+        ("to str + kw", lambda: x.to("cuda", non_blocking=True)),
+        ("to dtype kw", lambda: x.to(dtype=torch.float64)),
+        ("to device kw", lambda: x.to(device="cuda:0", dtype=torch.float64)),
+        ("layer positional device", lambda: nn.Linear(2, 2, True, "cuda").weight),
+        ("to_empty", lambda: m.to_empty(device="cuda").weight.device),  # uninitialised memory: no values
+    ]
+
+
+def _fingerprint(t: object) -> tuple[object, ...]:
+    if isinstance(t, torch.device):
+        return (t.type,)
+    assert isinstance(t, torch.Tensor)
+    return (t.device.type, t.dtype, tuple(t.shape), t.tolist())
+
+
+@pytest.mark.parametrize("name", [n for n, _ in _calls()])
+def test_fast_path_gives_what_the_logged_path_gives(name: str) -> None:
+    """The wrappers have a fast path when nothing is logged (track_sites=False) and a general one when each
+    call site is recorded: both give the same tensor, and that tensor is on the CPU."""
+    call = dict(_calls())[name]
+    got = {}
+    for track in (False, True):
+        with enabled("cpu", track_sites=track):
+            torch.manual_seed(0)
+            got[track] = _fingerprint(call())  # type: ignore[operator]
+    assert got[False] == got[True]
+    assert got[False][0] == "cpu"
+
+
+def test_to_keeps_torch_s_own_keyword_errors() -> None:
+    """The first positional argument of the Tensor.to wrapper has a private name: a keyword torch does not
+    know is still torch's TypeError, not taken as a device."""
+    x = torch.ones(2)
+    with enabled("cpu", track_sites=False):
+        with pytest.raises(TypeError):
+            x.to(d="cuda")  # type: ignore[call-overload]
+        with pytest.raises(TypeError):
+            torch.zeros(2, devices="cuda")  # type: ignore[call-overload]

@@ -85,7 +85,15 @@ def fp64_on(obj: Any, dst: str) -> bool:
     return False
 
 
-def _kw_device(s: Session, fn: Callable[..., Any], api: str, key: str = "device") -> Callable[..., Any]:
+_ABSENT: Any = object()  # no `device=` in the call
+
+
+def _kw_device(s: Session, fn: Callable[..., Any], api: str) -> Callable[..., Any]:
+    """The wrapper of a function whose device is the keyword `device=` (factories, Tensor.new_*, nn layers).
+
+    `device` is a keyword-only parameter of the wrapper, so Python's own argument binding finds it (no
+    `kwargs.get`), and the original is called without `**kwargs` when there are none: `fn(*args, **{})` costs
+    more than the rest of the wrapper (bench/runtime_bench.py)."""
     mapf = s.mapper.map
     hit = s.log.hit
     # float64 is checked only on targets without it (npu, mps): on the others the hot path does not change.
@@ -99,30 +107,39 @@ def _kw_device(s: Session, fn: Callable[..., Any], api: str, key: str = "device"
     sites_get = s.log.sites.get
     getframe = sys._getframe
     track = s.log.track
+    absent = _ABSENT
+    str_t = str
 
-    # the hot path, kept flat: a cached str lookup, then one dict lookup for an already-seen call site
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        d = kwargs.get(key)
-        if d is not None:
-            nd = cache_get(d) if type(d) is str else None
-            if nd is None:
-                nd = mapf(d)
-            if nd is not d and nd != d:  # equal strings may be distinct objects
-                kwargs[key] = nd
-                if track:
+    fast = not track and not check64
+
+    # the hot path first: no device, or a device string already in the cache, with nothing to log or check
+    def wrapper(*args: Any, device: Any = absent, **kwargs: Any) -> Any:
+        if fast:
+            if device is absent:
+                return fn(*args, **kwargs) if kwargs else fn(*args)
+            if type(device) is str_t:
+                nd = cache_get(device)
+                if nd is not None:
+                    return fn(*args, device=nd, **kwargs) if kwargs else fn(*args, device=nd)
+        if device is not absent:
+            if device is not None:
+                nd = cache_get(device) if type(device) is str_t else None
+                if nd is None:
+                    nd = mapf(device)
+                if track and nd is not device and nd != device:  # equal strings may be distinct objects
                     f = getframe(1)
                     site = sites_get((f.f_code, f.f_lineno, api))
                     if site is None:
-                        hit(api, (key, d), (key, nd), None)
+                        hit(api, ("device", device), ("device", nd), None)
                     else:
                         site.count += 1
-        if check64:
-            out = fn(*args, **kwargs)
-            # nn layer constructors return None: check the module they built
-            if fp64_on(out if out is not None or not args else args[0], dst):
-                fp64(api)
-            return out
-        return fn(*args, **kwargs)
+                device = nd
+            kwargs["device"] = device
+        out = fn(*args, **kwargs)
+        # nn layer constructors return None: check the module they built
+        if check64 and fp64_on(out if out is not None or not args else args[0], dst):
+            fp64(api)
+        return out
 
     return _wraps(wrapper, fn)
 
@@ -151,25 +168,27 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
     track = s.log.track
     dtype_t = torch.dtype
 
-    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and len(args) == 1 and not track and not check64:
-            # fast paths for the common `x.to("cuda")` and `x.to(torch.float16)` when nothing is logged
-            d = args[0]
+    absent = _ABSENT
+    str_t = str
+    fast = not track and not check64
+
+    # The first argument is a parameter of its own: Python binds it without building `args`, and the common
+    # `x.to("cuda")` / `x.to(torch.float16)` return before anything else is looked at.
+    def to(self: Any, _tp_arg0: Any = absent, *args: Any, **kwargs: Any) -> Any:
+        d = _tp_arg0
+        if d is not absent:
             t = type(d)
-            if t is str:
-                nd = cache_get(d)
-                return fn(self, mapf(d) if nd is None else nd)
-            if t is dtype_t:
-                return fn(self, d)
-        if args:
-            d = args[0]
-            t = type(d)
+            if fast and not args and not kwargs:
+                if t is str_t:
+                    nd = cache_get(d)
+                    return fn(self, mapf(d) if nd is None else nd)
+                if t is dtype_t:
+                    return fn(self, d)
             if t is not dtype_t:
-                nd = cache_get(d) if t is str else None
+                nd = cache_get(d) if t is str_t else None
                 if nd is None:
                     nd = mapf(d)
                 if nd is not d and nd != d:
-                    args = (nd, *args[1:])
                     if track:
                         f = getframe(1)
                         site = sites_get((f.f_code, f.f_lineno, api))
@@ -177,12 +196,14 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
                             hit(api, ("device", d), ("device", nd), None)
                         else:
                             site.count += 1
-        d = kwargs.get("device")
-        if d is not None:
-            nd = mapf(d)
-            if nd is not d:
+                    d = nd
+            args = (d, *args)
+        dk = kwargs.get("device")
+        if dk is not None:
+            nd = mapf(dk)
+            if nd is not dk:
                 kwargs["device"] = nd
-                hit(api, ("device", d), ("device", nd), None)
+                hit(api, ("device", dk), ("device", nd), None)
         if check64:
             # x64.to("cuda"), x.to("cuda", torch.float64), model_with_float64_buffers.to("cuda")
             out = fn(self, *args, **kwargs)
