@@ -110,17 +110,10 @@ def _kw_device(s: Session, fn: Callable[..., Any], api: str) -> Callable[..., An
     absent = _ABSENT
     str_t = str
 
-    fast = not track and not check64
+    cache = s.mapper._cache
 
-    # the hot path first: no device, or a device string already in the cache, with nothing to log or check
+    # every case: a device to map, a call site to log, a float64 result to check
     def wrapper(*args: Any, device: Any = absent, **kwargs: Any) -> Any:
-        if fast:
-            if device is absent:
-                return fn(*args, **kwargs) if kwargs else fn(*args)
-            if type(device) is str_t:
-                nd = cache_get(device)
-                if nd is not None:
-                    return fn(*args, device=nd, **kwargs) if kwargs else fn(*args, device=nd)
         if device is not absent:
             if device is not None:
                 nd = cache_get(device) if type(device) is str_t else None
@@ -141,7 +134,23 @@ def _kw_device(s: Session, fn: Callable[..., Any], api: str) -> Callable[..., An
             fp64(api)
         return out
 
-    return _wraps(wrapper, fn)
+    if track or check64:
+        return _wraps(wrapper, fn)
+    general = wrapper
+
+    # nothing logged or checked: no device, or a device string already mapped, is served here and kept flat
+    def fast(*args: Any, device: Any = absent, **kwargs: Any) -> Any:
+        if device is absent:
+            return fn(*args, **kwargs) if kwargs else fn(*args)
+        if type(device) is str_t:
+            try:
+                nd = cache[device]
+            except KeyError:
+                return general(*args, device=device, **kwargs)
+            return fn(*args, device=nd, **kwargs) if kwargs else fn(*args, device=nd)
+        return general(*args, device=device, **kwargs)
+
+    return _wraps(fast, fn)
 
 
 def _wraps(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
