@@ -179,20 +179,14 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
 
     absent = _ABSENT
     str_t = str
-    fast = not track and not check64
+    cache = s.mapper._cache
 
-    # The first argument is a parameter of its own: Python binds it without building `args`, and the common
-    # `x.to("cuda")` / `x.to(torch.float16)` return before anything else is looked at.
+    # The first argument is a parameter of its own (Python binds it without building `args`), under a name
+    # no caller uses as a keyword.
     def to(self: Any, _tp_arg0: Any = absent, *args: Any, **kwargs: Any) -> Any:
         d = _tp_arg0
         if d is not absent:
             t = type(d)
-            if fast and not args and not kwargs:
-                if t is str_t:
-                    nd = cache_get(d)
-                    return fn(self, mapf(d) if nd is None else nd)
-                if t is dtype_t:
-                    return fn(self, d)
             if t is not dtype_t:
                 nd = cache_get(d) if t is str_t else None
                 if nd is None:
@@ -221,7 +215,26 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
             return out
         return fn(self, *args, **kwargs)
 
-    return _wraps(to, fn)
+    if track or check64:
+        return _wraps(to, fn)
+    general = to
+
+    # nothing logged or checked: the common `x.to("cuda")` (a string already mapped) and `x.to(torch.float16)`
+    # are served here, everything else by the general wrapper
+    def fast(self: Any, _tp_arg0: Any = absent, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs:
+            t = type(_tp_arg0)
+            if t is str_t:
+                try:
+                    nd = cache[_tp_arg0]
+                except KeyError:
+                    return general(self, _tp_arg0)
+                return fn(self, nd)
+            if t is dtype_t:
+                return fn(self, _tp_arg0)
+        return general(self, _tp_arg0, *args, **kwargs)
+
+    return _wraps(fast, fn)
 
 
 def install(s: Session) -> None:
