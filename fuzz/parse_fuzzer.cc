@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!decoded.source) return 0;  // undecodable input is reported, not parsed
   const torchport::text::SourceFile& source = *decoded.source;
   if (torchport::text::encode(source, source.text) != bytes) {
-    std::fprintf(stderr, "decode/encode round trip failed (encoding %s)\n", source.encoding.c_str());
+    std::fprintf(stderr, "decode/encode round trip failed (encoding %s)\n",
+                 source.encoding.c_str());
     std::abort();
   }
   const std::string text = source.text;

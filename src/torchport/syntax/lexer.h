@@ -2,17 +2,17 @@
 // PEP 750 t-strings. Tokens tile the text: every byte is in exactly one token.
 #pragma once
 
-#include <string_view>
-#include <vector>
-
 #include <torchport/syntax/token.h>
 #include <torchport/text/diagnostic.h>
+
+#include <string_view>
+#include <vector>
 
 namespace torchport::syntax {
 
 struct LexResult {
-  std::vector<Token> tokens;                   ///< ends with EndMarker; tiles the text
-  std::vector<text::Diagnostic> diagnostics;   ///< lexical errors (the tokens are still complete)
+  std::vector<Token> tokens;                  ///< ends with EndMarker; tiles the text
+  std::vector<text::Diagnostic> diagnostics;  ///< lexical errors (the tokens are still complete)
 };
 
 /// Tokenizes UTF-8 text (a text::SourceFile's `text`). Never fails: bad input becomes Error

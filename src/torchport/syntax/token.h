@@ -13,10 +13,11 @@ namespace torchport::syntax {
 
 enum class TokenKind : std::uint8_t {
   // ---- trivia: never seen by the parser's grammar, kept for losslessness ----
-  Whitespace,    ///< spaces, tabs and form feeds (including indentation at line start)
-  Comment,       ///< `# ...` up to, not including, the line break
-  Continuation,  ///< a backslash followed by its line break
-  NonLogicalNewline,  ///< NL: a line break that does not end a logical line (blank line, inside brackets)
+  Whitespace,         ///< spaces, tabs and form feeds (including indentation at line start)
+  Comment,            ///< `# ...` up to, not including, the line break
+  Continuation,       ///< a backslash followed by its line break
+  NonLogicalNewline,  ///< NL: a line break that does not end a logical line (blank line, inside
+                      ///< brackets)
 
   // ---- structure ----
   Newline,    ///< NEWLINE: the line break ending a logical line (zero-width at EOF without one)
@@ -25,9 +26,9 @@ enum class TokenKind : std::uint8_t {
   EndMarker,  ///< zero-width, last token of every stream
 
   // ---- atoms ----
-  Name,    ///< identifier, including soft keywords (match, case, type, _)
-  Number,  ///< int, float or imaginary literal, underscores allowed
-  String,  ///< a whole non-f/t string literal with its prefix and quotes
+  Name,           ///< identifier, including soft keywords (match, case, type, _)
+  Number,         ///< int, float or imaginary literal, underscores allowed
+  String,         ///< a whole non-f/t string literal with its prefix and quotes
   FStringStart,   ///< `f"`, `rf'''`, ... (PEP 701)
   FStringMiddle,  ///< literal text inside an f-string, including doubled braces
   FStringEnd,     ///< closing quote(s) of an f-string
@@ -36,24 +37,95 @@ enum class TokenKind : std::uint8_t {
   TStringEnd,     ///< closing quote(s) of a t-string
 
   // ---- hard keywords ----
-  KwFalse, KwNone, KwTrue, KwAnd, KwAs, KwAssert, KwAsync, KwAwait, KwBreak, KwClass,
-  KwContinue, KwDef, KwDel, KwElif, KwElse, KwExcept, KwFinally, KwFor, KwFrom, KwGlobal,
-  KwIf, KwImport, KwIn, KwIs, KwLambda, KwNonlocal, KwNot, KwOr, KwPass, KwRaise, KwReturn,
-  KwTry, KwWhile, KwWith, KwYield,
+  KwFalse,
+  KwNone,
+  KwTrue,
+  KwAnd,
+  KwAs,
+  KwAssert,
+  KwAsync,
+  KwAwait,
+  KwBreak,
+  KwClass,
+  KwContinue,
+  KwDef,
+  KwDel,
+  KwElif,
+  KwElse,
+  KwExcept,
+  KwFinally,
+  KwFor,
+  KwFrom,
+  KwGlobal,
+  KwIf,
+  KwImport,
+  KwIn,
+  KwIs,
+  KwLambda,
+  KwNonlocal,
+  KwNot,
+  KwOr,
+  KwPass,
+  KwRaise,
+  KwReturn,
+  KwTry,
+  KwWhile,
+  KwWith,
+  KwYield,
 
   // ---- operators and delimiters ----
-  LPar, RPar, LSqb, RSqb, LBrace, RBrace,
-  Colon, Comma, Semi, Dot, Ellipsis, RArrow, ColonEqual, Exclamation,
-  Plus, Minus, Star, Slash, DoubleSlash, Percent, DoubleStar, At,
-  VBar, Amper, Circumflex, Tilde, LeftShift, RightShift,
-  Less, Greater, EqEqual, NotEqual, LessEqual, GreaterEqual, Equal,
-  PlusEqual, MinusEqual, StarEqual, SlashEqual, DoubleSlashEqual, PercentEqual,
-  DoubleStarEqual, AtEqual, VBarEqual, AmperEqual, CircumflexEqual, LeftShiftEqual,
+  LPar,
+  RPar,
+  LSqb,
+  RSqb,
+  LBrace,
+  RBrace,
+  Colon,
+  Comma,
+  Semi,
+  Dot,
+  Ellipsis,
+  RArrow,
+  ColonEqual,
+  Exclamation,
+  Plus,
+  Minus,
+  Star,
+  Slash,
+  DoubleSlash,
+  Percent,
+  DoubleStar,
+  At,
+  VBar,
+  Amper,
+  Circumflex,
+  Tilde,
+  LeftShift,
+  RightShift,
+  Less,
+  Greater,
+  EqEqual,
+  NotEqual,
+  LessEqual,
+  GreaterEqual,
+  Equal,
+  PlusEqual,
+  MinusEqual,
+  StarEqual,
+  SlashEqual,
+  DoubleSlashEqual,
+  PercentEqual,
+  DoubleStarEqual,
+  AtEqual,
+  VBarEqual,
+  AmperEqual,
+  CircumflexEqual,
+  LeftShiftEqual,
   RightShiftEqual,
 
   // ---- Python 2 only, recognised so that the error can say "Python 2" ----
-  Backtick,    ///< `x`
-  LessGreater, ///< <>
+  Backtick,     ///< `x`
+  LessGreater,  ///< <>
 
   // ---- errors ----
   Error,  ///< bytes the lexer could not make a token of; a diagnostic explains why
@@ -63,7 +135,9 @@ enum class TokenKind : std::uint8_t {
 constexpr bool is_trivia(TokenKind k) { return k <= TokenKind::NonLogicalNewline; }
 
 /// True for the hard keywords.
-constexpr bool is_keyword(TokenKind k) { return k >= TokenKind::KwFalse && k <= TokenKind::KwYield; }
+constexpr bool is_keyword(TokenKind k) {
+  return k >= TokenKind::KwFalse && k <= TokenKind::KwYield;
+}
 
 /// A stable, human-readable name ("Name", "LPar", ...), for dumps and diagnostics.
 std::string_view token_kind_name(TokenKind k);
