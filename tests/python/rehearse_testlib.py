@@ -13,6 +13,8 @@ from typing import Any, Optional, Sequence
 
 import pytest
 
+from torchrun_testlib import run_ranks
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
@@ -44,31 +46,20 @@ def rehearse(
     )
 
 
-# gloo, not torchport: a rank spawned by torch.multiprocessing on plain CPU torch can abort at random with
-# this libstdc++ message (seen once in CI under pytest-xdist, in the --target cpu run of ddp_train, which
-# loads no torchport code; 36 runs, 3 at a time, did not reproduce it).
-GLOO_ABORT = "terminate called without an active exception"
-
-
 def run_python(
     script: Path, args: Sequence[str] = (), timeout: int = 180
 ) -> subprocess.CompletedProcess[str]:
-    """Run a script on plain torch (no torchport). A run whose spawned rank died of GLOO_ABORT is run once
-    more, on a new port; a second failure is returned as it is."""
-    for attempt in range(2):
-        p = subprocess.run(
-            [sys.executable, str(script), *args],
-            cwd=script.parent,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=timeout,
-            env=env(),
-        )
-        if p.returncode == 0 or attempt == 1 or GLOO_ABORT not in p.stderr or "SIGABRT" not in p.stderr:
-            return p
-        sys.stderr.write(f"{script.name}: a spawned rank aborted in gloo, run again:\n{p.stderr[-2000:]}\n")
-    raise AssertionError("unreachable")
+    """Run a script on plain torch (no torchport). A run whose spawned gloo rank aborted in torch's C++
+    teardown (TEARDOWN_ABORT; seen in CI in the --target cpu run of ddp_train) is run again (run_ranks)."""
+    return run_ranks(
+        [sys.executable, str(script), *args],
+        cwd=script.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+        env=env(),
+    )
 
 
 def losses(stdout: str) -> list[float]:

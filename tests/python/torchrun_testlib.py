@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-from typing import Any, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 # What libstdc++ prints when a process aborts in torch's C++ static teardown, after its work is done, with
 # threads still unwinding (pytorch/pytorch#38228). CI saw it on plain-torch gloo ranks under load (exit -6
@@ -11,13 +11,18 @@ from typing import Any, Sequence
 TEARDOWN_ABORT = "terminate called without an active exception"
 
 
-def run_ranks(cmd: Sequence[str], attempts: int = 3, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+def run_ranks(
+    cmd: Sequence[str], attempts: int = 3, reset: Optional[Callable[[], None]] = None, **kwargs: Any
+) -> subprocess.CompletedProcess[str]:
     """subprocess.run, run again when a rank aborted in the teardown, up to `attempts` runs in all; the last
-    run is returned as is. (CI saw two aborts in a row of the plain-torch reference run of
-    test_rehearse_ddp under load; 0 in 10 runs on an idle machine.)"""
+    run is returned as is. `reset` is called before each new run, to remove what the aborted run wrote.
+    (CI saw two aborts in a row of the plain-torch reference run of test_rehearse_ddp under load; 0 in 10
+    runs on an idle machine.)"""
     p: subprocess.CompletedProcess[str] = subprocess.run(list(cmd), **kwargs)
     for _ in range(attempts - 1):
         if p.returncode == 0 or TEARDOWN_ABORT not in (p.stderr or ""):
             break
+        if reset is not None:
+            reset()
         p = subprocess.run(list(cmd), **kwargs)
     return p
