@@ -335,9 +335,8 @@ FStringQuote enclosing_fstring(const semantic::Model& m, TokenIndex i) {
         const std::string_view start = m.token_text(k);
         q.quote = start.empty() ? '"' : start.back();
       }
-    } else if (m.line_of(k) && m.line_of(k) != m.line_of(i) && q.depth == 0 &&
-               kind == TokenKind::Newline) {
-      break;  // a logical line ends: no f-string around `i`
+    } else if (kind == TokenKind::Newline) {
+      break;  // the previous logical line ends here: no f-string spans a NEWLINE token
     }
   }
   return q;
