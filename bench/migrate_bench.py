@@ -7,7 +7,7 @@ walk it looking for `.cuda` attributes. It rewrites nothing and writes no report
 lower bound on our advantage over such tools.
 
 Usage: python bench/migrate_bench.py [--files 400] [--repeat 3] [--jobs N] [--core PATH]
-Prints CPU time (user+sys of the process or its children) and wall time, best of --repeat.
+Prints CPU time (user+sys of the process or its children) and wall time, median and range of --repeat runs.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import ast
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -110,14 +111,19 @@ def self_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def measure(fn: Callable[[], None], cpu: Callable[[], float], repeat: int) -> tuple[float, float]:
-    best_cpu, best_wall = float("inf"), float("inf")
+def measure(fn: Callable[[], None], cpu: Callable[[], float], repeat: int) -> tuple[list[float], list[float]]:
+    """CPU and wall seconds of each of `repeat` runs."""
+    cpus, walls = [], []
     for _ in range(repeat):
         c0, w0 = cpu(), time.perf_counter()
         fn()
-        best_cpu = min(best_cpu, cpu() - c0)
-        best_wall = min(best_wall, time.perf_counter() - w0)
-    return best_cpu, best_wall
+        cpus.append(cpu() - c0)
+        walls.append(time.perf_counter() - w0)
+    return cpus, walls
+
+
+def spread(xs: list[float]) -> str:
+    return f"{statistics.median(xs):8.3f} ({min(xs):.3f}-{max(xs):.3f})"
 
 
 def baseline(root: Path) -> None:
@@ -175,10 +181,14 @@ def main() -> int:
             ("torchport analyze (all rules, JSON report)", an_cpu, an_wall),
             ("torchport migrate (rewrite + tree + reports)", mi_cpu, mi_wall),
         ]
-        print(f"{'':46} {'CPU s':>8} {'wall s':>8} {'CPU ratio':>10}")
+        print(f"{'':46} {'CPU s median (min-max)':>24} {'wall s median (min-max)':>24} {'CPU ratio':>10}")
+        base = statistics.median(base_cpu)
         for name, cpu, wall in rows:
-            print(f"{name:46} {cpu:8.3f} {wall:8.3f} {base_cpu / cpu:10.2f}")
-        print("CPU ratio = baseline CPU / torchport CPU (higher is better for torchport)")
+            print(f"{name:46} {spread(cpu):>24} {spread(wall):>24} {base / statistics.median(cpu):10.2f}")
+        print(
+            f"CPU ratio = baseline CPU median / torchport CPU median over {args.repeat} runs "
+            "(higher is better for torchport)"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

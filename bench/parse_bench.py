@@ -4,7 +4,7 @@ Corpus: the standard library plus the installed torch package's .py files (by de
 Prints MB/s, files/s and the ratio for: ours on one thread, ours on all cores, and ast.parse
 on one thread; and our peak memory (max RSS of the child process).
 
-    python bench/parse_bench.py [--repeat 3] [PATH ...]
+    python bench/parse_bench.py [--repeat 5] [PATH ...]
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import ast
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -88,7 +89,7 @@ def time_ours(binary: str, listfile: str, jobs: int) -> Tuple[float, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("paths", nargs="*")
-    ap.add_argument("--repeat", type=int, default=3, help="best of N runs for each contender")
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved runs per contender (median, range)")
     args = ap.parse_args()
     paths = args.paths
     if not paths:
@@ -110,22 +111,35 @@ def main() -> int:
         tmp.write("\n".join(files) + "\n")
         listfile = tmp.name
     try:
-        t_ast = min(time_ast(files) for _ in range(args.repeat))
-        runs1 = [time_ours(binary, listfile, 1) for _ in range(args.repeat)]
-        runsn = [time_ours(binary, listfile, jobs) for _ in range(args.repeat)]
+        # Interleaved, so that drift in the machine's load hits every contender alike.
+        t_asts: list[float] = []
+        runs1: list[tuple[float, int]] = []
+        runsn: list[tuple[float, int]] = []
+        for _ in range(args.repeat):
+            t_asts.append(time_ast(files))
+            runs1.append(time_ours(binary, listfile, 1))
+            runsn.append(time_ours(binary, listfile, jobs))
     finally:
         os.unlink(listfile)
-    t1, rss = min(r[0] for r in runs1), max(r[1] for r in runs1 + runsn)
-    tn = min(r[0] for r in runsn)
-    print(f"corpus: {n} files, {mb:.1f} MB ({', '.join(paths)})")
-    print(f"{'parser':<28}{'seconds':>9}{'MB/s':>9}{'files/s':>10}{'vs ast':>9}")
-    rows = [
-        ("ast.parse (1 thread)", t_ast),
-        ("torchport (1 thread)", t1),
-        (f"torchport ({jobs} threads)", tn),
-    ]
-    for name, t in rows:
-        print(f"{name:<28}{t:>9.2f}{mb / t:>9.1f}{n / t:>10.0f}{t_ast / t:>8.2f}x")
+    rss = max(r[1] for r in runs1 + runsn)
+    times = {
+        "ast.parse (1 thread)": t_asts,
+        "torchport (1 thread)": [r[0] for r in runs1],
+        f"torchport ({jobs} threads)": [r[0] for r in runsn],
+    }
+    t_ast = statistics.median(t_asts)
+    print(f"corpus: {n} files, {mb:.1f} MB ({', '.join(paths)}); {args.repeat} interleaved runs")
+    print(
+        f"{'parser':<28}{'median s':>9}{'min-max s':>15}{'MB/s':>8}{'files/s':>9}{'vs ast':>9}"
+        f"{'ratio per run min-max':>24}"
+    )
+    for name, ts in times.items():
+        t = statistics.median(ts)
+        per_run = [a / b for a, b in zip(t_asts, ts)]
+        print(
+            f"{name:<28}{t:>9.2f}{f'{min(ts):.2f}-{max(ts):.2f}':>15}{mb / t:>8.1f}{n / t:>9.0f}"
+            f"{t_ast / t:>8.2f}x{f'{min(per_run):.2f}-{max(per_run):.2f}x':>24}"
+        )
     if rss > 0:
         print(f"torchport peak memory (max RSS, GNU time): {rss / 1024:.1f} MiB")
     else:

@@ -77,10 +77,12 @@ std::pair<std::size_t, std::size_t> raw_line_col(std::string_view bytes, std::si
 }
 
 /// Turns findings into located rows, applying the safe fixes unless analyzing. Returns the
-/// new text (== text when nothing was applied).
+/// new text (== text when nothing was applied). The fixes' edits are moved out of `findings`
+/// (on a file with a finding on every line they are a large part of its memory); each
+/// finding keeps its fix's applicability.
 std::string apply_findings(const std::string& rel, std::string_view text,
-                           const std::vector<rules::Finding>& findings, bool analyze_only,
-                           FileWork& work, std::vector<fix::AppliedEdit>& applied,
+                           std::vector<rules::Finding>& findings, bool analyze_only, FileWork& work,
+                           std::vector<fix::AppliedEdit>& applied,
                            const text::LineIndex* lines = nullptr,
                            fix::Applicability allowed = fix::Applicability::Safe) {
   std::optional<text::LineIndex> own;
@@ -91,7 +93,7 @@ std::string apply_findings(const std::string& rel, std::string_view text,
     for (std::size_t i = 0; i < findings.size(); ++i) {
       if (!findings[i].fix) continue;
       fix_of[i] = fixes.size();
-      fixes.push_back(*findings[i].fix);
+      fixes.push_back(std::move(*findings[i].fix));
     }
   }
   fix::ApplyResult ar = fix::apply_fixes(text, fixes, allowed);
@@ -163,19 +165,38 @@ void drop_ignored(const std::string& rel, const Options& opts,
     w.entry.reason = std::to_string(n) + " finding(s) ignored by the rule selection";
 }
 
+/// What the second pass gives back: the text, and its syntax tree when the pass parsed that
+/// text and changed nothing (the self-check then reuses it instead of parsing the same text
+/// again).
+struct SecondPass {
+  std::string after;
+  std::optional<syntax::Tree> tree;  ///< the parse of `after`, if made
+};
+
 /// The second pass (TP310, rules/idiom.cc): it reads the output of the first, so that it sees
-/// the device rules' rewrites. Its rows get the original's lines; its edits join the first
-/// pass's for the diff.
-std::string second_pass(const std::string& rel, const syntax::Tree& tree, std::string after,
-                        std::vector<fix::AppliedEdit>& applied, const catalogue::Catalogue& cat,
-                        const rules::Options& ropts, const Options& opts, FileWork& w) {
-  if (!ropts.port_idiom) return after;
+/// the device rules' rewrites. Its rows get the original's lines (`lines`); its edits join the
+/// first pass's for the diff.
+SecondPass second_pass(const std::string& rel, const text::LineIndex& lines, std::string after,
+                       std::vector<fix::AppliedEdit>& applied, const catalogue::Catalogue& cat,
+                       const rules::Options& ropts, const Options& opts, FileWork& w) {
+  SecondPass out;
+  if (!ropts.port_idiom) {
+    out.after = std::move(after);
+    return out;
+  }
   syntax::Tree t2 = syntax::parse(rel, after);
-  if (!t2.ok()) return after;  // the first pass's self-check reports it
-  const semantic::Model m2(t2);
-  std::vector<rules::Finding> fs = rules::port_device_idiom(t2, m2, cat, ropts);
-  drop_ignored(rel, opts, fs, w);
-  if (fs.empty()) return after;
+  std::vector<rules::Finding> fs;
+  if (t2.ok()) {
+    const semantic::Model m2(t2);
+    fs = rules::port_device_idiom(t2, m2, cat, ropts);
+    drop_ignored(rel, opts, fs, w);
+  }
+  if (fs.empty()) {  // unchanged (or the first pass's output does not parse: the self-check says
+                     // so)
+    out.after = std::move(after);
+    out.tree.emplace(std::move(t2));
+    return out;
+  }
   const std::size_t first_row = w.rows.size();
   std::vector<fix::AppliedEdit> applied2;
   std::string after2 =
@@ -184,14 +205,19 @@ std::string second_pass(const std::string& rel, const syntax::Tree& tree, std::s
     Row& row = w.rows[first_row + i];
     std::uint32_t b = fix::to_original(fs[i].begin, applied);
     std::uint32_t e = fix::to_original(std::max(fs[i].begin, fs[i].end), applied, true);
-    text::LineCol start = tree.lines().locate(b);
-    text::LineCol end = tree.lines().locate(e > b ? e - 1 : b);
+    text::LineCol start = lines.locate(b);
+    text::LineCol end = lines.locate(e > b ? e - 1 : b);
     row.start_line = start.line;
     row.end_line = end.line;
     row.column = start.column + 1;
   }
-  if (after2 != after) applied = fix::compose(applied, applied2, after2);
-  return after2;
+  if (after2 != after) {
+    applied = fix::compose(applied, applied2, after2);
+  } else {
+    out.tree.emplace(std::move(t2));  // every fix was left out: the text is the one parsed
+  }
+  out.after = std::move(after2);
+  return out;
 }
 
 /// `package`: the target's vendor package when the project has requirements to keep in step
@@ -204,9 +230,72 @@ struct DistributedFiles {
   std::set<std::string, std::less<>> loader_functions;  ///< rules::loader_functions of `imported`
 };
 
-FileWork process_python(const ProjectFile& f, const std::string& bytes,
-                        const catalogue::Catalogue& cat, const Options& opts, const OpMap& ops,
-                        const DistributedFiles& dist, std::string_view package) {
+/// What the first pass leaves to the rest of process_python. Its syntax tree and semantic model
+/// are freed before the second pass and the self-check parse build theirs, so that a large
+/// file's peak memory is one tree and model, not three (issue 21 §5).
+struct FirstPass {
+  std::string text;                      ///< the decoded source
+  std::string after;                     ///< with the first pass's fixes
+  std::optional<text::LineIndex> lines;  ///< of `text`
+  text::SourceFile meta;                 ///< path, encoding and BOM (no text)
+  std::vector<fix::AppliedEdit> applied;
+  bool imports_package = false;  ///< the original imports the target's vendor package
+};
+
+/// Parses the decoded file, runs the rules and applies their fixes. nullopt (with `w`'s
+/// outcome and reason set) when the file does not parse.
+std::optional<FirstPass> first_pass(const ProjectFile& f, text::SourceFile source,
+                                    const catalogue::Catalogue& cat, const Options& opts,
+                                    const OpMap& ops, const DistributedFiles& dist,
+                                    std::string_view package, rules::Options& ropts, FileWork& w) {
+  syntax::Tree tree = syntax::parse(std::move(source));
+  if (!tree.ok()) {
+    w.entry.outcome = Outcome::Failure;
+    w.entry.reason = (tree.diagnostics().empty() ? f.rel + ": syntax error"
+                                                 : tree.format(tree.diagnostics().front())) +
+                     " (copied unchanged)";
+    return std::nullopt;
+  }
+  FirstPass p;
+  {
+    // One semantic model serves the rules and the vendor-list judging.
+    const semantic::Model model(tree);
+    ropts = opts.rules;
+    ropts.custom_ops = &ops;  // project information for TP903
+    ropts.distributed = opts.distributed && (f.rel == dist.main || dist.imported.contains(f.rel));
+    ropts.distributed_companion = ropts.distributed && f.rel != dist.main;
+    ropts.distributed_main = dist.main;
+    if (ropts.distributed) ropts.distributed_loader_functions = dist.loader_functions;
+    rules::FileResult fr = rules::check(tree, model, cat, ropts);
+    drop_ignored(f.rel, opts, fr.findings, w);
+    w.entry.min_torch = fr.min_torch_version;
+    w.cuda_ops = std::move(fr.cuda_apis);
+    if (fr.distributed_at) {
+      text::LineCol at = tree.lines().locate(*fr.distributed_at);
+      w.distributed_at =
+          f.rel + ":" + std::to_string(at.line) + ":" + std::to_string(at.column + 1);
+    }
+    for (const rules::Advice& a : fr.advice) {
+      text::LineCol start = tree.lines().locate(a.begin);
+      text::LineCol end = tree.lines().locate(a.end > a.begin ? a.end - 1 : a.begin);
+      w.advice.push_back(
+          {f.rel, start.line, end.line, a.kind, a.api, a.api_type, a.tip, a.affinity});
+    }
+    p.after = apply_findings(f.rel, tree.text(), fr.findings, opts.analyze_only, w, p.applied,
+                             &tree.lines(), opts.fixes);
+    p.imports_package = imports_module(model, package);
+  }
+  p.text = tree.text();
+  p.lines.emplace(tree.lines());
+  p.meta.path = tree.source().path;
+  p.meta.encoding = tree.source().encoding;
+  p.meta.bom = tree.source().bom;
+  return p;
+}
+
+FileWork process_python(const ProjectFile& f, std::string bytes, const catalogue::Catalogue& cat,
+                        const Options& opts, const OpMap& ops, const DistributedFiles& dist,
+                        std::string_view package) {
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = true;
@@ -219,47 +308,22 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
                      (dec.error ? dec.error->message : "unknown error") + " (copied unchanged)";
     return w;
   }
-  syntax::Tree tree = syntax::parse(std::move(*dec.source));
-  if (!tree.ok()) {
-    w.entry.outcome = Outcome::Failure;
-    w.entry.reason = (tree.diagnostics().empty() ? f.rel + ": syntax error"
-                                                 : tree.format(tree.diagnostics().front())) +
-                     " (copied unchanged)";
-    return w;
-  }
-  // One semantic model serves the rules and the vendor-list judging.
-  const semantic::Model model(tree);
-  rules::Options ropts = opts.rules;
-  ropts.custom_ops = &ops;  // project information for TP903
-  ropts.distributed = opts.distributed && (f.rel == dist.main || dist.imported.contains(f.rel));
-  ropts.distributed_companion = ropts.distributed && f.rel != dist.main;
-  ropts.distributed_main = dist.main;
-  if (ropts.distributed) ropts.distributed_loader_functions = dist.loader_functions;
-  rules::FileResult fr = rules::check(tree, model, cat, ropts);
-  drop_ignored(f.rel, opts, fr.findings, w);
-  w.entry.min_torch = fr.min_torch_version;
-  w.cuda_ops = fr.cuda_apis;
-  if (fr.distributed_at) {
-    text::LineCol at = tree.lines().locate(*fr.distributed_at);
-    w.distributed_at = f.rel + ":" + std::to_string(at.line) + ":" + std::to_string(at.column + 1);
-  }
-  for (const rules::Advice& a : fr.advice) {
-    text::LineCol start = tree.lines().locate(a.begin);
-    text::LineCol end = tree.lines().locate(a.end > a.begin ? a.end - 1 : a.begin);
-    w.advice.push_back({f.rel, start.line, end.line, a.kind, a.api, a.api_type, a.tip, a.affinity});
-  }
-  std::vector<fix::AppliedEdit> applied;
-  std::string text(tree.text());
-  std::string after = apply_findings(f.rel, text, fr.findings, opts.analyze_only, w, applied,
-                                     &tree.lines(), opts.fixes);
-  after = second_pass(f.rel, tree, std::move(after), applied, cat, ropts, opts, w);
+  std::string().swap(bytes);  // the raw bytes are not needed past decoding
+  rules::Options ropts;
+  std::optional<FirstPass> p =
+      first_pass(f, std::move(*dec.source), cat, opts, ops, dist, package, ropts, w);
+  if (!p) return w;
+  SecondPass second =
+      second_pass(f.rel, *p->lines, std::move(p->after), p->applied, cat, ropts, opts, w);
+  const std::string& after = second.after;
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
-  if (after == text) {
-    w.imports_package = imports_module(model, package);
+  if (after == p->text) {
+    w.imports_package = p->imports_package;
     return w;
   }
   // Self-check: the output must parse, else the original is kept and the failure reported.
-  syntax::Tree check = syntax::parse(f.rel, after);
+  syntax::Tree check = second.tree ? std::move(*second.tree) : syntax::parse(f.rel, after);
+  second.tree.reset();
   if (!check.ok()) {
     w.entry.outcome = Outcome::Failure;
     w.entry.reason = f.rel + ": internal error: the rewritten file does not parse (" +
@@ -271,8 +335,8 @@ FileWork process_python(const ProjectFile& f, const std::string& bytes,
   }
   w.entry.changed = true;
   if (!package.empty()) w.imports_package = imports_module(semantic::Model(check), package);
-  w.output = text::encode(tree.source(), after);
-  if (opts.diff) w.diff = unified_diff(f.rel, text, after, applied);
+  w.output = text::encode(p->meta, after);
+  if (opts.diff) w.diff = unified_diff(f.rel, p->text, after, p->applied);
   return w;
 }
 
@@ -344,7 +408,7 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
   }
   try {
     FileWork done = f.kind == FileKind::Python
-                        ? process_python(f, bytes, cat, opts, ops, dist, package)
+                        ? process_python(f, std::move(bytes), cat, opts, ops, dist, package)
                         : process_scanned(f, bytes, opts);
     done.entry.not_migrated = done.entry.outcome != Outcome::Success;
     return done;
