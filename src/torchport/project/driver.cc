@@ -90,6 +90,7 @@ std::string apply_findings(const std::string& rel, std::string_view text,
   std::vector<fix::Fix> fixes;
   std::vector<std::size_t> fix_of(findings.size(), SIZE_MAX);
   if (!analyze_only) {
+    fixes.reserve(findings.size());
     for (std::size_t i = 0; i < findings.size(); ++i) {
       if (!findings[i].fix) continue;
       fix_of[i] = fixes.size();
@@ -97,6 +98,7 @@ std::string apply_findings(const std::string& rel, std::string_view text,
     }
   }
   fix::ApplyResult ar = fix::apply_fixes(text, fixes, allowed);
+  work.rows.reserve(work.rows.size() + findings.size());  // no doubling: a row per finding
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const rules::Finding& f = findings[i];
     auto clamp = [&](std::uint32_t o) {
