@@ -316,3 +316,53 @@ def test_path_manager_is_self_contained():
         if isinstance(node, ast.Import):
             assert not any(a.name.startswith("torchport") for a in node.names)
     assert shutil.which(sys.executable)
+
+
+def test_download_in_one_call_falls_back_file_by_file(tmp_path, s3, monkeypatch):
+    """A prefix comes down in one fsspec call; if that call fails part-way, every file is fetched again
+    one by one (with retries), and no temporary file is left behind."""
+    from torchport.cloud import path_manager as pm
+
+    client, env = s3
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("TORCHPORT_STORAGE_QUIET", "1")
+    client.create_bucket(Bucket="bulk-data")
+    blobs = {f"set/part{i}/f{i}.bin": os.urandom(1000 + 97 * i) for i in range(6)}
+    for key, data in blobs.items():
+        client.put_object(Bucket="bulk-data", Key=key, Body=data)
+
+    calls: list[int] = []
+    real_get = pm.Remote.get
+
+    def counted_get(self, remote_path, local):
+        calls.append(1)
+        return real_get(self, remote_path, local)
+
+    monkeypatch.setattr(pm.Remote, "get", counted_get)
+
+    # 1. The one-call path: every file arrives, recorded, with no per-file call.
+    dest = tmp_path / "one_call"
+    assert pm.download(str(dest), "s3://bulk-data/set") == (6, 0)
+    assert not calls
+    for key, data in blobs.items():
+        assert (dest / key.removeprefix("set/")).read_bytes() == data
+    assert pm.download(str(dest), "s3://bulk-data/set") == (0, 6)  # unchanged: nothing fetched
+
+    # 2. The one call fails after writing some temporary files: file by file instead.
+    remote = pm.remote_for("s3://bulk-data/set")
+    real_fs_get = remote.fs.get  # fsspec sets its sync methods on the instance
+
+    def failing_get(rpaths, lpaths, **kwargs):
+        if isinstance(rpaths, list):
+            real_fs_get(rpaths[:2], lpaths[:2], **kwargs)
+            raise OSError("connection reset by peer")
+        return real_fs_get(rpaths, lpaths, **kwargs)
+
+    monkeypatch.setattr(remote.fs, "get", failing_get)
+    dest2 = tmp_path / "fallback"
+    assert pm.download(str(dest2), "s3://bulk-data/set") == (6, 0)
+    assert len(calls) == 6
+    for key, data in blobs.items():
+        assert (dest2 / key.removeprefix("set/")).read_bytes() == data
+    assert not [p for p in dest2.rglob("*") if ".part-" in p.name]
