@@ -169,3 +169,19 @@ def test_migrating_the_output_again_changes_nothing(migrated: dict[str, Path], t
         again = tmp_path / f"out_{target}" / f"again_{target}_{target}"
         for name in PY_FILES:
             assert (again / name).read_text() == (src / name).read_text(), f"{target}: {name}"
+
+
+def test_accelerator_device_runs_without_an_accelerator(tmp_path: Path) -> None:
+    """`torch.device("cuda")` on --target accelerator: torch.accelerator.current_accelerator() is None on a
+    machine without an accelerator (this one), so outside a branch that chose the accelerator the device
+    falls back to the CPU. The original of this script needs CUDA; the migrated one runs here and every
+    device it prints is the CPU (an AttributeError on None before the fix)."""
+    src = REPO / "tests" / "fixtures" / "rules" / "device_call_fallback"
+    r = torchport("migrate", str(src), "-o", str(tmp_path), "--target", "accelerator")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = tmp_path / "device_call_fallback_accelerator"
+    run = subprocess.run(
+        [sys.executable, "input.py"], cwd=out, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["cpu", "cpu", "cpu", "cpu", "cpu", "cpu"]

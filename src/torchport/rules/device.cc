@@ -189,9 +189,40 @@ std::string index_device(Context& ctx, const std::string& idx, std::uint32_t at)
   return "f\"" + ctx.target.device + ":{" + idx + "}\"";
 }
 
+// True when the call node `call` runs only in a branch that chose the accelerator: it is inside
+// the body or else-branch of an `if` (statement or expression) whose test asks for one
+// (`is_available()`, `device_count()`, or a name or attribute that says cuda, gpu or accel:
+// `if use_cuda:`, `if args.cuda:`). torch.accelerator.current_accelerator() is None without an
+// accelerator, so elsewhere the device must fall back to the CPU itself.
+bool chosen_by_branch(const Context& ctx, const syntax::Node* call) {
+  const semantic::Model& m = ctx.m;
+  for (const syntax::Node* n = call; n && n->parent(); n = n->parent()) {
+    const syntax::Node* p = n->parent();
+    if ((p->kind() != syntax::NodeKind::If && p->kind() != syntax::NodeKind::IfExp) ||
+        (n->role() != syntax::Role::Body && n->role() != syntax::Role::OrElse))
+      continue;
+    const syntax::Node* test = p->child(syntax::Role::Test);
+    if (!test) continue;
+    for (std::uint32_t t = test->first_token(); t <= test->last_token(); ++t) {
+      if (m.kind(t) != TokenKind::Name) continue;
+      std::string name(m.token_text(t));
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (name == "is_available" || name == "device_count" ||
+          name.find("cuda") != std::string::npos || name.find("gpu") != std::string::npos ||
+          name.find("accel") != std::string::npos)
+        return true;
+    }
+  }
+  return false;
+}
+
 // torch.device("cuda") and torch.device("cuda" if <cond> else "cpu") (string token `i` is
 // "cuda"): the accelerator's own idiom, torch.accelerator.current_accelerator() (and
-// torch.device("cpu") for the other branch). Returns false when the call has another shape.
+// torch.device("cpu") for the other branch). Outside a branch that chose the accelerator,
+// torch.device("cuda") becomes `current_accelerator() if is_available() else torch.device("cpu")`
+// (current_accelerator() alone is None on a machine without one). Returns false when the call
+// has another shape.
 bool device_call_selection(Context& ctx, TokenIndex i, const semantic::StringValue& sv,
                            const std::string& api) {
   const semantic::Model& m = ctx.m;
@@ -214,8 +245,28 @@ bool device_call_selection(Context& ctx, TokenIndex i, const semantic::StringVal
   fix::Fix fx;
   if (args[0].last == i) {
     if (sv.value != "cuda") return false;
-    fx.edits.push_back(fix::Edit{call_begin, m.tokens()[*close].end, current});
-    f.message = "change torch.device(\"cuda\") to torch.accelerator.current_accelerator()";
+    const syntax::Node* attr = ctx.attribute_named_at(callee->last);
+    const syntax::Node* call =
+        attr && attr->role() == syntax::Role::Func ? attr->parent() : nullptr;
+    if (call && chosen_by_branch(ctx, call)) {
+      fx.edits.push_back(fix::Edit{call_begin, m.tokens()[*close].end, current});
+      f.message = "change torch.device(\"cuda\") to torch.accelerator.current_accelerator()";
+    } else {
+      // An assigned value becomes the conditional expression (PyTorch's own idiom); anywhere
+      // else the file's device variable (inserted at module level) is the same value.
+      const bool assigned = call && !call->has(syntax::kParenthesized) &&
+                            call->role() == syntax::Role::Value && call->parent() &&
+                            (call->parent()->kind() == syntax::NodeKind::Assign ||
+                             call->parent()->kind() == syntax::NodeKind::AnnAssign);
+      fx.edits.push_back(
+          fix::Edit{call_begin, m.tokens()[*close].end,
+                    assigned ? current + " if " + ctx.render("torch.accelerator.is_available()") +
+                                   " else " + ctx.render("torch.device") + "(\"cpu\")"
+                             : ctx.helper_device(call_begin)});
+      f.message =
+          "change torch.device(\"cuda\") to torch.accelerator.current_accelerator(), cpu when "
+          "there is no accelerator";
+    }
   } else {
     // "cuda" if <cond> else "cpu": the branches become devices and the call goes.
     auto after = m.next(i);
