@@ -250,48 +250,53 @@ std::optional<FirstPass> first_pass(const ProjectFile& f, text::SourceFile sourc
                                     const catalogue::Catalogue& cat, const Options& opts,
                                     const OpMap& ops, const DistributedFiles& dist,
                                     std::string_view package, rules::Options& ropts, FileWork& w) {
-  syntax::Tree tree = syntax::parse(std::move(source));
-  if (!tree.ok()) {
+  std::optional<syntax::Tree> tree(syntax::parse(std::move(source)));
+  if (!tree->ok()) {
     w.entry.outcome = Outcome::Failure;
-    w.entry.reason = (tree.diagnostics().empty() ? f.rel + ": syntax error"
-                                                 : tree.format(tree.diagnostics().front())) +
+    w.entry.reason = (tree->diagnostics().empty() ? f.rel + ": syntax error"
+                                                  : tree->format(tree->diagnostics().front())) +
                      " (copied unchanged)";
     return std::nullopt;
   }
   FirstPass p;
+  std::vector<rules::Finding> findings;
   {
     // One semantic model serves the rules and the vendor-list judging.
-    const semantic::Model model(tree);
+    const semantic::Model model(*tree);
     ropts = opts.rules;
     ropts.custom_ops = &ops;  // project information for TP903
     ropts.distributed = opts.distributed && (f.rel == dist.main || dist.imported.contains(f.rel));
     ropts.distributed_companion = ropts.distributed && f.rel != dist.main;
     ropts.distributed_main = dist.main;
     if (ropts.distributed) ropts.distributed_loader_functions = dist.loader_functions;
-    rules::FileResult fr = rules::check(tree, model, cat, ropts);
+    rules::FileResult fr = rules::check(*tree, model, cat, ropts);
     drop_ignored(f.rel, opts, fr.findings, w);
     w.entry.min_torch = fr.min_torch_version;
     w.cuda_ops = std::move(fr.cuda_apis);
     if (fr.distributed_at) {
-      text::LineCol at = tree.lines().locate(*fr.distributed_at);
+      text::LineCol at = tree->lines().locate(*fr.distributed_at);
       w.distributed_at =
           f.rel + ":" + std::to_string(at.line) + ":" + std::to_string(at.column + 1);
     }
     for (const rules::Advice& a : fr.advice) {
-      text::LineCol start = tree.lines().locate(a.begin);
-      text::LineCol end = tree.lines().locate(a.end > a.begin ? a.end - 1 : a.begin);
+      text::LineCol start = tree->lines().locate(a.begin);
+      text::LineCol end = tree->lines().locate(a.end > a.begin ? a.end - 1 : a.begin);
       w.advice.push_back(
           {f.rel, start.line, end.line, a.kind, a.api, a.api_type, a.tip, a.affinity});
     }
-    p.after = apply_findings(f.rel, tree.text(), fr.findings, opts.analyze_only, w, p.applied,
-                             &tree.lines(), opts.fixes);
     p.imports_package = imports_module(model, package);
+    findings = std::move(fr.findings);
   }
-  p.text = tree.text();
-  p.lines.emplace(tree.lines());
-  p.meta.path = tree.source().path;
-  p.meta.encoding = tree.source().encoding;
-  p.meta.bom = tree.source().bom;
+  p.text = tree->text();
+  p.lines.emplace(tree->lines());
+  p.meta.path = tree->source().path;
+  p.meta.encoding = tree->source().encoding;
+  p.meta.bom = tree->source().bom;
+  // The findings own their text: the tree goes before the report rows and the new text are
+  // made (on a file with a finding on every line they are as large as the tree).
+  tree.reset();
+  p.after = apply_findings(f.rel, p.text, findings, opts.analyze_only, w, p.applied, &*p.lines,
+                           opts.fixes);
   return p;
 }
 
