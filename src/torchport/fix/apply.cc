@@ -1,7 +1,6 @@
 #include <torchport/fix/apply.h>
 
 #include <algorithm>
-#include <map>
 #include <numeric>
 
 namespace torchport::fix {
@@ -46,11 +45,17 @@ ApplyResult apply_fixes(std::string_view text, const std::vector<Fix>& fixes,
   // The accepted edits by start offset, and the longest accepted range: an edit [b, e) can only
   // meet accepted edits that start in [b - longest, e], so each check looks at a few neighbours
   // instead of every accepted edit (which made a file with 100,000 fixes quadratic).
-  std::multimap<std::uint32_t, std::size_t> by_begin;
+  // (begin, index in accepted), sorted by begin, equal begins in acceptance order. The fixes
+  // come in order of their first edit, so an accepted edit almost always goes at the end: a
+  // sorted vector, not a tree (a file with a fix on every line has hundreds of thousands).
+  std::vector<std::pair<std::uint32_t, std::size_t>> by_begin;
+  by_begin.reserve(fixes.size());
   std::uint32_t longest = 0;
   auto any_near = [&](const Edit& e, auto&& pred) {
     std::uint32_t from = e.begin > longest ? e.begin - longest : 0;
-    for (auto it = by_begin.lower_bound(from); it != by_begin.end() && it->first <= e.end; ++it)
+    auto it = std::lower_bound(by_begin.begin(), by_begin.end(), from,
+                               [](const auto& p, std::uint32_t v) { return p.first < v; });
+    for (; it != by_begin.end() && it->first <= e.end; ++it)
       if (pred(accepted[it->second])) return true;
     return false;
   };
@@ -94,7 +99,9 @@ ApplyResult apply_fixes(std::string_view text, const std::vector<Fix>& fixes,
     for (const Edit& e : f.edits) {
       bool dup = any_near(e, [&](const AppliedEdit& a) { return same(a.edit, e); });
       if (dup) continue;
-      by_begin.emplace(e.begin, accepted.size());
+      auto at = std::upper_bound(by_begin.begin(), by_begin.end(), e.begin,
+                                 [](std::uint32_t v, const auto& p) { return v < p.first; });
+      by_begin.insert(at, {e.begin, accepted.size()});
       longest = std::max(longest, e.end - e.begin);
       accepted.push_back({e, i});
     }

@@ -182,7 +182,7 @@ SecondPass second_pass(const std::string& rel, const text::LineIndex& lines, std
                        std::vector<fix::AppliedEdit>& applied, const catalogue::Catalogue& cat,
                        const rules::Options& ropts, const Options& opts, FileWork& w) {
   SecondPass out;
-  if (!ropts.port_idiom) {
+  if (!ropts.port_idiom || !rules::may_have_device_flags(after)) {
     out.after = std::move(after);
     return out;
   }

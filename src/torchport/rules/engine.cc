@@ -646,8 +646,31 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
     f->run(ctx);
   }
   if (const catalogue::AdviceTable* advice = cat.advice(opts.target)) run_advice(ctx, *advice);
-  std::stable_sort(ctx.result.findings.begin(), ctx.result.findings.end(),
-                   [](const Finding& a, const Finding& b) { return a.begin < b.begin; });
+  // Stable order by offset. The findings are large (a file with a finding on every line has
+  // hundreds of thousands): their indices are sorted, then each finding is moved once.
+  std::vector<Finding>& fs = ctx.result.findings;
+  if (!std::is_sorted(fs.begin(), fs.end(),
+                      [](const Finding& a, const Finding& b) { return a.begin < b.begin; })) {
+    std::vector<std::uint32_t> order(fs.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return fs[a].begin < fs[b].begin; });
+    // In place, cycle by cycle: position k takes the finding at order[k].
+    constexpr std::uint32_t kDone = UINT32_MAX;
+    for (std::uint32_t start = 0; start < order.size(); ++start) {
+      if (order[start] == kDone || order[start] == start) continue;
+      Finding held = std::move(fs[start]);
+      std::uint32_t k = start;
+      while (order[k] != start) {
+        const std::uint32_t from = order[k];
+        fs[k] = std::move(fs[from]);
+        order[k] = kDone;
+        k = from;
+      }
+      fs[k] = std::move(held);
+      order[k] = kDone;
+    }
+  }
   return std::move(ctx.result);
 }
 

@@ -143,6 +143,10 @@ std::vector<Finding> add_vendor_requirement(std::string_view path, std::string_v
 /// deletions of that text.
 std::vector<Finding> port_device_idiom(const syntax::Tree& tree, const semantic::Model& model,
                                        const catalogue::Catalogue& cat, const Options& opts);
+/// False when `text` cannot hold a flag TP310 ports: every such flag is an `add_argument(...)`
+/// call, so a text without that name gets no TP310 finding (the driver then builds no second
+/// syntax tree and model for it).
+bool may_have_device_flags(std::string_view text);
 
 /// --distributed: why the entry script (`tree`) cannot be made a DDP one, as
 /// `path:line:col: reason` (it already uses torch.distributed, no DataLoader, the model variable

@@ -611,10 +611,16 @@ std::vector<Finding> Porter::run() {
 
 }  // namespace
 
+bool may_have_device_flags(std::string_view text) {
+  return text.find("add_argument") != std::string_view::npos;
+}
+
 std::vector<Finding> port_device_idiom(const syntax::Tree& tree, const semantic::Model& model,
                                        const catalogue::Catalogue& cat, const Options& opts) {
   const catalogue::Target* target = cat.target(opts.target);
-  if (!tree.ok() || !target || target->host || !opts.port_idiom) return {};
+  if (!tree.ok() || !target || target->host || !opts.port_idiom ||
+      !may_have_device_flags(tree.text()))
+    return {};
   return Porter(tree, model, *target).run();
 }
 
