@@ -36,6 +36,11 @@
 //   `device.type` where one is in reach (else an inserted module-level `device`),
 //   torch.device(device.type, rank), and `.device.type != "cpu"` for .is_cuda: on an
 //   accelerator, never true for a CPU tensor)
+//   For accelerator, torch.device("cuda") becomes torch.accelerator.current_accelerator() only
+//   in a branch that chose the accelerator (`if use_cuda:`, `if torch.cuda.is_available():`):
+//   current_accelerator() is None on a machine without one. Elsewhere an assigned value becomes
+//   `current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")` and
+//   any other use the device variable.
 // Safety:
 //   Only strings in the contexts above change. `.cuda(i)` keeps its index except on the
 //   single-device targets cpu and mps, where it is dropped (reported). Where the replacement of
