@@ -182,13 +182,13 @@ SecondPass second_pass(const std::string& rel, const text::LineIndex& lines, std
                        std::vector<fix::AppliedEdit>& applied, const catalogue::Catalogue& cat,
                        const rules::Options& ropts, const Options& opts, FileWork& w) {
   SecondPass out;
-  if (!ropts.port_idiom || !rules::may_have_device_flags(after)) {
+  if (!ropts.port_idiom) {
     out.after = std::move(after);
     return out;
   }
   syntax::Tree t2 = syntax::parse(rel, after);
   std::vector<rules::Finding> fs;
-  if (t2.ok()) {
+  if (rules::defines_cuda_flag(t2)) {  // else TP310 finds nothing: no model is built
     const semantic::Model m2(t2);
     fs = rules::port_device_idiom(t2, m2, cat, ropts);
     drop_ignored(rel, opts, fs, w);

@@ -143,10 +143,9 @@ std::vector<Finding> add_vendor_requirement(std::string_view path, std::string_v
 /// deletions of that text.
 std::vector<Finding> port_device_idiom(const syntax::Tree& tree, const semantic::Model& model,
                                        const catalogue::Catalogue& cat, const Options& opts);
-/// False when `text` cannot hold a flag TP310 ports: every such flag is an `add_argument(...)`
-/// call, so a text without that name gets no TP310 finding (the driver then builds no second
-/// syntax tree and model for it).
-bool may_have_device_flags(std::string_view text);
+/// True when `tree` defines a CUDA flag (`add_argument("--cuda", ...)`, accepted or refused):
+/// without one port_device_idiom finds nothing, and the driver builds no second semantic model.
+bool defines_cuda_flag(const syntax::Tree& tree);
 
 /// --distributed: why the entry script (`tree`) cannot be made a DDP one, as
 /// `path:line:col: reason` (it already uses torch.distributed, no DataLoader, the model variable

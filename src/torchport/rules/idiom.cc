@@ -611,15 +611,17 @@ std::vector<Finding> Porter::run() {
 
 }  // namespace
 
-bool may_have_device_flags(std::string_view text) {
-  return text.find("add_argument") != std::string_view::npos;
+bool defines_cuda_flag(const syntax::Tree& tree) {
+  if (!tree.ok() || tree.text().find("add_argument") == std::string_view::npos) return false;
+  for (const Node* c : tree.find_all(NodeKind::Call))
+    if (std::optional<Flag> f = device_flag(tree, c); f && f->device == "cuda") return true;
+  return false;
 }
 
 std::vector<Finding> port_device_idiom(const syntax::Tree& tree, const semantic::Model& model,
                                        const catalogue::Catalogue& cat, const Options& opts) {
   const catalogue::Target* target = cat.target(opts.target);
-  if (!tree.ok() || !target || target->host || !opts.port_idiom ||
-      !may_have_device_flags(tree.text()))
+  if (!tree.ok() || !target || target->host || !opts.port_idiom || !defines_cuda_flag(tree))
     return {};
   return Porter(tree, model, *target).run();
 }
