@@ -4,6 +4,7 @@
 #include <torchport/project/driver.h>
 #include <torchport/project/files.h>
 #include <torchport/project/launchers.h>
+#include <torchport/project/selfcheck.h>
 #include <torchport/semantic/model.h>
 #include <torchport/syntax/parser.h>
 #include <torchport/text/line_index.h>
@@ -180,9 +181,11 @@ struct SecondPass {
 /// first pass's for the diff.
 SecondPass second_pass(const std::string& rel, const text::LineIndex& lines, std::string after,
                        std::vector<fix::AppliedEdit>& applied, const catalogue::Catalogue& cat,
-                       const rules::Options& ropts, const Options& opts, FileWork& w) {
+                       const rules::Options& ropts, const Options& opts, bool cuda_flag,
+                       FileWork& w) {
   SecondPass out;
-  if (!ropts.port_idiom) {
+  // No rule of the first pass writes a CUDA flag: an original without one has none to port.
+  if (!ropts.port_idiom || !cuda_flag) {
     out.after = std::move(after);
     return out;
   }
@@ -242,6 +245,11 @@ struct FirstPass {
   text::SourceFile meta;                 ///< path, encoding and BOM (no text)
   std::vector<fix::AppliedEdit> applied;
   bool imports_package = false;  ///< the original imports the target's vendor package
+  bool cuda_flag = false;        ///< the original defines a CUDA flag (TP310 may fire)
+  /// Offsets of the line starts where the original's module-level statements begin (decorators
+  /// included), ascending: the tokenizer is at a clean state there (no open bracket, string or
+  /// indented block). The self-check re-parses only the statements that were edited.
+  std::vector<std::uint32_t> cuts;
 };
 
 /// Parses the decoded file, runs the rules and applies their fixes. nullopt (with `w`'s
@@ -287,6 +295,8 @@ std::optional<FirstPass> first_pass(const ProjectFile& f, text::SourceFile sourc
     p.imports_package = imports_module(model, package);
     findings = std::move(fr.findings);
   }
+  p.cuda_flag = rules::defines_cuda_flag(*tree);
+  p.cuts = statement_cuts(*tree);
   p.text = tree->text();
   p.lines.emplace(tree->lines());
   p.meta.path = tree->source().path;
@@ -320,8 +330,8 @@ FileWork process_python(const ProjectFile& f, std::string bytes, const catalogue
   std::optional<FirstPass> p =
       first_pass(f, std::move(*dec.source), cat, opts, ops, dist, package, ropts, w);
   if (!p) return w;
-  SecondPass second =
-      second_pass(f.rel, *p->lines, std::move(p->after), p->applied, cat, ropts, opts, w);
+  SecondPass second = second_pass(f.rel, *p->lines, std::move(p->after), p->applied, cat, ropts,
+                                  opts, p->cuda_flag, w);
   const std::string& after = second.after;
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
   if (after == p->text) {
@@ -329,19 +339,28 @@ FileWork process_python(const ProjectFile& f, std::string bytes, const catalogue
     return w;
   }
   // Self-check: the output must parse, else the original is kept and the failure reported.
-  syntax::Tree check = second.tree ? std::move(*second.tree) : syntax::parse(f.rel, after);
+  // Without a second-pass tree, the edited module-level statements are parsed on their own
+  // first; the whole text is parsed when that proves nothing (or its model is needed).
+  const bool second_ran = ropts.port_idiom && p->cuda_flag;  // its edits are composed
+  const bool proven = !second_ran && package.empty() &&
+                      edited_statements_parse(f.rel, p->text, after, p->cuts, p->applied);
+  std::optional<syntax::Tree> check;
+  if (second.tree)
+    check.emplace(std::move(*second.tree));
+  else if (!proven)
+    check.emplace(syntax::parse(f.rel, after));
   second.tree.reset();
-  if (!check.ok()) {
+  if (check && !check->ok()) {
     w.entry.outcome = Outcome::Failure;
     w.entry.reason = f.rel + ": internal error: the rewritten file does not parse (" +
-                     (check.diagnostics().empty() ? std::string("syntax error")
-                                                  : check.format(check.diagnostics().front())) +
+                     (check->diagnostics().empty() ? std::string("syntax error")
+                                                   : check->format(check->diagnostics().front())) +
                      "); the original is kept";
     for (Row& r : w.rows) r.applied = false;
     return w;
   }
   w.entry.changed = true;
-  if (!package.empty()) w.imports_package = imports_module(semantic::Model(check), package);
+  if (!package.empty()) w.imports_package = imports_module(semantic::Model(*check), package);
   w.output = text::encode(p->meta, after);
   if (opts.diff) w.diff = unified_diff(f.rel, p->text, after, p->applied);
   return w;
