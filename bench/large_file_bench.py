@@ -2,8 +2,8 @@
 generated file of 1, 10 and 50 MB, against the per-MB rate on the installed torch tree, in one run.
 
 Two kinds of generated file:
-- `torch`: the installed torch's own .py files concatenated (each wrapped in `if True:` so that it stays one
-  valid module), so the density of names, calls and CUDA APIs is the torch tree's;
+- `torch`: the installed torch's own .py files concatenated (their `from __future__` lines dropped, so that
+  the whole stays one valid module), so the density of names, calls and CUDA APIs is the torch tree's;
 - `dense`: one `.cuda()` call and one `device="cuda"` keyword per line, the worst case (every line is a
   finding and a rewrite).
 
