@@ -174,6 +174,7 @@ void drop_ignored(const std::string& rel, const Options& opts,
 struct SecondPass {
   std::string after;
   std::optional<syntax::Tree> tree;  ///< the parse of `after`, if made
+  bool ran = false;  ///< TP310 looked at the text (its edits, if any, are composed in `applied`)
 };
 
 /// The second pass (TP310, rules/idiom.cc): it reads the output of the first, so that it sees
@@ -189,9 +190,10 @@ SecondPass second_pass(const std::string& rel, const text::LineIndex& lines, std
     out.after = std::move(after);
     return out;
   }
+  out.ran = true;
   syntax::Tree t2 = syntax::parse(rel, after);
   std::vector<rules::Finding> fs;
-  if (rules::defines_cuda_flag(t2)) {  // else TP310 finds nothing: no model is built
+  if (t2.ok()) {
     const semantic::Model m2(t2);
     fs = rules::port_device_idiom(t2, m2, cat, ropts);
     drop_ignored(rel, opts, fs, w);
@@ -341,8 +343,7 @@ FileWork process_python(const ProjectFile& f, std::string bytes, const catalogue
   // Self-check: the output must parse, else the original is kept and the failure reported.
   // Without a second-pass tree, the edited module-level statements are parsed on their own
   // first; the whole text is parsed when that proves nothing (or its model is needed).
-  const bool second_ran = ropts.port_idiom && p->cuda_flag;  // its edits are composed
-  const bool proven = !second_ran && package.empty() &&
+  const bool proven = !second.ran && package.empty() &&
                       edited_statements_parse(f.rel, p->text, after, p->cuts, p->applied);
   std::optional<syntax::Tree> check;
   if (second.tree)
