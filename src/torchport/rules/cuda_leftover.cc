@@ -58,16 +58,15 @@ class Walker {
   void run() { visit(t_.root(), false, false); }
 
  private:
-  /// A line that has a finding already says enough (the report is read line by line).
-  /// covered_[k] counts the covered lines before line k, so a query costs O(1) (a scan of the
-  /// findings per query made a file with a finding on every line quadratic).
+  /// A string inside the byte range of a finding is said already; a string elsewhere on the
+  /// same line is not (`if name == "cuda" and not torch.cuda.is_available()`: the rewritten
+  /// call does not speak for the comparison). ranges_ holds the findings' ranges, merged and
+  /// sorted, so a query is a binary search.
   bool covered(std::uint32_t b, std::uint32_t e) const {
-    std::uint32_t lb = t_.lines().locate(b).line, le = t_.lines().locate(e).line;
-    if (lb > le) std::swap(lb, le);
-    const std::size_t last = covered_.size() - 1;
-    const std::size_t lo = std::min<std::size_t>(lb, last);
-    const std::size_t hi = std::min<std::size_t>(static_cast<std::size_t>(le) + 1, last);
-    return covered_[hi] > covered_[lo];
+    if (e <= b) e = b + 1;
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), b,
+                               [](std::uint32_t off, const auto& r) { return off < r.second; });
+    return it != ranges_.end() && it->first < e;
   }
 
   void report(const Node& n, std::string api, std::string message) {
@@ -120,7 +119,11 @@ class Walker {
     } else if (device_string(*v) ||
                (v == "cuda:" && (n.kind() == NodeKind::JoinedStr ||
                                  (n.parent() && n.parent()->kind() == NodeKind::BinOp)))) {
-      if (compare) {
+      if (compare && ctx_.target.name == "cpu") {
+        report(n, api,
+               "a comparison with a CUDA device type is left as is: it is false on cpu, as on a "
+               "machine without CUDA, so the code runs its CPU path");
+      } else if (compare) {
         report(n, api,
                "a comparison with a CUDA device type is left as is: it is true only on CUDA; "
                "check whether it means \"on " +
@@ -146,6 +149,9 @@ class Walker {
       hit = int_device_name(t_.name(arg));
     }
     if (!hit) return;
+    // `.cuda(1)` rewritten to `.npu(1)`: the call's row speaks for its index.
+    const auto r = t_.byte_range(arg);
+    if (!line_free(r.begin, r.end)) return;
     report(arg, std::string(t_.text(arg)),
            "an integer device index means cuda:N: on " + device_phrase() +
                " pass a device (e.g. torch.device(\"" +
@@ -199,7 +205,10 @@ class Walker {
         const bool startswith = f && f->kind() == NodeKind::Attribute &&
                                 (t_.name(*f) == "startswith" || t_.name(*f) == "endswith");
         for (const Node* c : n.children()) {
-          const bool help = c->kind() == NodeKind::keyword && t_.name(*c) == "help";
+          // argparse's help= is text for people; setup()'s extras_require= names extras
+          // (`"cuda": [...]`), not devices.
+          const bool help = c->kind() == NodeKind::keyword &&
+                            (t_.name(*c) == "help" || t_.name(*c) == "extras_require");
           visit(*c, help, compare || (startswith && c->role() == Role::Arg));
         }
         return;
@@ -222,31 +231,55 @@ class Walker {
 
  public:
   void snapshot() {
+    ranges_.clear();
+    ranges_.reserve(ctx_.result.findings.size());
     // Lines are numbered from 1 (LineCol::line); one slot more for the line after the last.
     const std::size_t n = static_cast<std::size_t>(t_.lines().line_count()) + 2;
     std::vector<std::int64_t> delta(n + 1, 0);
     for (const Finding& f : ctx_.result.findings) {
       // Findings that are not about CUDA (float64, torch version changes) do not say it.
       if (f.code == "TP210" || f.code == "TP960") continue;
+      ranges_.emplace_back(f.begin, std::max(f.end, f.begin + 1));
       std::uint32_t a = t_.lines().locate(f.begin).line;
       std::uint32_t z = t_.lines().locate(std::max(f.end, f.begin + 1) - 1).line;
       if (a > z) std::swap(a, z);
       delta[std::min<std::size_t>(a, n)] += 1;
       delta[std::min<std::size_t>(static_cast<std::size_t>(z) + 1, n)] -= 1;
     }
-    covered_.assign(n + 1, 0);
+    std::sort(ranges_.begin(), ranges_.end());
+    std::size_t k = 0;
+    for (const auto& r : ranges_) {
+      if (k > 0 && r.first <= ranges_[k - 1].second) {
+        ranges_[k - 1].second = std::max(ranges_[k - 1].second, r.second);
+      } else {
+        ranges_[k++] = r;
+      }
+    }
+    ranges_.resize(k);
+    lines_covered_.assign(n + 1, 0);
     std::int64_t open = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      open += delta[k];
-      covered_[k + 1] = covered_[k] + (open > 0 ? 1 : 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      open += delta[i];
+      lines_covered_[i + 1] = lines_covered_[i] + (open > 0 ? 1 : 0);
     }
   }
-  bool line_free(std::uint32_t b, std::uint32_t e) const { return !covered(b, e); }
+  /// An import or a reference of a CUDA module on a line that has a finding already is said
+  /// by it (the module path rewritten, a keyword inserted at the decorator). lines_covered_[k]
+  /// counts the covered lines before line k, so a query costs O(1).
+  bool line_free(std::uint32_t b, std::uint32_t e) const {
+    std::uint32_t lb = t_.lines().locate(b).line, le = t_.lines().locate(e).line;
+    if (lb > le) std::swap(lb, le);
+    const std::size_t last = lines_covered_.size() - 1;
+    const std::size_t lo = std::min<std::size_t>(lb, last);
+    const std::size_t hi = std::min<std::size_t>(static_cast<std::size_t>(le) + 1, last);
+    return lines_covered_[hi] <= lines_covered_[lo];
+  }
 
  private:
   Context& ctx_;
   const syntax::Tree& t_;
-  std::vector<std::uint32_t> covered_ = std::vector<std::uint32_t>(2, 0);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges_;  ///< [begin, end), merged
+  std::vector<std::uint32_t> lines_covered_ = std::vector<std::uint32_t>(2, 0);
 };
 
 }  // namespace

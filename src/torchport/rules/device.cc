@@ -55,6 +55,7 @@
 #include <torchport/rules/context.h>
 
 #include <algorithm>
+#include <array>
 
 namespace torchport::rules {
 
@@ -67,10 +68,29 @@ bool device_keyword(std::string_view kw) {
   return kw == "device" || kw == "map_location" || kw == "device_type" || kw == "output_device";
 }
 
-bool device_first_arg(std::string_view q) {
-  return q == "torch.device" || q == "torch.autocast" || q == "torch.amp.autocast" ||
-         q == "torch.amp.GradScaler" || q == "torch.set_default_device" ||
-         q == "torch.get_device_module" || q == "torch.Generator" || q == "torch.cuda.set_device";
+bool device_first_arg(const Context& ctx, std::string_view q) {
+  if (q == "torch.device" || q == "torch.autocast" || q == "torch.amp.autocast" ||
+      q == "torch.amp.GradScaler" || q == "torch.set_default_device" ||
+      q == "torch.get_device_module" || q == "torch.Generator")
+    return true;
+  // The torch.cuda functions whose first parameter is `device` (installed torch 2.13.0:
+  // inspect.signature): `torch.cuda.get_device_properties("cuda")` names the device.
+  static constexpr std::array<std::string_view, 16> kCudaDeviceFirst = {
+      "current_stream",       "default_stream",          "get_device_capability",
+      "get_device_name",      "get_device_properties",   "get_rng_state",
+      "max_memory_allocated", "max_memory_reserved",     "mem_get_info",
+      "memory_allocated",     "memory_reserved",         "memory_stats",
+      "memory_summary",       "reset_peak_memory_stats", "set_device",
+      "synchronize"};
+  // Only where the target has the function: a call left as it is (reported unsupported)
+  // keeps its "cuda" too.
+  std::string_view fn = q;
+  if (!fn.starts_with("torch.cuda.")) return false;
+  fn.remove_prefix(std::string_view("torch.cuda.").size());
+  if (std::find(kCudaDeviceFirst.begin(), kCudaDeviceFirst.end(), fn) == kCudaDeviceFirst.end())
+    return false;
+  const catalogue::Mapping* mp = ctx.cat.lookup(q, ctx.target.name);
+  return mp && !mp->replacement.empty();
 }
 
 bool is_device_operand(const semantic::Model& m, TokenIndex t) {
@@ -95,7 +115,8 @@ enum class Ctx {
 };
 
 // Is the string (or f-string) starting at token `s` used as a device?
-Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
+Ctx device_context(const Context& ctx, TokenIndex s, TokenIndex s_last) {
+  const semantic::Model& m = ctx.m;
   // Comparisons: `<x>.type == "cuda"`, `"cuda" != dev`.
   if (auto p = m.prev(s);
       p && (m.kind(*p) == TokenKind::EqEqual || m.kind(*p) == TokenKind::NotEqual)) {
@@ -146,8 +167,9 @@ Ctx device_context(const semantic::Model& m, TokenIndex s, TokenIndex s_last) {
         }
       }
       if (a.keyword.empty() && !in_container) {
-        if (pos == 0 && (device_first_arg(q) || (q.empty() && last == "to" && callee == nullptr) ||
-                         (last == "to" && callee && callee->names.size() >= 2 && q.empty()))) {
+        if (pos == 0 &&
+            (device_first_arg(ctx, q) || (q.empty() && last == "to" && callee == nullptr) ||
+             (last == "to" && callee && callee->names.size() >= 2 && q.empty()))) {
           return Ctx::Device;
         }
         if (pos == 1 && q == "torch.load") return Ctx::MapLocation;
@@ -621,7 +643,7 @@ bool built_device_string(Context& ctx, TokenIndex i, const semantic::StringValue
     built = f && m.token_text(*f) == "format";
   }
   if (!built) return false;
-  const Ctx c = device_context(m, i, i);
+  const Ctx c = device_context(ctx, i, i);
   if (c != Ctx::Device && c != Ctx::MapLocation) return false;
   if (ctx.accelerator()) return accelerator_built_device(ctx, i, k, c, sv);
   const std::string api = std::string(m.token_text(i));
@@ -683,7 +705,7 @@ void device_strings(Context& ctx) {
                        : tk == TokenKind::FStringStart || tk == TokenKind::TStringStart);
       };
       if (sv && sv->value.starts_with("cuda") && (is_str(pv, true) || is_str(nx, false))) {
-        if (device_context(m, i, i) != Ctx::None) {
+        if (device_context(ctx, i, i) != Ctx::None) {
           const syntax::Token& tok = m.tokens()[i];
           ctx.flag("TP300", Operation::Unknown, "\"" + std::string(sv->value) + "\"",
                    "a CUDA device string in an implicit string concatenation is left as is: "
@@ -695,7 +717,7 @@ void device_strings(Context& ctx) {
       if (sv && !semantic::is_cuda_device_string(sv->value) && built_device_string(ctx, i, *sv))
         continue;
       if (!sv || !semantic::is_cuda_device_string(sv->value)) continue;
-      Ctx c = device_context(m, i, i);
+      Ctx c = device_context(ctx, i, i);
       if (c == Ctx::None) continue;
       const std::string api = "\"" + std::string(sv->value) + "\"";
       const syntax::Token& tok = m.tokens()[i];
@@ -761,7 +783,7 @@ void device_strings(Context& ctx) {
           break;
         }
       }
-      const Ctx c = device_context(m, i, last);
+      const Ctx c = device_context(ctx, i, last);
       if (c == Ctx::None) continue;
       if (c == Ctx::MapLocation && (ctx.accelerator() || !ctx.target.device_index)) {
         map_location(ctx, "f\"" + std::string(v) + "...\"", m.tokens()[i].begin,

@@ -373,6 +373,12 @@ std::string Context::script_device(std::uint32_t at, bool type, bool unindexed) 
   }
   if (!d) return "";
   if (unindexed && d->indexed) return "";
+  // A line that reads `device` itself tests or derives from the script's value
+  // (`'cuda' if 'cuda' in device else 'cpu'`): naming it again would make the test circular.
+  for (const TokenIndex t : site.tokens) {
+    const semantic::Reference* r = m.reference_at(t);
+    if (r && r->first == t && !r->store && m.token_text(t) == "device") return "";
+  }
   if (!type) return "device";
   if (d->object) return "device.type";
   return d->indexed ? "" : "device";  // a device string such as "cuda" is its own type
