@@ -373,11 +373,35 @@ std::string Context::script_device(std::uint32_t at, bool type, bool unindexed) 
   }
   if (!d) return "";
   if (unindexed && d->indexed) return "";
-  // A line that reads `device` itself tests or derives from the script's value
+  // An expression that reads `device` itself tests or derives from the script's value
   // (`'cuda' if 'cuda' in device else 'cpu'`): naming it again would make the test circular.
-  for (const TokenIndex t : site.tokens) {
-    const semantic::Reference* r = m.reference_at(t);
-    if (r && r->first == t && !r->store && m.token_text(t) == "device") return "";
+  // The expression is the site's argument inside its innermost bracket, or the whole line.
+  {
+    const auto& toks = site.tokens;
+    auto pos = std::lower_bound(toks.begin(), toks.end(), at, [&](TokenIndex t, std::uint32_t off) {
+      return m.tokens()[t].begin < off;
+    });
+    if (pos != toks.end() && m.tokens()[*pos].begin == at) {
+      const auto open = m.enclosing_open(*pos);
+      auto same_level = [&](TokenIndex t) { return m.enclosing_open(t) == open; };
+      auto lo = pos, hi = pos;
+      while (lo != toks.begin()) {
+        const TokenIndex p = *(lo - 1);
+        if (open && p == *open) break;
+        if (m.kind(p) == TokenKind::Comma && same_level(p)) break;
+        --lo;
+      }
+      while (hi + 1 != toks.end()) {
+        const TokenIndex n = *(hi + 1);
+        if (open && m.match(*open) && n == *m.match(*open)) break;
+        if (m.kind(n) == TokenKind::Comma && same_level(n)) break;
+        ++hi;
+      }
+      for (auto k = lo; k <= hi; ++k) {
+        const semantic::Reference* r = m.reference_at(*k);
+        if (r && r->first == *k && !r->store && m.token_text(*k) == "device") return "";
+      }
+    }
   }
   if (!type) return "device";
   if (d->object) return "device.type";

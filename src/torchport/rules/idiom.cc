@@ -13,7 +13,10 @@
 //   `--no-xpu`, of the same polarity) are folded in: they become aliases too, and the statements
 //   that only served them go (`use_mps = not args.no_mps and ...`, an `elif use_mps:` branch,
 //   an `if <available>: if not args.mps: print(...)` warning). torch.accelerator picks MPS or
-//   XPU by itself.
+//   XPU by itself. For mps and xpu, the target's own flag of the same polarity (`--no-mps` next
+//   to `--no-cuda`) is folded into the ported flag the same way (`--no-cuda` becomes a deprecated
+//   alias of `--no-mps`; `use_mps = ...` and the `elif use_mps:` branch go): left as it was,
+//   `--no-mps` alone would no longer turn the MPS off, since the CUDA branch now selects it too.
 // Why:
 //   After the device rules, `--cuda` silently means "any accelerator" and the `--mps` branch is
 //   dead code. Maintainers who ported their examples to torch.accelerator replaced the block
@@ -218,9 +221,16 @@ class Porter {
       if (t_.tokens()[i].kind == TokenKind::Name && t_.token_text(i) == id && m_.is_store(i)) ++n;
     return n;
   }
-  bool identifier_used(std::string_view id) const {
-    for (std::uint32_t i = 0; i < t_.tokens().size(); ++i)
-      if (t_.tokens()[i].kind == TokenKind::Name && t_.token_text(i) == id) return true;
+  /// `id` is a name somewhere in the file outside the byte ranges `gone` (statements that go).
+  bool identifier_used(std::string_view id, const std::vector<fix::Edit>& gone = {}) const {
+    for (std::uint32_t i = 0; i < t_.tokens().size(); ++i) {
+      if (t_.tokens()[i].kind != TokenKind::Name || t_.token_text(i) != id) continue;
+      const std::uint32_t at = t_.tokens()[i].begin;
+      if (std::none_of(gone.begin(), gone.end(), [&](const fix::Edit& e) {
+            return e.replacement.empty() && at >= e.begin && at < e.end;
+          }))
+        return true;
+    }
     return false;
   }
   /// Attribute reads `<ns>.<dest>`, where <ns> is a name the file binds to parse_args().
@@ -474,15 +484,38 @@ std::vector<Finding> Porter::run() {
     return o.replace(p, 4, word_);
   }();
   const std::string new_dest = dest_of(new_option);
-  bool clash = !dest_reads(new_dest).empty() || new_dest == fl.dest;
-  for (const Flag& f : flags) clash = clash || f.option == new_option;
+  std::vector<fix::Edit> edits;
+  std::vector<std::string> notes;
+  // The target's own flag of the same polarity (`--no-mps` for mps, next to `--no-cuda`): folded
+  // into the ported CUDA flag, so that one flag switches the device, as before (left as it was,
+  // `--no-mps` alone would no longer turn the MPS off: the CUDA branch now selects it too).
+  const Flag* own = nullptr;
+  if (!accel_)
+    for (const Flag& f : flags)
+      if (f.device == word_ && f.negative == fl.negative) own = &f;
+  std::vector<std::string> own_notes;
+  const bool folded_own = own && fold(*own, edits, own_notes);
+  auto gone = [&](const Node* n) {
+    const std::uint32_t at = t_.byte_range(*n).begin;
+    return std::any_of(edits.begin(), edits.end(), [&](const fix::Edit& e) {
+      return e.replacement.empty() && at >= e.begin && at < e.end;
+    });
+  };
+  bool clash = new_dest == fl.dest;
+  for (const Node* r : dest_reads(new_dest)) clash = clash || !gone(r);
+  for (const Flag& f : flags)
+    clash = clash || (f.option == new_option && !(folded_own && &f == own));
   if (clash) {
-    keep(fl, new_option + " or args." + new_dest + " is already used");
+    if (own && !folded_own)
+      keep(fl, new_option + " or args." + new_dest + " is already used; " + own->option +
+                   " alone no longer turns the " + display_ +
+                   " off: the CUDA branch selects it "
+                   "too");
+    else
+      keep(fl, new_option + " or args." + new_dest + " is already used");
     return kept;
   }
 
-  std::vector<fix::Edit> edits;
-  std::vector<std::string> notes;
   const char quote = t_.token_text(fl.opt->first_token()).back();
   auto quoted = [&](std::string_view s) { return std::string(1, quote) + std::string(s) + quote; };
   // The flag itself, and its reads.
@@ -496,9 +529,14 @@ std::vector<Finding> Porter::run() {
   notes.push_back(fl.option + " is now " + new_option + " (" + fl.option +
                   " stays, a deprecated alias); args." + fl.dest + " is args." + new_dest + " (" +
                   std::to_string(reads.size()) + " read(s))");
+  notes.insert(notes.end(), own_notes.begin(), own_notes.end());
   // Vendor flags of the same polarity the accelerator idiom covers.
   std::vector<std::string> aliases{fl.option};
   std::vector<std::pair<std::string, std::string>> opt_words{{fl.option, new_option}};
+  if (folded_own && own->option != new_option) {
+    aliases.push_back(own->option);
+    opt_words.emplace_back(own->option, new_option);
+  }
   if (accel_)
     for (const Flag& f : flags)
       if (f.device != "cuda" && f.negative == fl.negative && fold(f, edits, notes)) {
@@ -539,7 +577,7 @@ std::vector<Finding> Porter::run() {
       std::string name(t_.name(**a->targets().begin()));
       if (std::find(derived.begin(), derived.end(), name) != derived.end()) continue;
       std::string to = renamed(name, word_);
-      if (to.empty() || bindings(name) != 1 || identifier_used(to)) continue;
+      if (to.empty() || bindings(name) != 1 || identifier_used(to, edits)) continue;
       bool from_flag = uses_flag(a->value());
       for (const Node* p = a->parent(); p && !from_flag; p = p->parent())
         if (p->kind() == NodeKind::If && uses_flag(p->test())) from_flag = true;
