@@ -29,6 +29,9 @@
 // carries the label "numerics: ..." in the reports. A call whose arguments cannot be read
 // (*args, **kwargs) is reported instead.
 //   with torch.cuda.amp.autocast():  -> cpu: with torch.amp.autocast("cpu", dtype=torch.float16):
+// On cpu (the host) the rewrite of a CUDA autocast or GradScaler not passed enabled=False is
+// labelled "numerics": the original's turned itself off on a machine without CUDA, the output's
+// runs on the CPU (as under `torchport run`, which verify compares with).
 #include <torchport/rules/context.h>
 
 namespace torchport::rules {
@@ -115,6 +118,18 @@ void pin_cuda_dtype(Context& ctx, const std::string& api, semantic::TokenIndex l
   ctx.label_last(
       "numerics: autocast dtype pinned to CUDA's default " + cuda + " (not " + theirs + ")",
       fix::Applicability::Safe);
+}
+
+// `enabled=False` (or False at the enabled parameter's position `at`) is passed.
+bool passes_false(const semantic::Model& m, const std::vector<Arg>& args, std::size_t at) {
+  std::size_t positional = 0;
+  for (const Arg& a : args) {
+    if (a.keyword == "enabled")
+      return a.last == *m.next(*m.next(a.first)) && m.token_text(a.last) == "False";
+    if (!a.keyword.empty()) continue;
+    if (positional++ == at) return a.first == a.last && m.token_text(a.first) == "False";
+  }
+  return false;
 }
 
 // torch.autocast("cuda", ...) / torch.amp.autocast(device_type="cuda", ...): the device type
@@ -223,6 +238,14 @@ void run_amp(Context& ctx) {
     std::size_t k = 0;
     if (!keywords.empty() && keywords[0].first == at) insert += keywords[k++].second;
     ctx.modify("TP200", api, msg, at, at, insert);
+    if (ctx.target.host && !passes_false(m, args, which == "autocast" ? 0 : 4)) {
+      // On a machine without CUDA the original's CUDA autocast / GradScaler was off; the output
+      // runs the CPU's. Said, not changed: `torchport run` and verify keep it on too.
+      ctx.label_last("numerics: the original's CUDA " + std::string(which) +
+                         " was off on a machine without CUDA (a warning, then nothing); on " +
+                         ctx.target.name + " it runs (enabled=False runs what the original ran)",
+                     fix::Applicability::Safe);
+    }
     for (; k < keywords.size(); ++k) {
       ctx.modify("TP200", api, "pass the positional argument as " + keywords[k].second + "...",
                  keywords[k].first, keywords[k].first, keywords[k].second);
