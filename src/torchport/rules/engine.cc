@@ -381,7 +381,10 @@ std::string Context::script_device(std::uint32_t at, bool type, bool unindexed) 
     auto pos = std::lower_bound(toks.begin(), toks.end(), at, [&](TokenIndex t, std::uint32_t off) {
       return m.tokens()[t].begin < off;
     });
-    if (pos != toks.end() && m.tokens()[*pos].begin == at) {
+    // Only a string being replaced: an insertion at a token (`f(` + `device.type, ` +
+    // `enabled=device.type == "cuda")`) reads nothing of its own.
+    if (pos != toks.end() && m.tokens()[*pos].begin == at &&
+        (m.kind(*pos) == TokenKind::String || m.kind(*pos) == TokenKind::FStringStart)) {
       const auto open = m.enclosing_open(*pos);
       auto same_level = [&](TokenIndex t) { return m.enclosing_open(t) == open; };
       auto lo = pos, hi = pos;
