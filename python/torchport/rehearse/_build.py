@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Optional
 
 CSRC = Path(__file__).resolve().parent / "csrc"
-SOURCES = ("allocator.cc", "device.cc", "fallback.cc", "module.cc")
+SOURCES = ("allocator.cc", "device.cc", "fallback.cc", "module.cc", "rnn.cc")
 FLAGS = ["-O2", "-std=c++20", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
 
 _loaded: Optional[ModuleType] = None

@@ -19,6 +19,15 @@ def _rank() -> Optional[int]:
     return int(r) if r is not None and r.isdigit() else None
 
 
+def _row(name: str, calls: int, reason: str, sites: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {"op": f"aten::{name}", "calls": int(calls), "reason": reason}
+    if sites:
+        row["sites"] = [
+            {"site": k, "calls": int(v)} for k, v in sorted(dict(sites).items(), key=lambda kv: -kv[1])
+        ]
+    return row
+
+
 def collect() -> dict[str, Any]:
     sess = runtime.session()
     assert sess is not None
@@ -27,19 +36,20 @@ def collect() -> dict[str, Any]:
     groups: dict[str, list[dict[str, Any]]] = {name: [] for name in runtime.STATUS_NAMES}
     op_ns = 0
     fb_ns = 0
-    for name, status, reason, calls, ns, sites in ext.op_stats():
+    for name, status, reason, calls, ns, sites, failed, failure, failed_sites in ext.op_stats():
+        if failed:
+            # The device could not run these calls (NotImplementedError, e.g. no CPU kernel to run the op
+            # with): refused, whatever the lists say, so that the summary does not pass them over.
+            row = _row(name, failed, reason, failed_sites)
+            row["error"] = failure
+            groups["refused"].append(row)
         if calls == 0 and not sites:
             continue
         st = runtime.STATUS_NAMES[status]
         op_ns += ns
         if st == "fallback":
             fb_ns += ns
-        row: dict[str, Any] = {"op": f"aten::{name}", "calls": int(calls), "reason": reason}
-        if sites:
-            row["sites"] = [
-                {"site": k, "calls": int(v)} for k, v in sorted(dict(sites).items(), key=lambda kv: -kv[1])
-            ]
-        groups[st].append(row)
+        groups[st].append(_row(name, calls, reason, sites))
     for rows in groups.values():
         rows.sort(key=lambda r: (-r["calls"], r["op"]))
     violations = [
@@ -95,13 +105,14 @@ def format_text(rep: dict[str, Any], max_sites: int = 3) -> str:
         f"{c['refused']['ops'] + len(rep['dtype_violations'])} refused, "
         f"{c['unknown']['ops']} not settled by the lists ({c['unknown']['calls']} calls)"
     ]
-    for st, title in (("fallback", "fallen back"), ("unknown", "not settled")):
+    for st, title in (("refused", "refused"), ("fallback", "fallen back"), ("unknown", "not settled")):
         for r in rep["ops"][st]:
             sites = ", ".join(f"{s['site']} ({s['calls']}x)" for s in r.get("sites", [])[:max_sites])
             more = len(r.get("sites", [])) - max_sites
             if more > 0:
                 sites += f", +{more} more"
-            lines.append(f"{who}  {title}: {r['op']} x{r['calls']} at {sites or '?'}")
+            error = f": {r['error']}" if r.get("error") else ""
+            lines.append(f"{who}  {title}: {r['op']} x{r['calls']} at {sites or '?'}{error}")
     for v in rep["dtype_violations"]:
         lines.append(f"{who}  refused dtype: {v['op']} on {v['dtype']} x{v['calls']} at {v['site'] or '?'}")
     for m in rep["memory"]:

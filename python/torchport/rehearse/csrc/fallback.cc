@@ -167,8 +167,11 @@ void reset_op_stats() {
   for (OpEntry* e : g_entries) {
     e->calls = 0;
     e->ns = 0;
+    e->failed = 0;
     std::lock_guard<std::mutex> l2(e->mu);
     e->sites.clear();
+    e->failed_sites.clear();
+    e->failure.clear();
   }
   std::lock_guard<std::mutex> l3(g_dtype_mu);
   g_dtype_violations.clear();
@@ -366,15 +369,17 @@ void sync_back(const c10::IValue& orig, const c10::IValue& view, const ViewCache
   }
 }
 
+}  // namespace
+
 // Judges one call before it runs: refused dtype -> the device's error; a fallback -> the vendor's
 // warning (once per op) or, with --strict / on a target without fallback, the vendor's error.
 // Non-native calls are counted per user call site.
-void admit(OpEntry& e, c10::ScalarType bad) {
+std::string admit(OpEntry& e, c10::ScalarType bad) {
   if (bad != c10::ScalarType::Undefined) {
     record_dtype_violation(e.name, c10::toString(bad), user_site());
     TORCH_CHECK(false, refused_message(e.name, bad));
   }
-  if (e.status == Status::Native) return;
+  if (e.status == Status::Native) return "";
   std::string site = user_site();
   {
     std::lock_guard<std::mutex> lock(e.mu);
@@ -387,7 +392,57 @@ void admit(OpEntry& e, c10::ScalarType bad) {
     }
     warn_once(e);
   }
+  return site;
 }
+
+c10::ScalarType refused_dtype(std::initializer_list<at::Tensor> ts) {
+  for (const at::Tensor& t : ts) {
+    // A 0-dim tensor is a scalar (see ArgScan).
+    if (is_dev(t) && refused(t.scalar_type()) && t.dim() > 0) return t.scalar_type();
+  }
+  return c10::ScalarType::Undefined;
+}
+
+void count_call(OpEntry& e, std::chrono::steady_clock::time_point t0) {
+  e.ns +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  e.calls += 1;
+}
+
+namespace {
+constexpr const char* kNotRunMark = "[torchport rehearse: counted as refused";
+}  // namespace
+
+void raise_not_implemented(OpEntry& e, const std::string& site,
+                           const c10::NotImplementedError& err) {
+  const std::string& msg = err.msg();
+  // Raised by an inner call of the device, already counted and worded: pass it on.
+  if (msg.find(kNotRunMark) != std::string::npos) throw err;
+  std::string first = msg.substr(0, msg.find('\n'));
+  // The dispatcher's "Could not run 'aten::x' with arguments from the 'CPU' backend. This could
+  // be because ...": its first sentence says it.
+  const size_t cut = first.find(" backend. ");
+  if (first.rfind("Could not run '", 0) == 0 && cut != std::string::npos)
+    first = first.substr(0, cut + 9);
+  std::string where = site.empty() ? user_site() : site;
+  {
+    std::lock_guard<std::mutex> lock(e.mu);
+    if (!site.empty()) {  // admit counted it as a call of a non-native op: it did not run
+      auto it = e.sites.find(site);
+      if (it != e.sites.end() && --it->second <= 0) e.sites.erase(it);
+    }
+    e.failed_sites[where] += 1;
+    if (e.failure.empty()) e.failure = "NotImplementedError: " + first;
+  }
+  e.failed += 1;
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false, "aten::", e.name, " cannot run on the rehearsal ", config().target,
+      " device, which runs operators with PyTorch's CPU kernels: ", first, " ", kNotRunMark,
+      "; what the ", config().target, " lists say of it: ", e.reason, "]");
+}
+
+namespace {
 
 void rehearse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/,
                        torch::jit::Stack* stack) {
@@ -402,18 +457,19 @@ void rehearse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/
   ViewCache cache;
   for (size_t i = 0; i < nargs; ++i) (*stack)[base + i] = to_cpu_ivalue(orig[i], scan, cache);
 
-  admit(e, scan.bad);
+  const std::string site = admit(e, scan.bad);
   std::vector<c10::IValue> views(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   const c10::DeviceIndex dev = scan.dev >= 0 ? scan.dev : current_device();
   auto t0 = std::chrono::steady_clock::now();
-  {
+  try {
     RedirectGuard redirect(dev);
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  } catch (const c10::NotImplementedError& err) {
+    // No CPU kernel to run it with (e.g. an op torch implements only for CUDA-like devices): the
+    // device cannot run it. Counted as refused, not as a call that ran.
+    raise_not_implemented(e, site, err);
   }
-  e.ns +=
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-          .count();
-  e.calls += 1;
+  count_call(e, t0);
 
   // Mutated arguments: carry a resize or set_ of the view over to the device tensor.
   for (size_t i = 0; i < nargs; ++i) {
@@ -543,22 +599,13 @@ at::Tensor rh_conv(const at::Tensor& input, const at::Tensor& weight,
   static auto handle =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_overrideable", "");
   OpEntry& e = op_entry(handle);
-  admit(e, refused(input.scalar_type()) && input.dim() > 0 ? input.scalar_type()
-                                                           : c10::ScalarType::Undefined);
   std::optional<at::Tensor> b =
       bias.has_value() ? std::optional<at::Tensor>(as_cpu(*bias)) : std::nullopt;
   const c10::DeviceIndex dev = input.device().index();
-  auto t0 = std::chrono::steady_clock::now();
-  at::Tensor out;
-  {
-    RedirectGuard redirect(dev);
-    out = at::convolution(as_cpu(input), as_cpu(weight), b, stride, padding, dilation, transposed,
-                          output_padding, groups);
-  }
-  e.ns +=
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-          .count();
-  e.calls += 1;
+  at::Tensor out = run_own_kernel(e, refused_dtype({input}), dev, [&] {
+    return at::convolution(as_cpu(input), as_cpu(weight), b, stride, padding, dilation, transposed,
+                           output_padding, groups);
+  });
   return as_device(out, dev);
 }
 
@@ -569,20 +616,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> rh_conv_backward(
   static auto handle =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_backward_overrideable", "");
   OpEntry& e = op_entry(handle);
-  admit(e, refused(input.scalar_type()) && input.dim() > 0 ? input.scalar_type()
-                                                           : c10::ScalarType::Undefined);
   const c10::DeviceIndex dev = input.device().index();
-  auto t0 = std::chrono::steady_clock::now();
-  std::tuple<at::Tensor, at::Tensor, at::Tensor> r;
-  {
-    RedirectGuard redirect(dev);
-    r = at::convolution_backward(as_cpu(grad), as_cpu(input), as_cpu(weight), std::nullopt, stride,
-                                 padding, dilation, transposed, output_padding, groups, mask);
-  }
-  e.ns +=
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-          .count();
-  e.calls += 1;
+  auto r = run_own_kernel(e, refused_dtype({input}), dev, [&] {
+    return at::convolution_backward(as_cpu(grad), as_cpu(input), as_cpu(weight), std::nullopt,
+                                    stride, padding, dilation, transposed, output_padding, groups,
+                                    mask);
+  });
   return {as_device(std::get<0>(r), dev), as_device(std::get<1>(r), dev),
           as_device(std::get<2>(r), dev)};
 }

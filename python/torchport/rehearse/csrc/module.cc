@@ -68,12 +68,18 @@ py::list op_stats() {
   py::list out;
   for (rh::OpEntry* e : rh::all_entries()) {
     py::dict sites;
+    py::dict failed_sites;
+    std::string failure;
     {
       std::lock_guard<std::mutex> lock(e->mu);
       for (auto& [k, n] : e->sites) sites[py::str(k)] = n;
+      for (auto& [k, n] : e->failed_sites) failed_sites[py::str(k)] = n;
+      failure = e->failure;
     }
+    // (name, status, reason, calls, ns, sites, failed, failure, failed_sites): `failed` calls
+    // raised NotImplementedError (the device could not run the op) and are not in `calls`.
     out.append(py::make_tuple(e->name, static_cast<int>(e->status), e->reason, e->calls.load(),
-                              e->ns.load(), sites));
+                              e->ns.load(), sites, e->failed.load(), failure, failed_sites));
   }
   return out;
 }

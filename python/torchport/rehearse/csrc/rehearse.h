@@ -6,6 +6,7 @@
 #include <c10/core/Allocator.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -84,8 +85,13 @@ struct OpEntry {
   std::atomic<int64_t> calls{0};
   std::atomic<int64_t> ns{0};
   std::atomic<bool> warned{false};
-  std::mutex mu;                         // guards sites
+  std::mutex mu;                         // guards sites, failure and failed_sites
   std::map<std::string, int64_t> sites;  // "file:line" -> calls (not recorded for native ops)
+  // Calls that raised NotImplementedError on the device (the rehearsal could not run the op: a CPU
+  // kernel it forwards to does not exist): not in `calls`, reported as refused.
+  std::atomic<int64_t> failed{0};
+  std::string failure;                          // the first such error's message (one line)
+  std::map<std::string, int64_t> failed_sites;  // "file:line" -> failed calls
 };
 
 // Python callbacks (set by configure()).
@@ -114,6 +120,40 @@ std::vector<std::string> register_listed_kernels();
 // Module.to() keeps tied weights tied. Torch's own answer for PrivateUse1 is "not compatible",
 // under which Module.to() makes a new Parameter per module and unties them.
 void register_cpu_shallow_copy();
+
+// ---- calls of the device's own kernels (fallback.cc) ----
+// Judges one call of `e` before it runs, as the boxed fallback does: `bad` (a refused dtype among
+// its tensors, else Undefined) raises the device's error; a fallback verdict warns once or, with
+// --strict or on a target without CPU fallback, raises the vendor's error. Returns the user's call
+// site it recorded for a non-native call ("" for a native one).
+std::string admit(OpEntry& e, c10::ScalarType bad);
+// The first dtype of a device tensor among `ts` that the target refuses (0-dim scalars excepted),
+// or Undefined.
+c10::ScalarType refused_dtype(std::initializer_list<at::Tensor> ts);
+// Counts a call that ran, with its time since t0.
+void count_call(OpEntry& e, std::chrono::steady_clock::time_point t0);
+// A call of `e` raised NotImplementedError: counts it as failed at the user's call site (`site`,
+// recorded by admit for a non-native op, moves from the op's sites to its failed ones) and raises
+// NotImplementedError naming the op, the device and the CPU kernel's error. An error already
+// reported this way by an inner call is raised again as it is.
+[[noreturn]] void raise_not_implemented(OpEntry& e, const std::string& site,
+                                        const c10::NotImplementedError& err);
+// Runs `body` (CPU ATen ops on CPU views of the device tensors; their allocations come from device
+// `dev`'s memory) as the device's own kernel of `e`: judged first, then timed and counted; a
+// NotImplementedError is counted and reported as above.
+template <class F>
+auto run_own_kernel(OpEntry& e, c10::ScalarType bad, c10::DeviceIndex dev, F&& body) {
+  const std::string site = admit(e, bad);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    RedirectGuard redirect(dev);
+    auto r = body();
+    count_call(e, t0);
+    return r;
+  } catch (const c10::NotImplementedError& err) {
+    raise_not_implemented(e, site, err);
+  }
+}
 
 // ---- zero-copy views ----
 // A CPU tensor on the same storage (no copy); for a CPU tensor, itself.
