@@ -5,7 +5,8 @@
 //   Runs after every rewriting family and walks the syntax tree for what is still
 //   CUDA-specific in the file without a finding: a device string ("cuda", "cuda:0",
 //   'cuda:{:d}', f"cuda:{rank}"), the backend name "nccl", a comparison with one
-//   (`device_type == "cuda"`, `dev.startswith("cuda")`, `"cuda" in str(x.device)`), and an
+//   (`device_type == "cuda"`, `dev.startswith("cuda")`, `"cuda" in str(x.device)`), the prefix
+//   "cuda:" taken apart by a str method (`device.replace("cuda:", "")`), and an
 //   integer device given to .to(), .cuda(), torch.device() or device= (a literal, or a name such
 //   as local_rank, gpu, gpu_id or device_id). Each becomes an UNKNOWN row saying what to check.
 // Why:
@@ -116,6 +117,11 @@ class Walker {
              "the collective backend; on " +
                  ctx_.target.name + " use the target's backend (" +
                  (ctx_.target.backend.empty() ? std::string("gloo") : ctx_.target.backend) + ")");
+    } else if (v == "cuda:" && parsed_prefix(n)) {
+      report(n, api,
+             "a CUDA device prefix is parsed here (" + std::string(t_.name(*n.parent()->func())) +
+                 "): the device strings of " + device_phrase() +
+                 " do not carry it; check the parsing for them");
     } else if (device_string(*v) ||
                (v == "cuda:" && (n.kind() == NodeKind::JoinedStr ||
                                  (n.parent() && n.parent()->kind() == NodeKind::BinOp)))) {
@@ -135,6 +141,19 @@ class Walker {
                    device_phrase());
       }
     }
+  }
+
+  /// `s.replace("cuda:", "")`, `s.startswith("cuda:")`, `s.split("cuda:")`: the string is an
+  /// argument of a str method that takes a device string apart.
+  bool parsed_prefix(const Node& n) const {
+    const Node* c = n.parent();
+    if (!c || c->kind() != NodeKind::Call || n.role() != Role::Arg) return false;
+    const Node* f = c->func();
+    if (!f || f->kind() != NodeKind::Attribute) return false;
+    static constexpr std::array<std::string_view, 11> kMethods = {
+        "replace",   "removeprefix", "startswith", "endswith", "split", "rsplit",
+        "partition", "rpartition",   "find",       "index",    "lstrip"};
+    return std::find(kMethods.begin(), kMethods.end(), t_.name(*f)) != kMethods.end();
   }
 
   void int_device(const Node& arg) {
