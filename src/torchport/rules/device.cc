@@ -31,6 +31,10 @@
 //   meaning: for accelerator `dev.type == "cuda"` becomes `dev.type != "cpu"` (never true on the
 //   CPU fallback, where pin_memory() and fused kernels fail); on cpu they are kept and reported
 //   (false, as on a machine without CUDA).
+//   On cpu, `"cuda" if <test> else "cpu"` names the CPU in both branches, so it becomes "cpu",
+//   the test dropped, where the test cannot do anything (names, attributes, literals, operators,
+//   torch.cuda / torch.backends queries): `torch.device("cuda" if use_cuda else "cpu")` ->
+//   `torch.device("cpu")`, not `torch.device("cpu" if use_cuda else "cpu")`.
 //   (cpu: .to("cpu", non_blocking=True) and `.device.type != "cpu"`, False as is_cuda was on a
 //   machine without CUDA; accelerator: the script's own `device` /
 //   `device.type` where one is in reach (else an inserted module-level `device`),
@@ -686,6 +690,67 @@ bool tests_availability(const semantic::Model& m, TokenIndex kw) {
   return false;
 }
 
+// cpu (the host): `"cuda" if <test> else "cpu"` names the CPU in both branches once "cuda" is
+// "cpu", so it becomes the "cpu" string itself, the test dropped, where the test cannot do
+// anything (names, attributes, literals, operators, and calls of torch.cuda / torch.backends /
+// torch.accelerator queries). The findings inside it go with it. Returns the last token of the
+// expression, or nullopt when it has another shape.
+std::optional<TokenIndex> host_choice(Context& ctx, TokenIndex i, const semantic::StringValue& sv,
+                                      const std::string& api) {
+  const semantic::Model& m = ctx.m;
+  if (!ctx.target.host || sv.value != "cuda") return std::nullopt;
+  auto kw = m.next(i);
+  auto before = m.prev(i);
+  if (!kw || m.kind(*kw) != TokenKind::KwIf || !before) return std::nullopt;
+  const TokenKind pk = m.kind(*before);
+  if (pk != TokenKind::Equal && pk != TokenKind::LPar && pk != TokenKind::Comma &&
+      pk != TokenKind::KwReturn)
+    return std::nullopt;
+  const auto level = m.enclosing_open(i);
+  std::optional<TokenIndex> els;
+  const auto line = m.line_of(i);
+  for (auto t = m.next(*kw); t; t = m.next(*t)) {
+    const TokenKind k = m.kind(*t);
+    if (m.line_of(*t) != line) return std::nullopt;  // the statement ended without an else
+    if (m.enclosing_open(*t) == level && (k == TokenKind::Comma || k == TokenKind::KwIf))
+      return std::nullopt;
+    if (k == TokenKind::KwElse && m.enclosing_open(*t) == level) {
+      els = t;
+      break;
+    }
+    if (k == TokenKind::KwLambda || k == TokenKind::ColonEqual || k == TokenKind::KwAwait ||
+        k == TokenKind::KwYield)
+      return std::nullopt;
+    if (k == TokenKind::LPar && m.prev(*t) && m.kind(*m.prev(*t)) == TokenKind::Name) {
+      const semantic::Reference* callee = callee_of(m, *t);
+      const std::string q = callee ? callee->qualified : std::string();
+      if (!q.starts_with("torch.cuda.") && !q.starts_with("torch.backends.") &&
+          !q.starts_with("torch.accelerator."))
+        return std::nullopt;
+    }
+  }
+  if (!els || *els == *m.next(*kw)) return std::nullopt;
+  auto other = m.next(*els);
+  if (!other || m.kind(*other) != TokenKind::String) return std::nullopt;
+  auto ov = semantic::string_value(m.text(), m.tokens()[*other]);
+  if (!ov || ov->value != "cpu") return std::nullopt;
+  auto after = m.next(*other);
+  if (after && m.line_of(*after) == line && m.enclosing_open(*after) == level) {
+    const TokenKind ak = m.kind(*after);
+    if (ak != TokenKind::Comma && ak != TokenKind::RPar && ak != TokenKind::RSqb &&
+        ak != TokenKind::RBrace)
+      return std::nullopt;
+  }
+  const std::uint32_t b = m.tokens()[i].begin, e = m.tokens()[*other].end;
+  std::erase_if(ctx.result.findings, [&](const Finding& g) { return g.begin >= b && g.end <= e; });
+  ctx.modify("TP300", api,
+             "change " + api + " if ... else " + std::string(m.token_text(*other)) + " to " +
+                 std::string(m.token_text(*other)) +
+                 ": on cpu both branches name the CPU (the test is dropped)",
+             b, e, std::string(m.token_text(*other)));
+  return other;
+}
+
 void device_strings(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
@@ -730,6 +795,10 @@ void device_strings(Context& ctx) {
       if (pin && c == Ctx::Device) ctx.used_device_id = true;  // the prologue pins "cuda"
       if (c == Ctx::Comparison && comparison_guard(ctx, i, *sv, api)) continue;
       if (ctx.accelerator() && device_call_selection(ctx, i, *sv, api)) continue;
+      if (auto last = host_choice(ctx, i, *sv, api)) {
+        i = *last;  // the strings inside the dropped test go with it
+        continue;
+      }
       if (ctx.accelerator()) {
         std::string text;
         auto after = m.next(i);
