@@ -44,6 +44,25 @@ namespace torchport::rules {
 
 namespace {
 
+// Token `t` is in the class argument of isinstance()/issubclass() (also inside a tuple there).
+bool in_type_test(const semantic::Model& m, semantic::TokenIndex t) {
+  auto open = m.enclosing_open(t);
+  if (open && m.kind(*open) == syntax::TokenKind::LPar) {
+    auto before = m.prev(*open);
+    if (before && m.kind(*before) != syntax::TokenKind::Name) {
+      t = *open;  // a tuple of classes
+      open = m.enclosing_open(t);
+    }
+  }
+  if (!open || m.kind(*open) != syntax::TokenKind::LPar) return false;
+  auto callee = m.prev(*open);
+  if (!callee || m.kind(*callee) != syntax::TokenKind::Name ||
+      (m.token_text(*callee) != "isinstance" && m.token_text(*callee) != "issubclass"))
+    return false;
+  auto args = call_args(m, *open);
+  return args.size() == 2 && t >= args[1].first && t <= args[1].last;
+}
+
 // torch.cuda functions that torch.cpu also has (checked against torch 2.13: dir(torch.cpu)), so
 // the accelerator target can call them through torch.get_device_module(), CPU included.
 constexpr std::array<std::string_view, 9> kCommonDeviceModule = {
@@ -320,9 +339,14 @@ void run_cuda_api(Context& ctx) {
     }
     if (!mp.without_device.empty() && emulate_without_device(ctx, ref, n, prefix, mp)) continue;
     if (mp.status == catalogue::Status::Unsupported || mp.replacement.empty()) {
-      ctx.flag("TP100", Operation::Unsupported, prefix,
-               mp.note.empty() ? prefix + " has no equivalent on " + ctx.target.name : mp.note,
-               begin, end);
+      std::string why =
+          mp.note.empty() ? prefix + " has no equivalent on " + ctx.target.name : mp.note;
+      // `isinstance(x, torch.cuda.FloatTensor)`: a type test, not a construction to port.
+      if (in_type_test(m, ref.first))
+        why = prefix + " in a type test: no tensor is one on " + ctx.target.name +
+              ", so the test is false there, as on a machine without CUDA (left as is; test "
+              "x.dtype and x.device.type if that is what it means)";
+      ctx.flag("TP100", Operation::Unsupported, prefix, why, begin, end);
       continue;
     }
     if (!ctx.version_ok(mp.min_torch)) {
