@@ -214,6 +214,59 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
   return true;
 }
 
+// `torch.manual_seed(s)` on the line before, in the same block: the seed call at `ref`, which
+// becomes torch.manual_seed(s) on the target, would repeat it (nanoGPT, minGPT's set_seed).
+// The whole line is deleted instead: the generator's state is the same. True when done.
+bool drop_repeated_seed(Context& ctx, const semantic::Reference& ref, const std::string& prefix) {
+  using semantic::TokenIndex;
+  using syntax::TokenKind;
+  const semantic::Model& m = ctx.m;
+  auto seed_call =
+      [&](const semantic::Line& l) -> std::optional<std::pair<TokenIndex, TokenIndex>> {
+    if (l.tokens.empty()) return std::nullopt;
+    const semantic::Reference* r = m.reference_at(l.tokens.front());
+    if (!r || r->first != l.tokens.front()) return std::nullopt;
+    const std::string& q = r->qualified;
+    if (q != "torch.manual_seed" && q != "torch.cuda.manual_seed" &&
+        q != "torch.cuda.manual_seed_all")
+      return std::nullopt;
+    auto lp = m.next(r->last);
+    if (!lp || m.kind(*lp) != TokenKind::LPar || !m.match(*lp) || *m.match(*lp) != l.tokens.back())
+      return std::nullopt;
+    return std::make_pair(*lp, l.tokens.back());
+  };
+  const auto li = m.line_of(ref.first);
+  if (!li || *li == 0) return false;
+  const semantic::Line& line = m.lines()[*li];
+  const semantic::Line& prev = m.lines()[*li - 1];
+  if (prev.scope != line.scope || prev.depth != line.depth) return false;
+  const auto mine = seed_call(line), theirs = seed_call(prev);
+  if (!mine || !theirs || !ctx.statement_call(ref.first, mine->second)) return false;
+  if (mine->second - mine->first != theirs->second - theirs->first) return false;
+  for (TokenIndex k = 0; mine->first + k <= mine->second; ++k)
+    if (m.token_text(mine->first + k) != m.token_text(theirs->first + k)) return false;
+  // The line's own text: from the start of its first physical line to after its line break.
+  std::uint32_t b = line.begin;
+  while (b > 0 && m.text()[b - 1] != '\n' && m.text()[b - 1] != '\r') --b;
+  if (m.text().substr(b, line.begin - b).find_first_not_of(" \t") != std::string_view::npos)
+    return false;  // something else before it on the line
+  Finding f;
+  f.code = "TP100";
+  f.op = Operation::Delete;
+  f.api = prefix;
+  f.message = "delete " + prefix + "(...): on " + ctx.target.name +
+              " it is torch.manual_seed(...), which the line before calls with the same "
+              "arguments already";
+  f.begin = m.tokens()[ref.first].begin;
+  f.end = m.tokens()[mine->second].end;
+  fix::Fix fx;
+  fx.edits.push_back(fix::Edit{b, line.end, ""});
+  f.fix = std::move(fx);
+  ctx.result.findings.push_back(std::move(f));
+  ctx.changed = true;
+  return true;
+}
+
 }  // namespace
 
 void run_cuda_api(Context& ctx) {
@@ -366,6 +419,7 @@ void run_cuda_api(Context& ctx) {
                "assignment to " + prefix + "; use " + mp.replacement + " instead", begin, end);
       continue;
     }
+    if (mp.replacement == "torch.manual_seed" && drop_repeated_seed(ctx, ref, prefix)) continue;
     std::string text = ctx.spell_host_event(ctx.render(mp.replacement, begin) + extra);
     if (mp.replacement.find(kHostEvent) != std::string::npos) ctx.used_host_event = true;
     if (m.text().substr(begin, end - begin) == text) continue;

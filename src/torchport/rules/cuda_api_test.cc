@@ -1,6 +1,7 @@
 // TP100 on a CUDA tensor type the target does not have: a type test says what it is.
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
+#include <torchport/fix/apply.h>
 #include <torchport/rules/engine.h>
 #include <torchport/syntax/parser.h>
 
@@ -39,6 +40,43 @@ TEST(CudaApi, ATypeTestIsReportedAsOneNotAsAConstruction) {
     EXPECT_EQ(fs[2].message.find("type test"), std::string::npos) << fs[2].message;
     EXPECT_EQ(fs[3].message.find("type test"), std::string::npos) << fs[3].message;
   }
+}
+
+std::string migrated(const std::string& src, const std::string& target) {
+  syntax::Tree tree = syntax::parse("t.py", src);
+  EXPECT_TRUE(tree.ok());
+  Options o;
+  o.target = target;
+  std::vector<fix::Fix> fixes;
+  for (const Finding& f : check(tree, catalogue::Catalogue::builtin(), o).findings)
+    if (f.fix) fixes.push_back(*f.fix);
+  return fix::apply_fixes(src, fixes, fix::Applicability::Unsafe).text;
+}
+
+TEST(CudaApi, ASeedCallThatWouldRepeatTheLineBeforeIsDeleted) {
+  const std::string src =
+      "import torch\n"
+      "def set_seed(seed):\n"
+      "    torch.manual_seed(seed)\n"
+      "    torch.cuda.manual_seed(seed)  # gpu\n"
+      "    torch.cuda.manual_seed_all(seed)\n"
+      "torch.manual_seed(1)\n"
+      "torch.cuda.manual_seed(2)\n"
+      "torch.manual_seed(3)\n"
+      "torch.cuda.manual_seed(3); x = 1\n";
+  for (const std::string target : {"cpu", "accelerator"}) {
+    EXPECT_EQ(migrated(src, target),
+              "import torch\n"
+              "def set_seed(seed):\n"
+              "    torch.manual_seed(seed)\n"
+              "torch.manual_seed(1)\n"
+              "torch.manual_seed(2)\n"
+              "torch.manual_seed(3)\n"
+              "torch.manual_seed(3); x = 1\n")
+        << target;
+  }
+  // A target with its own seed call keeps every line.
+  EXPECT_NE(migrated(src, "npu").find("torch_npu.npu.manual_seed_all(seed)"), std::string::npos);
 }
 
 }  // namespace
