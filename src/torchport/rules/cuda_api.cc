@@ -33,7 +33,11 @@
 //   needs a newer torch than --torch-version is not applied and is reported. A call that passes
 //   a keyword the replacement does not take (the catalogue's refused_keywords, from the
 //   installed torch's signatures: `torch.cuda.Stream(device=d)` on cpu) is reported and left in
-//   place rather than rewritten into a TypeError.
+//   place rather than rewritten into a TypeError. A CUDA seed call that becomes
+//   torch.manual_seed(...) (cpu, accelerator) right after a line that calls torch.manual_seed
+//   with the same arguments is deleted rather than repeated. An unsupported CUDA tensor type in
+//   isinstance()'s class argument is reported as a type test (false on the target, as on a
+//   machine without CUDA).
 #include <torchport/rules/context.h>
 
 #include <algorithm>
