@@ -29,7 +29,9 @@
 //   as they are but without effect on the target (cuDNN flags off CUDA). Calls with nothing to
 //   act on without a device (memory statistics, empty_cache; the catalogue's without_device)
 //   become that value on cpu ("pass" for a whole statement) and are guarded by
-//   torch.accelerator.is_available() on accelerator. A replacement that
+//   torch.accelerator.is_available() on accelerator, unless the code already tests it there (the
+//   body of `if torch.cuda.is_available():`, `... if torch.cuda.is_available() else ...`, or
+//   after `torch.cuda.is_available() and`). A replacement that
 //   needs a newer torch than --torch-version is not applied and is reported. A call that passes
 //   a keyword the replacement does not take (the catalogue's refused_keywords, from the
 //   installed torch's signatures: `torch.cuda.Stream(device=d)` on cpu) is reported and left in
@@ -150,6 +152,54 @@ std::optional<catalogue::Mapping> fallback(const Context& ctx, std::string_view 
 // accelerator it is guarded by torch.accelerator.is_available(), so the output also runs on
 // CPU-only machines. Returns false when the reference is not the callee of a call (the plain
 // mapping applies then).
+
+// A call of torch.cuda.is_available() or torch.accelerator.is_available().
+bool availability_call(const Context& ctx, const syntax::Node* n) {
+  if (!n || n->kind() != syntax::NodeKind::Call || !n->func()) return false;
+  const semantic::Reference* r = ctx.m.reference_at(n->func()->last_token());
+  return r && r->last == n->func()->last_token() &&
+         (r->qualified == "torch.cuda.is_available" ||
+          r->qualified == "torch.accelerator.is_available");
+}
+
+// The call whose callee ends at token `last` runs only when an accelerator is available: in the
+// body of an `if` or a conditional expression that tests is_available() (alone or as one term
+// of an `and`), or after is_available() in an `and` (`torch.cuda.is_available() and
+// torch.cuda.is_bf16_supported()`). A guard of its own would repeat the test.
+bool guarded_by_availability(const Context& ctx, semantic::TokenIndex last) {
+  using syntax::Node;
+  using syntax::NodeKind;
+  const Node* attr = ctx.attribute_named_at(last);
+  if (!attr || attr->role() != syntax::Role::Func || !attr->parent()) return false;
+  auto tests = [&](const Node* test) {
+    if (availability_call(ctx, test)) return true;
+    if (!test || test->kind() != NodeKind::BoolOp || test->extra_tokens().empty() ||
+        ctx.m.kind(test->extra_tokens()[0]) != syntax::TokenKind::KwAnd)
+      return false;
+    for (const Node* v : test->children())
+      if (availability_call(ctx, v)) return true;
+    return false;
+  };
+  for (const Node* n = attr->parent(); n && n->parent(); n = n->parent()) {
+    const Node* p = n->parent();
+    const NodeKind k = p->kind();
+    if (k == NodeKind::FunctionDef || k == NodeKind::AsyncFunctionDef || k == NodeKind::ClassDef ||
+        k == NodeKind::Lambda)
+      return false;
+    if ((k == NodeKind::If || k == NodeKind::IfExp) && n->role() == syntax::Role::Body &&
+        tests(p->test()))
+      return true;
+    if (k == NodeKind::BoolOp && !p->extra_tokens().empty() &&
+        ctx.m.kind(p->extra_tokens()[0]) == syntax::TokenKind::KwAnd) {
+      for (const Node* v : p->children()) {
+        if (v == n) break;
+        if (availability_call(ctx, v)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::size_t n,
                             const std::string& prefix, const catalogue::Mapping& mp) {
   const semantic::Model& m = ctx.m;
@@ -177,6 +227,13 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
   ctx.require_torch(kAcceleratorMinTorch);
   const std::string guard = ctx.render("torch.accelerator.is_available()");
   const std::string name = ctx.render(mp.replacement);
+  if (guarded_by_availability(ctx, ref.last)) {
+    ctx.modify("TP100", prefix,
+               "change " + prefix + " to " + mp.replacement +
+                   " (it runs only where the code tested torch.accelerator.is_available())",
+               begin, name_end, name);
+    return true;
+  }
   const std::string message = "change " + prefix + " to " + mp.replacement +
                               ", called only when an accelerator is available (without one: " +
                               (whole_line ? std::string("skipped") : mp.without_device) + ")";

@@ -79,5 +79,39 @@ TEST(CudaApi, ASeedCallThatWouldRepeatTheLineBeforeIsDeleted) {
   EXPECT_NE(migrated(src, "npu").find("torch_npu.npu.manual_seed_all(seed)"), std::string::npos);
 }
 
+TEST(CudaApi, ACallTheCodeAlreadyGuardsGetsNoGuardOfItsOwn) {
+  const std::string src =
+      "import torch\n"
+      "a = torch.cuda.is_available() and torch.cuda.is_bf16_supported()\n"
+      "b = torch.cuda.memory_reserved() if torch.cuda.is_available() else 0\n"
+      "if x and torch.cuda.is_available():\n"
+      "    torch.cuda.empty_cache()\n"
+      "c = torch.cuda.max_memory_allocated()\n"
+      "d = torch.cuda.is_available() or torch.cuda.max_memory_allocated()\n"
+      "if not torch.cuda.is_available():\n"
+      "    torch.cuda.empty_cache()\n"
+      "if torch.cuda.is_available():\n"
+      "    def f():\n"
+      "        return torch.cuda.max_memory_allocated()\n";
+  EXPECT_EQ(migrated(src, "accelerator"),
+            "import torch\n"
+            "a = torch.accelerator.is_available() and "
+            "torch.get_device_module().is_bf16_supported()\n"
+            "b = torch.accelerator.memory_reserved() if torch.accelerator.is_available() else 0\n"
+            "if x and torch.accelerator.is_available():\n"
+            "    torch.accelerator.empty_cache()\n"
+            "c = (torch.accelerator.max_memory_allocated() if torch.accelerator.is_available() "
+            "else 0)\n"
+            "d = torch.accelerator.is_available() or (torch.accelerator.max_memory_allocated() if "
+            "torch.accelerator.is_available() else 0)\n"
+            "if not torch.accelerator.is_available():\n"
+            "    if torch.accelerator.is_available():\n"
+            "        torch.accelerator.empty_cache()\n"
+            "if torch.accelerator.is_available():\n"
+            "    def f():\n"
+            "        return (torch.accelerator.max_memory_allocated() if "
+            "torch.accelerator.is_available() else 0)\n");
+}
+
 }  // namespace
 }  // namespace torchport::rules
