@@ -690,15 +690,15 @@ bool tests_availability(const semantic::Model& m, TokenIndex kw) {
   return false;
 }
 
-// cpu (the host): `"cuda" if <test> else "cpu"` names the CPU in both branches once "cuda" is
-// "cpu", so it becomes the "cpu" string itself, the test dropped, where the test cannot do
-// anything (names, attributes, literals, operators, and calls of torch.cuda / torch.backends /
+// cpu (the host): `"cuda" if <test> else "cpu"` ("cuda:N" too) names the CPU in both branches once
+// "cuda" is "cpu", so it becomes the "cpu" string itself, the test dropped, where the test cannot
+// do anything (names, attributes, literals, operators, and calls of torch.cuda / torch.backends /
 // torch.accelerator queries). The findings inside it go with it. Returns the last token of the
 // expression, or nullopt when it has another shape.
 std::optional<TokenIndex> host_choice(Context& ctx, TokenIndex i, const semantic::StringValue& sv,
                                       const std::string& api) {
   const semantic::Model& m = ctx.m;
-  if (!ctx.target.host || sv.value != "cuda") return std::nullopt;
+  if (!ctx.target.host || !semantic::is_cuda_device_string(sv.value)) return std::nullopt;
   auto kw = m.next(i);
   auto before = m.prev(i);
   if (!kw || m.kind(*kw) != TokenKind::KwIf || !before) return std::nullopt;
