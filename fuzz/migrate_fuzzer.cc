@@ -10,6 +10,7 @@
 #include <torchport/fix/apply.h>
 #include <torchport/rules/engine.h>
 #include <torchport/semantic/model.h>
+#include <torchport/syntax/limits.h>
 #include <torchport/syntax/parser.h>
 #include <torchport/text/source.h>
 
@@ -21,7 +22,9 @@
 #include <string_view>
 #include <vector>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+namespace {
+
+int one_input(const std::uint8_t* data, std::size_t size) {
   using namespace torchport;
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   text::DecodeResult decoded = text::decode("fuzz.py", bytes);
@@ -74,4 +77,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   return 0;
+}
+
+}  // namespace
+
+// Each input runs on a thread with the stack the driver gives every tree walk (syntax/limits.h):
+// a file nested up to the parser's limit must not overflow the fuzzer's own main stack.
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  int rc = 0;
+  torchport::syntax::run_on_walk_stack([&] { rc = one_input(data, size); });
+  return rc;
 }

@@ -3,6 +3,7 @@
 //   - decode followed by encode gives back the raw bytes;
 //   - the printed tree is the decoded text, byte for byte.
 // Crashes, hangs, sanitizer reports and broken invariants are findings.
+#include <torchport/syntax/limits.h>
 #include <torchport/syntax/parser.h>
 #include <torchport/syntax/printer.h>
 #include <torchport/text/source.h>
@@ -14,7 +15,9 @@
 #include <string>
 #include <string_view>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+namespace {
+
+int one_input(const std::uint8_t* data, std::size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   torchport::text::DecodeResult decoded = torchport::text::decode("fuzz.py", bytes);
   if (!decoded.source) return 0;  // undecodable input is reported, not parsed
@@ -31,4 +34,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::abort();
   }
   return 0;
+}
+
+}  // namespace
+
+// Each input runs on a thread with the stack the driver gives every tree walk (syntax/limits.h):
+// a file nested up to the parser's limit must not overflow the fuzzer's own main stack.
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  int rc = 0;
+  torchport::syntax::run_on_walk_stack([&] { rc = one_input(data, size); });
+  return rc;
 }

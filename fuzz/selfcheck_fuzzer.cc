@@ -6,6 +6,7 @@
 // text parses. A broken invariant, a crash or a sanitizer report is a finding.
 #include <torchport/fix/apply.h>
 #include <torchport/project/selfcheck.h>
+#include <torchport/syntax/limits.h>
 #include <torchport/syntax/parser.h>
 #include <torchport/text/source.h>
 
@@ -18,7 +19,9 @@
 #include <string_view>
 #include <vector>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+namespace {
+
+int one_input(const std::uint8_t* data, std::size_t size) {
   using namespace torchport;
   constexpr std::size_t kSpec = 3;  // bytes per edit: position, length, snippet
   const std::size_t spec = size >= 4 * kSpec ? 4 * kSpec : size - size % kSpec;
@@ -51,4 +54,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::abort();
   }
   return 0;
+}
+
+}  // namespace
+
+// Each input runs on a thread with the stack the driver gives every tree walk (syntax/limits.h):
+// a file nested up to the parser's limit must not overflow the fuzzer's own main stack.
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  int rc = 0;
+  torchport::syntax::run_on_walk_stack([&] { rc = one_input(data, size); });
+  return rc;
 }

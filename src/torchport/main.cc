@@ -1,4 +1,5 @@
 #include <torchport/cli/cli.h>
+#include <torchport/syntax/limits.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -14,5 +15,10 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
 #endif
-  return torchport::cli::run(argc, argv);
+  // The command runs on a thread whose stack holds the deepest tree the parser accepts in every
+  // recursive walk (syntax/limits.h); the default 8 MiB main stack is not enough for that under
+  // the sanitizers.
+  int rc = 4;
+  torchport::syntax::run_on_walk_stack([&] { rc = torchport::cli::run(argc, argv); });
+  return rc;
 }

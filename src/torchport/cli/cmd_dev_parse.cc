@@ -13,6 +13,7 @@
 //       col/end_col are CPython's (0-based, UTF-8 bytes); the error col is 0-based too.
 #include <torchport/cli/cli.h>
 #include <torchport/cli/dump_spans.h>
+#include <torchport/syntax/limits.h>
 #include <torchport/syntax/parser.h>
 #include <torchport/syntax/printer.h>
 #include <torchport/text/source.h>
@@ -99,7 +100,7 @@ void run_ordered(std::size_t n, int jobs, Work work, Done done) {
     for (std::size_t i = 0; i < n; ++i) done(i, work(i));
     return;
   }
-  std::vector<std::thread> threads;
+  std::vector<syntax::WalkThread> threads;  // each with the stack a tree walk needs (limits.h)
   for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
   for (std::size_t i = 0; i < n; ++i) {
     std::string r;
@@ -111,7 +112,7 @@ void run_ordered(std::size_t n, int jobs, Work work, Done done) {
     }
     done(i, std::move(r));
   }
-  for (std::thread& t : threads) t.join();
+  for (syntax::WalkThread& t : threads) t.join();
 }
 
 int default_jobs() {

@@ -226,6 +226,9 @@ class Node {
   std::uint32_t aux() const { return aux_; }
 
   std::span<const Node* const> children() const { return {children_, child_count_}; }
+  /// The number of nodes on the longest path from this node down to a leaf (1 for a leaf).
+  /// The parser bounds it (kMaxNesting in tree.h), so every recursive walk is bounded too.
+  std::uint32_t height() const { return height_; }
   /// The first child with role `r`, or nullptr.
   const Node* child(Role r) const {
     for (std::uint32_t i = 0; i < child_count_; ++i)
@@ -327,6 +330,7 @@ class Node {
   std::uint32_t aux_ = 0;
   std::uint32_t child_count_ = 0;
   std::uint32_t extra_count_ = 0;
+  std::uint32_t height_ = 1;  // fills the padding before parent_: nodes stay 56 bytes
   const Node* parent_ = nullptr;
   const Node* const* children_ = nullptr;
   const std::uint32_t* extra_ = nullptr;

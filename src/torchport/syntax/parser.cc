@@ -5,6 +5,7 @@
 #include <torchport/syntax/parser_impl.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace torchport::syntax {
@@ -73,14 +74,32 @@ Node* Parser::make(NodeKind kind, std::uint32_t first, std::uint32_t last, std::
   std::size_t count = scratch_.size() - child_mark;
   if (count != 0) {
     const Node** kids = tree_.arena_.array<const Node*>(count);
+    std::uint32_t below = 0;
     for (std::size_t i = 0; i < count; ++i) {
       Node* c = scratch_[child_mark + i];
       c->parent_ = n;
       kids[i] = c;
+      below = std::max(below, c->height_);
     }
+    n->height_ = below + 1;
     n->children_ = kids;
     n->child_count_ = static_cast<std::uint32_t>(count);
     scratch_.resize(child_mark);
+    // Loops build some trees without recursing (a + b + ..., x.f().g()...): the bound on the
+    // tree's height is checked here, where every node is made, so that no walk over any tree
+    // the parser returns can exhaust its stack (tree.h, kMaxNesting).
+    if (n->height_ > kMaxNesting) {
+      // Reported at the deepest leaf: where a loop-built tree (the first term of a long sum,
+      // the receiver of a long chain) is nested deepest.
+      const Node* deepest = n;
+      while (deepest->child_count_ != 0)
+        for (std::uint32_t i = 0; i < deepest->child_count_; ++i)
+          if (deepest->children_[i]->height_ + 1 == deepest->height_) {
+            deepest = deepest->children_[i];
+            break;
+          }
+      fail(deepest->first_, kTooDeep);
+    }
   }
   if (extra_mark != SIZE_MAX) {
     std::size_t ecount = extra_scratch_.size() - extra_mark;
@@ -103,16 +122,19 @@ void Parser::warn(std::uint32_t token, std::string message) {
 
 void Parser::run() {
   std::vector<text::Diagnostic>& diags = tree_.diagnostics_;
-  const text::Diagnostic* lex_error = nullptr;
+  // A copy, not a pointer into `diags`: the grammar's warn() appends to that vector while
+  // file() runs, and a reallocation would leave a pointer dangling (`except X, e:` in a file
+  // with a lexical error was a heap-use-after-free).
+  std::optional<text::Diagnostic> lex_error;
   for (const text::Diagnostic& d : diags)
     if (d.severity == text::Severity::Error) {
-      lex_error = &d;
+      lex_error = d;
       break;
     }
-  std::uint32_t lex_offset = lex_error != nullptr ? lex_error->offset : UINT32_MAX;
+  std::uint32_t lex_offset = lex_error ? lex_error->offset : UINT32_MAX;
   try {
     tree_.root_ = file();
-    if (lex_error == nullptr) return;
+    if (!lex_error) return;
     text::Diagnostic d = *lex_error;
     std::string hint = python2_message(tree_, UINT32_MAX, d.message);
     if (!hint.empty()) d.message = std::move(hint);
@@ -127,7 +149,7 @@ void Parser::run() {
     if (e.message == "invalid syntax") {
       // As CPython: a generic error gives way to a lexical error anywhere in the file, then to
       // a bracket left open at the end of the file.
-      if (lex_error != nullptr) {
+      if (lex_error) {
         lex_offset = 0;
       } else {
         std::vector<std::uint32_t> open;
@@ -147,7 +169,7 @@ void Parser::run() {
         }
       }
     }
-    if (lex_error != nullptr && lex_offset <= offset) {
+    if (lex_error && lex_offset <= offset) {
       d = *lex_error;
     } else {
       d.offset = offset;

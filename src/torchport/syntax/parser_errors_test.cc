@@ -63,6 +63,20 @@ TEST(ParserErrors, LexicalErrorsAreReported) {
   EXPECT_FALSE(t.ok());
 }
 
+TEST(ParserErrors, ALexicalErrorSurvivesTheWarningsOfTheParse) {
+  // The lexical error was held by pointer into the diagnostics while the grammar appended its
+  // warnings (`except X, e:`), so the vector's reallocation left it dangling: ASan reported a
+  // heap-use-after-free and the release build crashed. Two warnings force the reallocation.
+  Tree t = testing::parse_text(
+      "try:\n    run()\nexcept OSError, err:\n    pass\ntry:\n    run()\n"
+      "except KeyError, k:\n    pass\nvalue = 3 ? 4\n");
+  ASSERT_FALSE(t.ok());
+  ASSERT_GE(t.diagnostics().size(), 1u);
+  EXPECT_EQ(t.diagnostics()[0].severity, text::Severity::Error);
+  const std::string e = t.format(t.diagnostics()[0]);
+  EXPECT_EQ(e.rfind("t.py:9:11: ", 0), 0u) << e;
+}
+
 TEST(ParserErrors, TreeOnErrorIsAnEmptyModuleOverTheWholeFile) {
   Tree t = testing::parse_text("x = (\n");
   ASSERT_FALSE(t.ok());

@@ -8,6 +8,7 @@
 // each re-parsed at most once, so parsing is linear.
 #pragma once
 
+#include <torchport/syntax/limits.h>
 #include <torchport/syntax/tree.h>
 
 #include <cstdint>
@@ -112,11 +113,13 @@ class Parser {
   struct DepthGuard {
     Parser& p;
     explicit DepthGuard(Parser& parser) : p(parser) {
-      if (++p.depth_ > kMaxDepth) p.fail_here("too many nested parentheses or expressions");
+      if (++p.depth_ > kMaxDepth) p.fail_here(kTooDeep);
     }
     ~DepthGuard() { --p.depth_; }
   };
-  static constexpr int kMaxDepth = 500;
+  // The grammar's own recursion (unary operators, lambdas, conditional expressions, patterns):
+  // one guard a level, each level at least one node, so kMaxNesting bounds it too.
+  static constexpr int kMaxDepth = static_cast<int>(kMaxNesting);
 
   // ---- statements (parser_statements.cc) ----
   Node* file();
