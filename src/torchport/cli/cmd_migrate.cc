@@ -196,19 +196,22 @@ void setup_migrate(CLI::App& app, int& exit_code) {
       return;
     }
     o.progress_line = !a->quiet && ::isatty(STDERR_FILENO);
-    project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
-    if (!r.error.empty()) {
-      std::cerr << "torchport migrate: error: " << r.error << "\n";
-      exit_code = r.exit_code;
-      return;
-    }
-    if (a->diff) std::cout << r.diff;
-    if (!a->quiet) {
-      std::cout << report::summary_table(r.report);
-      if (!r.result_dir.empty()) std::cout << "result: " << r.result_dir.string() << "\n";
-      std::cout << "reports: " << r.report_dir.string() << "\n";
-    }
-    exit_code = r.exit_code;
+    // A crash on one file does not take the run down (contain.h).
+    exit_code = project::run_contained("torchport migrate", [&](const auto& crashed) {
+      o.crashed = crashed;
+      project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
+      if (!r.error.empty()) {
+        std::cerr << "torchport migrate: error: " << r.error << "\n";
+        return r.exit_code;
+      }
+      if (a->diff) std::cout << r.diff;
+      if (!a->quiet) {
+        std::cout << report::summary_table(r.report);
+        if (!r.result_dir.empty()) std::cout << "result: " << r.result_dir.string() << "\n";
+        std::cout << "reports: " << r.report_dir.string() << "\n";
+      }
+      return r.exit_code;
+    });
   });
 }
 
@@ -234,24 +237,26 @@ void setup_analyze(CLI::App& app, int& exit_code) {
     project::Options o = to_options(*a);
     o.analyze_only = true;
     o.progress_line = ::isatty(STDERR_FILENO);
-    project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
-    if (!r.error.empty()) {
-      std::cerr << "torchport analyze: error: " << r.error << "\n";
-      exit_code = r.exit_code;
-      return;
-    }
-    if (a->format == "json") {
-      std::cout << report::report_json(r.report);
-    } else if (a->format == "csv") {
-      std::cout << all_findings_csv(r.report);
-    } else if (a->format == "sarif") {
-      std::cout << report::sarif_json(r.report);
-    } else if (a->format == "github") {
-      std::cout << report::github_annotations(r.report, github_prefix(a->input));
-    } else {
-      std::cout << report::findings_text(r.report) << report::summary_table(r.report);
-    }
-    exit_code = r.exit_code;
+    exit_code = project::run_contained("torchport analyze", [&](const auto& crashed) {
+      o.crashed = crashed;
+      project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
+      if (!r.error.empty()) {
+        std::cerr << "torchport analyze: error: " << r.error << "\n";
+        return r.exit_code;
+      }
+      if (a->format == "json") {
+        std::cout << report::report_json(r.report);
+      } else if (a->format == "csv") {
+        std::cout << all_findings_csv(r.report);
+      } else if (a->format == "sarif") {
+        std::cout << report::sarif_json(r.report);
+      } else if (a->format == "github") {
+        std::cout << report::github_annotations(r.report, github_prefix(a->input));
+      } else {
+        std::cout << report::findings_text(r.report) << report::summary_table(r.report);
+      }
+      return r.exit_code;
+    });
   });
 }
 

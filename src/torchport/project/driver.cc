@@ -1,11 +1,13 @@
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/fix/apply.h>
+#include <torchport/project/contain.h>
 #include <torchport/project/diff.h>
 #include <torchport/project/driver.h>
 #include <torchport/project/files.h>
 #include <torchport/project/launchers.h>
 #include <torchport/project/selfcheck.h>
 #include <torchport/semantic/model.h>
+#include <torchport/syntax/limits.h>
 #include <torchport/syntax/parser.h>
 #include <torchport/text/line_index.h>
 #include <torchport/text/source.h>
@@ -353,10 +355,17 @@ FileWork process_python(const ProjectFile& f, std::string bytes, const catalogue
   second.tree.reset();
   if (check && !check->ok()) {
     w.entry.outcome = Outcome::Failure;
-    w.entry.reason = f.rel + ": internal error: the rewritten file does not parse (" +
-                     (check->diagnostics().empty() ? std::string("syntax error")
-                                                   : check->format(check->diagnostics().front())) +
-                     "); the original is kept";
+    const bool too_deep =
+        !check->diagnostics().empty() && check->diagnostics().front().message == syntax::kTooDeep;
+    const std::string where = check->diagnostics().empty()
+                                  ? std::string("syntax error")
+                                  : check->format(check->diagnostics().front());
+    // A file near the depth limit whose rewrite adds a level is not a bug: say so.
+    w.entry.reason = too_deep ? f.rel + ": the rewritten file would nest deeper than " +
+                                    std::to_string(syntax::kMaxNesting) + " levels (" + where +
+                                    "); the original is kept"
+                              : f.rel + ": internal error: the rewritten file does not parse (" +
+                                    where + "); the original is kept";
     for (Row& r : w.rows) r.applied = false;
     return w;
   }
@@ -391,6 +400,16 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
   FileWork w;
   w.entry.file = f.rel;
   w.entry.python = f.kind == FileKind::Python;
+  const CurrentFile working_on(f.rel);  // named by the fatal-signal handler (contain.h)
+  for (const CrashedFile& c : opts.crashed)
+    if (c.rel == f.rel) {
+      w.entry.outcome = Outcome::Failure;
+      w.entry.not_migrated = true;
+      w.entry.reason = f.rel + ": torchport crashed (" + c.signal +
+                       ") on this file and ran again without it: copied unchanged (a bug in "
+                       "torchport: please report it)";
+      return w;
+    }
   if (std::string pattern = opts.selection.excluded_by(f.rel); !pattern.empty()) {
     w.entry.outcome = Outcome::Skip;
     w.entry.reason = "excluded by '" + pattern + "': copied unchanged";
@@ -444,6 +463,12 @@ FileWork process(const ProjectFile& f, const catalogue::Catalogue& cat, const Op
     w.entry.outcome = Outcome::Failure;
     w.entry.not_migrated = true;
     w.entry.reason = f.rel + ": internal error: " + e.what() + " (copied unchanged)";
+    w.rows.clear();
+    return w;
+  } catch (...) {
+    w.entry.outcome = Outcome::Failure;
+    w.entry.not_migrated = true;
+    w.entry.reason = f.rel + ": internal error: an unknown exception (copied unchanged)";
     w.rows.clear();
     return w;
   }
@@ -720,6 +745,7 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
     fs::remove_all(tmp_dir, ec);
     fs::create_directories(tmp_dir, ec);
     if (ec) return refuse(tmp_dir.string() + ": cannot create: " + ec.message());
+    note_scratch_dir(tmp_dir);  // removed by the parent if this attempt crashes (contain.h)
     res.report_dir = res.result_dir / kReportDirName;
   }
 
@@ -823,13 +849,11 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
         show_progress(false);
       }
     };
-    if (jobs <= 1) {
-      worker();
-    } else {
-      std::vector<std::thread> pool;
-      for (unsigned j = 0; j < jobs; ++j) pool.emplace_back(worker);
-      for (std::thread& t : pool) t.join();
-    }
+    // Even one job runs on a thread of its own: the stack every tree walk needs (limits.h),
+    // whoever calls the driver.
+    std::vector<syntax::WalkThread> pool;
+    for (unsigned j = 0; j < jobs; ++j) pool.emplace_back(worker);
+    for (syntax::WalkThread& t : pool) t.join();
   };
   std::vector<std::size_t> first, second;
   for (std::size_t i = 0; i < files.size(); ++i)

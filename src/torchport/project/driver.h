@@ -5,6 +5,7 @@
 #pragma once
 
 #include <torchport/fix/edit.h>
+#include <torchport/project/contain.h>
 #include <torchport/project/selection.h>
 #include <torchport/report/report.h>
 #include <torchport/rules/engine.h>
@@ -54,6 +55,9 @@ struct Options {
   /// rules.keep_batch are its options; rules.distributed is set per file by the driver.
   bool distributed = false;
   std::filesystem::path main;  ///< --main: the entry script (relative to INPUT, or absolute)
+  /// Files that crashed an earlier attempt of this run (run_contained): each becomes a
+  /// Failure row, copied unchanged, without being read.
+  std::vector<CrashedFile> crashed;
 };
 
 struct RunResult {
