@@ -12,6 +12,16 @@ _int = int
 _str = str
 
 
+def _parse(s: str) -> Optional[torch.device]:
+    """torch's own reading of a device string, or None where torch refuses it: only torch decides what is a
+    device string ("cuda: 1", "cuda:01", an index past int64 or in non-ASCII digits are not), so a string
+    torch refuses is never turned into one it accepts (found by fuzz/python/device_string_fuzz.py)."""
+    try:
+        return torch.device(s)
+    except (RuntimeError, ValueError):
+        return None
+
+
 class DeviceMapper:
     """Maps CUDA device values to the target's. Returns the very same object when nothing changes, so callers
     test `new is not old` to know whether to log."""
@@ -34,14 +44,14 @@ class DeviceMapper:
         return self.torch_device(None)
 
     def _map_str(self, s: str) -> str:
-        head, sep, idx = s.partition(":")
-        if head != "cuda":
+        if not s.startswith("cuda"):
             return s
-        if not sep:
+        parsed = _parse(s)
+        if parsed is None or parsed.type != "cuda":
+            return s  # not a CUDA device string: torch raises its own error, as without torchport
+        if parsed.index is None:
             return self.dst
-        if not idx.strip().isdigit():
-            return s  # not a valid device string: let torch raise its own error
-        return f"{self.dst}:{int(idx)}" if self.indexed else self.dst
+        return f"{self.dst}:{parsed.index}" if self.indexed else self.dst
 
     def map(self, d: Any) -> Any:
         """The target equivalent of device value `d` (str, torch.device, int), or `d` itself."""
@@ -81,8 +91,8 @@ class DeviceMapper:
         if isinstance(d, int):
             return d != 0
         if isinstance(d, str):
-            head, _, idx = d.partition(":")
-            return head == "cuda" and idx.strip().isdigit() and int(idx) != 0
+            parsed = _parse(d) if d.startswith("cuda") else None
+            return parsed is not None and parsed.type == "cuda" and parsed.index not in (None, 0)
         if isinstance(d, torch.device):
             return d.type == "cuda" and d.index not in (None, 0)
         return False
