@@ -14,10 +14,9 @@ import sys
 from typing import Optional
 
 import atheris
+import torch
 
-with atheris.instrument_imports():
-    import torch
-
+with atheris.instrument_imports(include=["torchport"]):
     from torchport.runtime._devices import DeviceMapper
     from torchport.targets import get_target
 

@@ -119,9 +119,18 @@ def _check(path: Path, text: str, table: Optional[str], values: dict[str, Any]) 
 def load(path: Path) -> Optional[Config]:
     """The torchport options in `path` (None: a pyproject.toml without [tool.torchport])."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # TOML is UTF-8 (found by fuzz/python/config_fuzz.py: this was a traceback)
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ConfigError(
+            f"{path}:{line}:{col}: not UTF-8 (byte 0x{raw[e.start]:02x}); TOML files are UTF-8"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

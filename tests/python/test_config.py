@@ -123,3 +123,15 @@ def test_configuration_drives_the_core(tmp_path):
     # the command line wins over the configuration
     rep = json.loads(torchport("analyze", str(proj), "--format", "json", "-t", "mps").stdout)
     assert rep["target"] == "mps"
+
+
+def test_a_config_file_that_is_not_utf8_is_a_located_usage_error(tmp_path):
+    # fuzz/python/config_fuzz.py: this was a UnicodeDecodeError traceback (exit 4)
+    (tmp_path / "torchport.toml").write_bytes(b'target = "npu"\n# caf\xe9\n')
+    write(tmp_path / "a.py", "import torch\n")
+    proc = torchport("analyze", str(tmp_path))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        f"torchport analyze: error: {tmp_path / 'torchport.toml'}:2:6: not UTF-8 (byte 0xe9); "
+        "TOML files are UTF-8"
+    )

@@ -180,7 +180,9 @@ def test_to_keeps_torch_s_own_keyword_errors() -> None:
             torch.zeros(2, devices="cuda")  # type: ignore[call-overload]
 
 
-@pytest.mark.parametrize("bad", ["cuda: 1", "cuda:01", "cuda:" + "9" * 40, "cuda:\u0663", "cuda:1:2", "cuda:-1"])
+@pytest.mark.parametrize(
+    "bad", ["cuda: 1", "cuda:01", "cuda:" + "9" * 40, "cuda:\u0663", "cuda:1:2", "cuda:-1"]
+)
 def test_a_device_string_torch_refuses_is_refused_as_without_torchport(bad: str) -> None:
     # fuzz/python/device_string_fuzz.py found "cuda:99...9" turned into a valid "cpu", and
     # "cuda: 1" into the target's device 1: a typo the script would have seen became a silent run.
