@@ -126,11 +126,12 @@ def main(command: str, argv: Sequence[str]) -> int:
         project = cloud.project_of(where, _input_of(args) if "--inplace" in args else None)
         kept = cloud.keep_configs(project, storage[0])
     rc = subprocess.call([binary, command, *args])
-    if storage is not None and rc in (0, 1) and (where / "report.json").is_file():
+    # 3 (incomplete: a file not migrated) still leaves a complete output tree and reports.
+    if storage is not None and rc in (0, 1, 3) and (where / "report.json").is_file():
         quiet = "-q" in args or "--quiet" in args
         if cloud.finish(project, where, storage[0], storage[1], kept, quiet) != 0:
             return 2
-    if rc in (0, 1) and (where / "report.json").is_file():
+    if rc in (0, 1, 3) and (where / "report.json").is_file():
         from torchport.pages.migration import write_migration_page
 
         try:

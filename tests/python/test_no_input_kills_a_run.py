@@ -112,6 +112,9 @@ def test_deep_files_are_failure_rows_and_the_rest_migrates(tmp_path: Path) -> No
         assert rows[name] in done.stderr
     migrated = "import torch\nimport torch_npu\nmodel = torch.nn.Linear(2, 2).npu()\n"
     assert (result / "ordinary.py").read_text() == migrated
+    # An incomplete run is still reported in full, its page included.
+    assert f"report page: {result / 'torchport-report' / 'index.html'}" in done.stdout
+    assert (result / "torchport-report" / "index.html").is_file()
 
 
 def test_analyze_without_output_reports_them_too(tmp_path: Path) -> None:
