@@ -49,8 +49,17 @@ def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("target", ["npu", "mlu"])
-def test_torchrun_two_ranks_on_the_vendor_backend(target: str, rehearsal_built: None, tmp_path: Path) -> None:  # noqa: F811
+@pytest.mark.parametrize(
+    ("target", "devices"),
+    # npu as the README writes it: the node's size comes from torchrun (LOCAL_WORLD_SIZE), no --devices
+    [("npu", []), ("mlu", ["--devices", "2"])],
+)
+def test_torchrun_two_ranks_on_the_vendor_backend(
+    target: str,
+    devices: list[str],
+    rehearsal_built: None,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     src = tmp_path / "proj"
     src.mkdir()
     shutil.copy(FIX / "ddp_torchrun.py", src / "train.py")
@@ -59,9 +68,7 @@ def test_torchrun_two_ranks_on_the_vendor_backend(target: str, rehearsal_built: 
     assert f'init_process_group("{BACKEND[target]}")' in (dev / "train.py").read_text()
     ref = torchrun(str(cpu / "train.py"), cwd=cpu)
     assert ref.returncode == 0, ref.stderr
-    p = torchrun(
-        "--no-python", "torchport", "rehearse", "--target", target, "--devices", "2", "train.py", cwd=dev
-    )
+    p = torchrun("--no-python", "torchport", "rehearse", "--target", target, *devices, "train.py", cwd=dev)
     assert p.returncode == 0, p.stderr
     got = losses(p.stdout)
     assert len(got) == 3
@@ -133,3 +140,12 @@ def test_a_device_mesh_and_dtensors_on_the_rehearsed_backend(rehearsal_built: No
         "rank 0 True [3.0, 3.0] [0.0, 1.0] [0.0, 1.0, 2.0, 3.0] npu",
         "rank 1 True [3.0, 3.0] [2.0, 3.0] [0.0, 1.0, 2.0, 3.0] npu",
     ]
+
+
+def test_the_default_device_count_is_the_nodes_under_torchrun() -> None:
+    from torchport.rehearse.cli import default_devices
+
+    assert default_devices({}) == 1
+    assert default_devices({"LOCAL_WORLD_SIZE": "2"}) == 8
+    assert default_devices({"LOCAL_WORLD_SIZE": "16"}) == 16
+    assert default_devices({"LOCAL_WORLD_SIZE": "zero"}) == 1

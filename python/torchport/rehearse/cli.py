@@ -8,7 +8,7 @@ import os
 import runpy
 import sys
 import traceback
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from torchport._leave import exit_code, leave
 from torchport.rehearse.runtime import REHEARSE_TARGETS
@@ -32,7 +32,12 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__,
     )
     p.add_argument("--target", help="the device to rehearse: " + ", ".join(REHEARSE_TARGETS))
-    p.add_argument("--devices", type=int, default=1, help="number of devices (default 1)")
+    p.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="number of devices (default 1; under torchrun the node's size: LOCAL_WORLD_SIZE, at least 8)",
+    )
     p.add_argument("--memory", help="capacity of each device, e.g. 64GiB, 32GB, or a card preset")
     p.add_argument(
         "--strict",
@@ -70,6 +75,17 @@ def _split(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
+def default_devices(environ: Mapping[str, str]) -> int:
+    """The devices of a rehearsal without --devices: one, or under torchrun (LOCAL_WORLD_SIZE set) the node's:
+    as many as the ranks torchrun starts here, and never fewer than the 8 of a real Ascend/MLU/MUSA node, so
+    that `--nproc_per_node=N` runs as written (rank r opens device r)."""
+    try:
+        local = int(environ.get("LOCAL_WORLD_SIZE", ""))
+    except ValueError:
+        return 1
+    return max(local, 8) if local >= 1 else 1
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ours, rest = _split(list(sys.argv[1:] if argv is None else argv))
     args = _parser().parse_args(ours)
@@ -87,6 +103,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _error("--target is required (one of: " + ", ".join(REHEARSE_TARGETS) + ")")
     if args.target not in REHEARSE_TARGETS:
         return _error(f"unknown target {args.target!r}; choose one of: {', '.join(REHEARSE_TARGETS)}")
+    if args.devices is None:
+        args.devices = default_devices(os.environ)
     if args.devices < 1:
         return _error(f"--devices must be at least 1, not {args.devices}")
     memory = -1
