@@ -6,6 +6,7 @@ Python modules loaded on demand, so `torchport analyze` never imports torch.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -125,6 +126,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return static_main(name, rest)
     if name == "dev" and rest and rest[0] in PYTHON_DEV_COMMANDS:
         return _python_command(f"torchport dev {rest[0]}", PYTHON_DEV_COMMANDS[rest[0]], rest[1:])
+    known = [*CORE_COMMANDS, *PYTHON_COMMANDS, "dev"]
+    if not name.startswith("-") and name not in known:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        return usage_error("torchport", f"unknown command '{name}'{hint}")
     return _exec_core(args)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -66,3 +67,38 @@ def test_python_commands_are_importable() -> None:
     for name, (module, function, _) in {**cli.PYTHON_COMMANDS, **cli.PYTHON_DEV_COMMANDS}.items():
         fn = cli._load((module, function, ""))
         assert callable(fn), name
+
+
+def test_a_misspelt_command_or_a_vendors_name_gets_a_suggestion() -> None:
+    p = run("analyse", "x")
+    assert p.returncode == 2
+    assert p.stderr.strip() == (
+        "torchport: error: unknown command 'analyse'; did you mean 'analyze'? (see `torchport --help`)"
+    )
+    assert run("rehears").stderr.startswith(
+        "torchport: error: unknown command 'rehears'; did you mean 'rehearse'?"
+    )
+    assert "did you mean" not in run("frobnicate").stderr
+    p = run("analyze", "examples/cuda_project", "--target", "ascend")
+    assert p.returncode == 2
+    assert "unknown target 'ascend': did you mean npu (Huawei Ascend NPU)?" in p.stderr
+
+
+def test_analyze_takes_quiet_and_names_no_csv_it_did_not_write(tmp_path) -> None:
+    (tmp_path / "a.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    p = run("analyze", str(tmp_path), "--target", "npu")
+    assert p.returncode == 1
+    assert ".csv" not in p.stdout  # no -o: no report file was written, none is named
+    assert re.search(r"^\| findings +\| count +\|$", p.stdout, re.M), p.stdout
+    assert re.search(r"^\| changes +\| +2 \|$", p.stdout, re.M), p.stdout
+    q = run("analyze", str(tmp_path), "--target", "npu", "-q")
+    assert q.returncode == 1 and "a.py:2:" in q.stdout and "|" not in q.stdout
+    o = run("analyze", str(tmp_path), "--target", "npu", "-o", str(tmp_path / "rep"))
+    assert re.search(r"^\| change_list.csv +\| +2 \|$", o.stdout, re.M), o.stdout
+
+
+def test_help_spells_the_negative_flag_on_its_own_line() -> None:
+    p = run("analyze", "--help")
+    assert p.returncode == 0
+    assert "{false}" not in p.stdout and ",--no-unsafe-fixes" not in p.stdout
+    assert "  --no-unsafe-fixes " in p.stdout

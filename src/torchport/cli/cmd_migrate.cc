@@ -69,10 +69,16 @@ void add_common(CLI::App& app, CommonArgs& a) {
           },
           "GLOB:CODE[,CODE...]"))
       ->allow_extra_args(false);
-  app.add_flag("--unsafe-fixes,!--no-unsafe-fixes", a.unsafe_fixes,
-               "apply (the default) or leave out the fixes that change behaviour: a value "
-               "replaced by a constant, device_ids or a map_location index dropped, a seed call "
-               "widened; each is labelled in change_list.csv and report.json");
+  // Two flags, not CLI11's "--x,!--no-x" (whose help reads
+  // `--unsafe-fixes,--no-unsafe-fixes{false}`).
+  app.add_flag_callback(
+      "--unsafe-fixes", [&a] { a.unsafe_fixes = true; },
+      "apply the fixes that change behaviour (the default): a value replaced by a constant, "
+      "device_ids or a map_location index dropped, a seed call widened; each is labelled in "
+      "change_list.csv and report.json");
+  app.add_flag_callback(
+      "--no-unsafe-fixes", [&a] { a.unsafe_fixes = false; },
+      "leave out the fixes that change behaviour (they are still reported)");
   app.add_flag("--keep-device-flags", a.keep_device_flags,
                "keep the command line's CUDA-shaped device flags (--cuda, --no-cuda, use_cuda): "
                "only the minimal edits inside them (TP310 ports them to the target's idiom, the "
@@ -218,9 +224,11 @@ void setup_migrate(CLI::App& app, int& exit_code) {
 void setup_analyze(CLI::App& app, int& exit_code) {
   struct Args : CommonArgs {
     std::string format = "text";
+    bool quiet = false;
   };
   auto a = std::make_shared<Args>();
   add_common(app, *a);
+  app.add_flag("--quiet,-q", a->quiet, "no summary table (the findings are still printed)");
   app.add_option("--format", a->format,
                  "text, json, csv, sarif (SARIF 2.1.0) or github (workflow annotations), on stdout")
       ->check(CLI::IsMember({"text", "json", "csv", "sarif", "github"}));
@@ -253,7 +261,8 @@ void setup_analyze(CLI::App& app, int& exit_code) {
       } else if (a->format == "github") {
         std::cout << report::github_annotations(r.report, github_prefix(a->input));
       } else {
-        std::cout << report::findings_text(r.report) << report::summary_table(r.report);
+        std::cout << report::findings_text(r.report);
+        if (!a->quiet) std::cout << report::summary_table(r.report, !r.report_dir.empty());
       }
       return r.exit_code;
     });

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -553,7 +554,24 @@ std::string refuse_options(const Options& opts, const catalogue::Catalogue& cat)
   if (!t) {
     std::string names;
     for (const catalogue::Target& x : cat.targets()) names += (names.empty() ? "" : ", ") + x.name;
-    return "unknown target '" + opts.rules.target + "' (expected one of: " + names + ")";
+    // A vendor's or product's name (`--target ascend`, `gaudi`) points to its target, from the
+    // words of data/targets.json's vendor and title.
+    std::string lower;
+    for (char c : opts.rules.target)
+      lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string meant;
+    for (const catalogue::Target& x : cat.targets()) {
+      std::string words = " " + x.vendor + " " + x.title + " ";
+      for (char& c : words)
+        c = std::isalnum(static_cast<unsigned char>(c))
+                ? static_cast<char>(std::tolower(static_cast<unsigned char>(c)))
+                : ' ';
+      if (lower.size() >= 3 && words.find(" " + lower + " ") != std::string::npos)
+        meant += (meant.empty() ? "" : " or ") + x.name + " (" + x.title + ")";
+    }
+    return "unknown target '" + opts.rules.target + "'" +
+           (meant.empty() ? "" : ": did you mean " + meant + "?") + " (expected one of: " + names +
+           ")";
   }
   if (opts.rules.specify_device && t->device_id_env.empty()) {
     std::string with;

@@ -244,6 +244,16 @@ TEST_F(Driver, RefusesBadTargetsVersionsAndInputs) {
   EXPECT_EQ(r.error,
             "unknown target 'tpu' (expected one of: npu, mlu, musa, xpu, mps, hpu, cpu, "
             "accelerator)");
+  // A vendor's or product's name points to its target.
+  EXPECT_EQ(go(opts("Ascend")).error,
+            "unknown target 'Ascend': did you mean npu (Huawei Ascend NPU)? (expected one of: npu, "
+            "mlu, musa, xpu, mps, hpu, cpu, accelerator)");
+  EXPECT_EQ(go(opts("gaudi")).error.substr(0, 61),
+            "unknown target 'gaudi': did you mean hpu (Intel Gaudi (HPU))?");
+  EXPECT_NE(go(opts("intel"))
+                .error.find("did you mean xpu (Intel GPU (XPU)) or hpu (Intel Gaudi "
+                            "(HPU))?"),
+            std::string::npos);
   Options o = opts("accelerator");
   o.rules.torch_version = "2.5";
   EXPECT_EQ(go(o).error, "target accelerator needs torch >= 2.6 (--torch-version 2.5)");

@@ -540,21 +540,28 @@ std::string log_line(const Row& row) {
   return out;
 }
 
-std::string summary_table(const Report& r) {
+std::string summary_table(const Report& r, bool files_written) {
+  // The CSV each count is written to, and what it counts when no file is written.
+  auto label = [&](const char* csv, const char* what) { return files_written ? csv : what; };
   std::vector<std::pair<std::string, std::string>> lines = {
-      {"change_list.csv", std::to_string(r.rows.size() - r.count(rules::Operation::Unknown))},
-      {"unsupported_api.csv", std::to_string(r.count(rules::Operation::Unsupported))},
-      {"unknown_api.csv", std::to_string(r.count(rules::Operation::Unknown))},
-      {"cuda_op_list.csv", std::to_string(r.cuda_ops.size())},
+      {label("change_list.csv", "changes"),
+       std::to_string(r.rows.size() - r.count(rules::Operation::Unknown))},
+      {label("unsupported_api.csv", "unsupported APIs"),
+       std::to_string(r.count(rules::Operation::Unsupported))},
+      {label("unknown_api.csv", "unknown APIs"),
+       std::to_string(r.count(rules::Operation::Unknown))},
+      {label("cuda_op_list.csv", "custom CUDA ops"), std::to_string(r.cuda_ops.size())},
   };
   if (r.has_advice)
     for (auto kind : {rules::Advice::Kind::Precision, rules::Advice::Kind::Performance,
                       rules::Advice::Kind::Affinity}) {
       auto n = std::count_if(r.advice.begin(), r.advice.end(),
                              [&](const AdviceRow& a) { return a.kind == kind; });
-      lines.emplace_back(kind == rules::Advice::Kind::Precision     ? "api_precision_advice.csv"
-                         : kind == rules::Advice::Kind::Performance ? "api_performance_advice.csv"
-                                                                    : "affinity_api_call.csv",
+      lines.emplace_back(kind == rules::Advice::Kind::Precision
+                             ? label("api_precision_advice.csv", "precision advice")
+                         : kind == rules::Advice::Kind::Performance
+                             ? label("api_performance_advice.csv", "performance advice")
+                             : label("affinity_api_call.csv", "affinity API calls"),
                          std::to_string(n));
     }
   std::size_t w0 = 5, w1 = 10;
@@ -569,7 +576,9 @@ std::string summary_table(const Report& r) {
         right ? std::string(w1 - b.size(), ' ') + b : b + std::string(w1 - b.size(), ' ');
     return "| " + left + " | " + val + " |\n";
   };
-  std::string out = rule + row("files", "statistics", false) + rule;
+  std::string out =
+      rule + (files_written ? row("files", "statistics", false) : row("findings", "count", false)) +
+      rule;
   for (const auto& [a, b] : lines) out += row(a, b, true);
   out += rule;
   std::size_t python = static_cast<std::size_t>(

@@ -110,8 +110,10 @@ std::string report_json(const Report& r);
 std::string report_json_reference(const Report& r);
 /// One log line per row: `file: line a ~ b   Operation Type: MODIFY   Message: ...`.
 std::string log_line(const Row& row);
-/// The terminal summary: a `files | statistics` table plus file outcomes.
-std::string summary_table(const Report& r);
+/// The terminal summary: a `files | statistics` table of the report files plus file outcomes.
+/// Without `files_written` (analyze without -o) the table names what was found, not CSV files
+/// that do not exist: `findings | count`.
+std::string summary_table(const Report& r, bool files_written = true);
 /// Text findings for `analyze --format text`: `path:line:col: CODE [OP] api: message`.
 std::string findings_text(const Report& r);
 

@@ -132,6 +132,18 @@ TEST(Text, LogLineAndSummaryTable) {
             "the output needs torch >= 2.9\n");
   r.command = "analyze";  // nothing is changed by analyze: not counted
   EXPECT_NE(summary_table(r).find("1 skipped\nthe output"), std::string::npos) << summary_table(r);
+  // analyze without -o writes no CSV: the table says what it counted, not file names.
+  EXPECT_EQ(summary_table(r, false),
+            "+------------------+------------+\n"
+            "| findings         | count      |\n"
+            "+------------------+------------+\n"
+            "| changes          |          3 |\n"
+            "| unsupported APIs |          1 |\n"
+            "| unknown APIs     |          1 |\n"
+            "| custom CUDA ops  |          1 |\n"
+            "+------------------+------------+\n"
+            "3 files (2 Python): 1 success, 1 failure, 1 skipped\n"
+            "the output needs torch >= 2.9\n");
 }
 
 TEST(Text, FindingsAreLocatedPathLineCol) {
