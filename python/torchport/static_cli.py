@@ -142,5 +142,5 @@ def main(command: str, argv: Sequence[str]) -> int:
             )
             return 2
         if "-q" not in args and "--quiet" not in args and _value(args, "--format") in (None, "text"):
-            print(f"report page: {page}")
+            print(f"report page: {Path(page).absolute()}")  # absolute, as result: and reports:
     return rc
