@@ -1,6 +1,7 @@
 // libFuzzer target for the project files migrate reads that are not Python: requirements*.txt,
 // pyproject.toml, setup.cfg, shell launchers and C++/CUDA sources (rules::check_other), for
-// every target. The first byte picks the file name, the rest is its text.
+// every target. The first byte picks the file name (its low 3 bits) and the target (the rest),
+// the rest of the input is the file's text.
 // Invariants: no crash; every finding and every edit lies inside the text; the fixes apply.
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/fix/apply.h>
@@ -23,7 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string name = kNames[data[0] % (sizeof kNames / sizeof kNames[0])];
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   const catalogue::Catalogue& cat = catalogue::Catalogue::builtin();
-  for (const catalogue::Target& target : cat.targets()) {
+  {
+    const auto& targets = cat.targets();
+    const catalogue::Target& target = targets[(data[0] >> 3) % targets.size()];
     rules::Options opts;
     opts.target = target.name;
     const rules::FileResult result = rules::check_other(name, text, opts);
