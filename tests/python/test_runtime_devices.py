@@ -192,3 +192,15 @@ def test_a_device_string_torch_refuses_is_refused_as_without_torchport(bad: str)
         with pytest.raises(RuntimeError) as redirected:
             torch.zeros(2, device=bad)
     assert str(plain.value).splitlines()[0] in str(redirected.value)
+
+
+def test_an_index_torch_wraps_is_passed_as_written() -> None:
+    # torch reads a device index into 8 bits: "cuda:982" is device -42. fuzz/python/device_string_fuzz.py
+    # found it mapped to "cpu:-42"-style strings that torch refuses; the index now goes as written.
+    from torchport.runtime._devices import DeviceMapper
+    from torchport.targets import get_target
+
+    xpu = DeviceMapper(get_target("xpu"))
+    assert xpu.map("cuda:982") == "xpu:982"
+    assert torch.device(xpu.map("cuda:982")).index == torch.device("cuda:982").index
+    assert xpu.map("cuda:3") == "xpu:3" and xpu.map("cuda") == "xpu"

@@ -49,9 +49,11 @@ class DeviceMapper:
         parsed = _parse(s)
         if parsed is None or parsed.type != "cuda":
             return s  # not a CUDA device string: torch raises its own error, as without torchport
-        if parsed.index is None:
+        if parsed.index is None or not self.indexed:
             return self.dst
-        return f"{self.dst}:{parsed.index}" if self.indexed else self.dst
+        # The index as written: torch reads it into an 8-bit DeviceIndex ("cuda:982" is index -42),
+        # and the target's string must be read the same way, not rewritten from the wrapped value.
+        return f"{self.dst}:{s.partition(':')[2]}"
 
     def map(self, d: Any) -> Any:
         """The target equivalent of device value `d` (str, torch.device, int), or `d` itself."""
