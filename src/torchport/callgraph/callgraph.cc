@@ -338,7 +338,17 @@ std::optional<std::uint32_t> Analyzer::load_module(const std::string& name) {
     m->name = name;
     m->path = file->string();
   } else {
-    m = parse_module(name, *file);
+    // One library file never takes the analysis down: a defect on it is a warning, and the
+    // module is taken as empty (its calls are not followed), as one that does not parse.
+    try {
+      m = parse_module(name, *file);
+    } catch (const std::exception& e) {
+      result_.warnings.push_back(file->string() + ": internal error: " + e.what() +
+                                 " (not analysed)");
+      m = std::make_unique<Module>();
+      m->name = name;
+      m->path = file->string();
+    }
   }
   auto id = static_cast<std::uint32_t>(modules_.size());
   modules_.push_back(std::move(m));
