@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -139,6 +140,22 @@ std::string github_prefix(const std::string& input) {
   return s.starts_with("./") ? s.substr(2) : s;
 }
 
+/// Runs the driver in a child process that a crash on one file does not take down (contain.h):
+/// a refused run prints its one-line error, a finished one is shown by `show`.
+int run_and_show(const std::string& who, project::Options& o,
+                 const std::function<void(const project::RunResult&)>& show) {
+  return project::run_contained(who, [&](const std::vector<project::CrashedFile>& crashed) {
+    o.crashed = crashed;
+    project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
+    if (!r.error.empty()) {
+      std::cerr << who << ": error: " << r.error << "\n";
+      return r.exit_code;
+    }
+    show(r);
+    return r.exit_code;
+  });
+}
+
 }  // namespace
 
 void setup_migrate(CLI::App& app, int& exit_code) {
@@ -202,21 +219,13 @@ void setup_migrate(CLI::App& app, int& exit_code) {
       return;
     }
     o.progress_line = !a->quiet && ::isatty(STDERR_FILENO);
-    // A crash on one file does not take the run down (contain.h).
-    exit_code = project::run_contained("torchport migrate", [&](const auto& crashed) {
-      o.crashed = crashed;
-      project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
-      if (!r.error.empty()) {
-        std::cerr << "torchport migrate: error: " << r.error << "\n";
-        return r.exit_code;
-      }
+    exit_code = run_and_show("torchport migrate", o, [&](const project::RunResult& r) {
       if (a->diff) std::cout << r.diff;
       if (!a->quiet) {
         std::cout << report::summary_table(r.report);
         if (!r.result_dir.empty()) std::cout << "result: " << r.result_dir.string() << "\n";
         std::cout << "reports: " << r.report_dir.string() << "\n";
       }
-      return r.exit_code;
     });
   });
 }
@@ -245,13 +254,7 @@ void setup_analyze(CLI::App& app, int& exit_code) {
     project::Options o = to_options(*a);
     o.analyze_only = true;
     o.progress_line = ::isatty(STDERR_FILENO);
-    exit_code = project::run_contained("torchport analyze", [&](const auto& crashed) {
-      o.crashed = crashed;
-      project::RunResult r = project::run(o, catalogue::Catalogue::builtin(), &std::cerr);
-      if (!r.error.empty()) {
-        std::cerr << "torchport analyze: error: " << r.error << "\n";
-        return r.exit_code;
-      }
+    exit_code = run_and_show("torchport analyze", o, [&](const project::RunResult& r) {
       if (a->format == "json") {
         std::cout << report::report_json(r.report);
       } else if (a->format == "csv") {
@@ -264,7 +267,6 @@ void setup_analyze(CLI::App& app, int& exit_code) {
         std::cout << report::findings_text(r.report);
         if (!a->quiet) std::cout << report::summary_table(r.report, !r.report_dir.empty());
       }
-      return r.exit_code;
     });
   });
 }

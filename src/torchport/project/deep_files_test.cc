@@ -8,6 +8,7 @@
 #include <torchport/project/files.h>
 #include <torchport/syntax/limits.h>
 #include <torchport/syntax/parser.h>
+#include <torchport/syntax/parser_test_util.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -21,16 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string repeat(const std::string& s, int n) {
-  std::string out;
-  for (int i = 0; i < n; ++i) out += s;
-  return out;
-}
-std::string joined(const std::string& term, const std::string& sep, int n) {
-  std::string out = term;
-  for (int i = 1; i < n; ++i) out += sep + term;
-  return out;
-}
+using syntax::testing::joined;
+using syntax::testing::repeat;
 
 struct Kind {
   const char* name;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torchport/syntax/limits.h>
 #include <torchport/syntax/parser.h>
+#include <torchport/syntax/parser_test_util.h>
 #include <torchport/syntax/printer.h>
 
 #include <functional>
@@ -12,18 +13,8 @@
 namespace torchport::syntax {
 namespace {
 
-std::string repeat(const std::string& s, int n) {
-  std::string out;
-  out.reserve(s.size() * static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) out += s;
-  return out;
-}
-
-std::string joined(const std::string& term, const std::string& sep, int n) {
-  std::string out = term;
-  for (int i = 1; i < n; ++i) out += sep + term;
-  return out;
-}
+using testing::joined;
+using testing::repeat;
 
 /// One way to nest: the statement for depth n, and the largest n CPython 3.11 compiles
 /// (measured with compile(); one more gives RecursionError or MemoryError).

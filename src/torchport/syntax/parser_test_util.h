@@ -91,4 +91,19 @@ inline std::string error_of(const std::string& src) {
 
 inline bool accepts(const std::string& src) { return parse_text(src).ok(); }
 
+/// `s` n times: the generated deep files of the depth tests.
+inline std::string repeat(const std::string& s, int n) {
+  std::string out;
+  out.reserve(s.size() * static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+/// n copies of `term` with `sep` between them.
+inline std::string joined(const std::string& term, const std::string& sep, int n) {
+  std::string out = term;
+  for (int i = 1; i < n; ++i) out += sep + term;
+  return out;
+}
+
 }  // namespace torchport::syntax::testing
