@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import unicodedata
 from pathlib import Path
 
@@ -267,3 +268,38 @@ def test_names_from_every_unicode_category(tmp_path: Path) -> None:
         assert f"\n{name} = torch.zeros(1).npu()\n" in out, name
     report = json.loads((result / "torchport-report" / "report.json").read_text(encoding="utf-8"))
     assert report["summary"]["not_migrated"] == 1
+
+
+def test_stopping_the_command_stops_its_work(tmp_path: Path) -> None:
+    # analyze/migrate work in a child process (docs/cli.md): a `timeout` or a CI runner that stops
+    # the command must not leave that child running.
+    proj = tmp_path / "big_tree_to_stop"
+    proj.mkdir()
+    (proj / "big.py").write_text("import torch\n" + "x = torch.zeros(1).cuda()\n" * 1_500_000)
+    p = subprocess.Popen([EXE, "analyze", str(proj), "--target", "npu"], stdout=subprocess.DEVNULL)
+    time.sleep(0.5)
+    assert p.poll() is None, "finished before it could be stopped: make the input larger"
+    p.terminate()
+    p.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        left = _processes_naming(str(proj))
+        if not left:
+            break
+        time.sleep(0.2)
+    assert not left, f"still running after the command was stopped: {left}"
+
+
+def _processes_naming(text: str) -> list[int]:
+    """The processes whose command line contains `text` (from /proc: no procps needed)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(entry.name))
+    return found

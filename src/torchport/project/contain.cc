@@ -1,4 +1,5 @@
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <torchport/project/contain.h>
 #include <torchport/project/driver.h>
@@ -142,6 +143,7 @@ int run_contained(const std::string& who,
     std::fflush(nullptr);
     int fds[2];
     if (::pipe(fds) != 0) return body(crashed);
+    const pid_t parent = ::getpid();
     pid_t pid = ::fork();
     if (pid < 0) {
       ::close(fds[0]);
@@ -149,6 +151,10 @@ int run_contained(const std::string& who,
       return body(crashed);
     }
     if (pid == 0) {
+      // The child dies with its parent (a `timeout` or a CI runner that stops the command stops
+      // the work too), and not a moment later if the parent is already gone.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(kExitInternal);
       ::close(fds[0]);
       crash_fd = fds[1];
       install_handler();
@@ -169,6 +175,8 @@ int run_contained(const std::string& who,
     std::error_code ec;
     for (const std::filesystem::path& d : a.scratch) std::filesystem::remove_all(d, ec);
     const int sig = WIFSIGNALED(a.status) ? WTERMSIG(a.status) : 0;
+    // A closed pipe (`torchport analyze ... | head`) ends the run as it would end any program.
+    if (sig == SIGPIPE) return 128 + sig;
     bool fatal = false;
     for (int s : kFatalSignals) fatal = fatal || s == sig;
     if (!fatal || a.crashes.empty()) {
