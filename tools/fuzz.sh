@@ -47,7 +47,7 @@ run_one() {  # name, extra seed directory ("" for none), command...
 }
 
 for fuzzer in build/fuzz/*_fuzzer; do
-  [ -x "$fuzzer" ] || continue
+  [ -f "$fuzzer" ] && [ -x "$fuzzer" ] || continue  # not the corpus-<name> folders
   name=$(basename "$fuzzer")
   [ -n "${TORCHPORT_FUZZ_ONLY:-}" ] && [ "$name" != "$TORCHPORT_FUZZ_ONLY" ] && continue
   run_one "$name" build/fuzz/seeds "$fuzzer"
