@@ -85,7 +85,8 @@ def test_ddp_train_spawns_two_ranks_under_rehearsal(rehearsal_built: None, tmp_p
     src.mkdir()
     shutil.copy(E2E / "ddp_train.py", src / "ddp_train.py")
     cpu = migrate(src, tmp_path / "out", "cpu")
-    ref = subprocess.run(
+    # plain torch's gloo ranks can abort in their teardown under load (torchrun_testlib.py)
+    ref = run_ranks(
         [sys.executable, "ddp_train.py"],
         cwd=cpu,
         capture_output=True,
