@@ -186,3 +186,18 @@ def test_malformed_manifest_model_is_a_clear_error(capsys, tmp_path, dumps):
     code, _, err = _run_compare(capsys, str(bad), str(dumps[0]))
     assert code == 2
     assert f'{bad / "manifest.json"}: field "model.parameters" is not a list of [name, shape]' in err
+
+
+@pytest.mark.parametrize("name", ["", ".", ".."])
+def test_a_records_file_that_names_a_folder_is_refused(capsys, tmp_path, dumps, name):
+    # fuzz/python/probe_dump_fuzz.py: "records_file": "" opened the dump folder itself (a traceback)
+    t = tmp_path / "t"
+    shutil.copytree(dumps[0], t)
+    manifest = json.loads((t / "manifest.json").read_text())
+    manifest["records_file"] = name
+    (t / "manifest.json").write_text(json.dumps(manifest))
+    code, _, err = _run_compare(capsys, str(t), str(dumps[0]))
+    assert code == 2
+    assert err.strip() == (
+        f'torchport compare: error: {t / "manifest.json"}: field "records_file" is not a file name'
+    )

@@ -299,7 +299,10 @@ def _check_manifest(mpath: Path, m: dict[str, Any]) -> None:
         raise DumpError(f'{mpath}: field "wrappers" is not a list of module paths')
     if m.get("level", "module") not in ("module", "op"):
         raise DumpError(f'{mpath}: field "level" is {_what(m.get("level"))}, expected "module" or "op"')
-    if not isinstance(m.get("records_file", RECORDS), str) or "/" in m.get("records_file", RECORDS):
+    rf = m.get("records_file", RECORDS)
+    # a name in the dump's own folder: not empty, ".", ".." (the folder itself: found by
+    # fuzz/python/probe_dump_fuzz.py, an IsADirectoryError), nor a path
+    if not isinstance(rf, str) or rf in ("", ".", "..") or "/" in rf or "\0" in rf:
         raise DumpError(f'{mpath}: field "records_file" is not a file name')
     t = m.get("tensors")
     if t is not None and not (isinstance(t, dict) and all(_is_int(v) for v in t.values())):
