@@ -15,7 +15,7 @@ import ast
 import difflib
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 # CPython 3.11.7's ast.parse is not safe across threads ("AST constructor recursion depth
@@ -56,6 +56,9 @@ class Reference:
     col: int
     kind: str
     text: str  # the source segment (first line), for people
+    # cuda-api: the qualified name of the API or imported module (for the catalogue's "kept as
+    # is" entries); "" for the other kinds
+    qualified: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         return f"{self.line}:{self.col + 1}: {self.kind}: {self.text}"
@@ -95,7 +98,7 @@ class _Finder(ast.NodeVisitor):
         self.compare_strings: set[int] = set()  # ids of string nodes that sit in a comparison
 
     # -- helpers ---------------------------------------------------------------------------
-    def add(self, node: ast.AST, kind: str) -> None:
+    def add(self, node: ast.AST, kind: str, qualified: str = "") -> None:
         seg = ast.get_source_segment(self.source, node) or ""
         if (
             isinstance(node, ast.Attribute)
@@ -109,7 +112,7 @@ class _Finder(ast.NodeVisitor):
         else:
             line, col = node.lineno, node.col_offset  # type: ignore[attr-defined]
             seg = seg.splitlines()[0] if seg else ""
-        self.refs.append(Reference(line, col, kind, seg[:80]))
+        self.refs.append(Reference(line, col, kind, seg[:80], qualified))
 
     def qualname(self, node: ast.AST) -> Optional[str]:
         parts = _dotted(node)
@@ -129,7 +132,8 @@ class _Finder(ast.NodeVisitor):
                 top = a.name.split(".")[0]
                 self.aliases[top] = top
             if _is_cuda_qualname(a.name):
-                self.add(node, "amp-cuda-default" if a.name.startswith("torch.cuda.amp") else "cuda-api")
+                kind = "amp-cuda-default" if a.name.startswith("torch.cuda.amp") else "cuda-api"
+                self.add(node, kind, a.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level or not node.module:
@@ -145,7 +149,10 @@ class _Finder(ast.NodeVisitor):
             amp = node.module.startswith("torch.cuda.amp") or any(
                 f"{node.module}.{a.name}" == "torch.cuda.amp" for a in node.names
             )
-            self.add(node, "amp-cuda-default" if amp else "cuda-api")
+            names = [f"{node.module}.{a.name}" for a in node.names]
+            cuda = [q for q in names if _is_cuda_qualname(q)]
+            qualified = cuda[0] if len(cuda) == 1 else node.module
+            self.add(node, "amp-cuda-default" if amp else "cuda-api", qualified)
 
     # -- names and attributes ---------------------------------------------------------------
     def _check_chain(self, node: ast.AST) -> bool:
@@ -154,7 +161,7 @@ class _Finder(ast.NodeVisitor):
         if q is None:
             return False
         if _is_cuda_qualname(q):
-            self.add(node, "amp-cuda-default" if q.startswith("torch.cuda.amp") else "cuda-api")
+            self.add(node, "amp-cuda-default" if q.startswith("torch.cuda.amp") else "cuda-api", q)
             return True
         if q in AMP_GPU_FUNCS:
             self.add(node, "amp-cuda-default")
@@ -171,6 +178,13 @@ class _Finder(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if isinstance(node.ctx, ast.Load) and self._check_chain(node):
             return
+        if not isinstance(node.ctx, ast.Load):
+            # `torch.backends.cudnn.benchmark = True`: the reference is the chain being written
+            # to (where the Load visit of node.value would put it), named by the whole chain
+            q = self.qualname(node)
+            if q and _is_cuda_qualname(q) and self.qualname(node.value):
+                self.add(node.value, "amp-cuda-default" if q.startswith("torch.cuda.amp") else "cuda-api", q)
+                return
         if node.attr == "is_cuda" and isinstance(node.ctx, ast.Load):
             self.add(node, "is-cuda")
         self.generic_visit(node)
