@@ -1,0 +1,531 @@
+#include <torchport/flow/device_values.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace torchport::flow {
+
+using syntax::Node;
+using syntax::NodeKind;
+using syntax::Role;
+
+bool is_cuda_device(std::string_view s) {
+  if (s == "cuda") return true;
+  if (!s.starts_with("cuda:") || s.size() == 5) return false;
+  return std::all_of(s.begin() + 5, s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+void Value::merge(const Value& o) {
+  sources |= o.sources;
+  for (const Node* n : o.literals)
+    if (std::find(literals.begin(), literals.end(), n) == literals.end()) literals.push_back(n);
+}
+
+namespace {
+
+bool is_scope(const Node& n) {
+  switch (n.kind()) {
+    case NodeKind::Module:
+    case NodeKind::FunctionDef:
+    case NodeKind::AsyncFunctionDef:
+    case NodeKind::Lambda:
+    case NodeKind::ClassDef:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The environment variables that hold a process's rank or local rank (torchrun, SLURM, Open MPI).
+bool rank_variable(std::string_view v) {
+  static constexpr std::array<std::string_view, 6> kNames = {
+      "LOCAL_RANK",          "RANK", "SLURM_LOCALID", "SLURM_PROCID", "OMPI_COMM_WORLD_LOCAL_RANK",
+      "OMPI_COMM_WORLD_RANK"};
+  return std::find(kNames.begin(), kNames.end(), v) != kNames.end();
+}
+
+// Calls whose result is a rank or a device index, by the called attribute's name:
+// torch.distributed.get_rank() / get_node_local_rank(), torch.cuda.current_device().
+bool index_call(std::string_view attr) {
+  return attr == "get_rank" || attr == "get_local_rank" || attr == "get_node_local_rank" ||
+         attr == "current_device";
+}
+
+}  // namespace
+
+struct DeviceValues::Impl {
+  const syntax::Tree& t;
+  using Key = std::pair<const Node*, std::string_view>;  // (scope, name)
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      return std::hash<const void*>()(k.first) ^ (std::hash<std::string_view>()(k.second) << 1);
+    }
+  };
+  /// Bound values per (scope, name); nullptr = a binding whose value is not an expression
+  /// (a loop target, an import, a tuple unpacked from a call...).
+  std::unordered_map<Key, std::vector<const Node*>, KeyHash> binds;
+  struct Param {
+    const Node* def = nullptr;
+    std::size_t position = 0;  ///< among the positional parameters; SIZE_MAX for keyword-only
+    const Node* default_value = nullptr;
+  };
+  std::unordered_map<Key, Param, KeyHash> params;
+  /// Values assigned to `X.attr` anywhere in the module, by attribute name; argparse defaults.
+  std::unordered_map<std::string_view, std::vector<const Node*>> attrs;
+  std::unordered_set<std::string> int_options;  ///< argparse dests with type=int
+  std::unordered_map<std::string_view, std::vector<const Node*>> defs;   ///< name -> defs
+  std::unordered_map<std::string_view, std::vector<const Node*>> calls;  ///< callee name -> calls
+  std::unordered_set<std::string_view> spawned;  ///< functions started by mp.spawn
+  std::unordered_map<const Node*, std::vector<const Node*>> returns;  ///< def -> return values
+  std::unordered_map<std::string, std::vector<const Node*>> option_values;  ///< dest -> defaults
+
+  mutable std::unordered_map<const Node*, Value> memo;
+  mutable std::unordered_set<const Node*> active;
+  Value unknown_;
+
+  explicit Impl(const syntax::Tree& tree) : t(tree) {
+    unknown_.add(Source::Unknown);
+    index(t.root(), &t.root(), nullptr);
+  }
+
+  // ---- indexing ----
+
+  void bind(const Node* scope, const Node& target, const Node* value) {
+    switch (target.kind()) {
+      case NodeKind::Name:
+        binds[{scope, t.name(target)}].push_back(value);
+        break;
+      case NodeKind::Attribute:
+        attrs[t.name(target)].push_back(value);
+        break;
+      case NodeKind::Tuple:
+      case NodeKind::List: {
+        // `a, b = x, y` pairs the elements; anything else unpacks an unknown value.
+        std::vector<const Node*> values;
+        if (value && (value->kind() == NodeKind::Tuple || value->kind() == NodeKind::List))
+          for (const Node* e : value->elts()) values.push_back(e);
+        std::size_t i = 0;
+        const auto elts = target.elts();
+        const bool paired = values.size() == elts.size();
+        for (const Node* e : elts) {
+          bind(scope, *e, paired ? values[i] : nullptr);
+          ++i;
+        }
+        break;
+      }
+      case NodeKind::Starred:
+        if (const Node* v = target.value()) bind(scope, *v, nullptr);
+        break;
+      default:
+        break;
+    }
+  }
+
+  void parameters(const Node& def) {
+    const Node* args = def.arguments();
+    if (!args) return;
+    std::size_t position = 0;
+    const Node* last = nullptr;
+    for (const Node* c : args->children()) {
+      switch (c->role()) {
+        case Role::PosOnlyArg:
+        case Role::PlainArg:
+          params[{&def, t.name(*c)}] = Param{&def, position++, nullptr};
+          last = c;
+          break;
+        case Role::KwOnlyArg:
+          params[{&def, t.name(*c)}] = Param{&def, SIZE_MAX, nullptr};
+          last = c;
+          break;
+        case Role::VarArg:
+        case Role::KwArg:
+          binds[{&def, t.name(*c)}].push_back(nullptr);
+          last = nullptr;
+          break;
+        case Role::Default:
+        case Role::KwDefault:
+          if (last) params[{&def, t.name(*last)}].default_value = c;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  void argparse_option(const Node& call) {
+    std::string dest;
+    const Node* default_value = nullptr;
+    bool has_default = false, is_int = false;
+    for (const Node* a : call.args()) {
+      if (a->kind() != NodeKind::Constant || !t.is_string(*a)) return;
+      auto s = t.string_value(*a);
+      if (!s || s->empty() || (*s)[0] != '-') return;
+      if (dest.empty() || s->starts_with("--")) {
+        dest = s->substr(s->find_first_not_of('-'));
+        std::replace(dest.begin(), dest.end(), '-', '_');
+      }
+    }
+    for (const Node* k : call.keywords()) {
+      const std::string_view kw = t.name(*k);
+      if (kw == "dest" && k->value() && k->value()->kind() == NodeKind::Constant) {
+        if (auto s = t.string_value(*k->value())) dest = *s;
+      } else if (kw == "default") {
+        default_value = k->value();
+        has_default = true;
+      } else if (kw == "type" && k->value() && k->value()->kind() == NodeKind::Name) {
+        is_int = t.name(*k->value()) == "int";
+      }
+    }
+    if (dest.empty()) return;
+    if (is_int) int_options.insert(dest);
+    auto& values = option_values[dest];
+    if (has_default) values.push_back(default_value);
+  }
+
+  void call(const Node& c) {
+    const Node* f = c.func();
+    if (!f) return;
+    std::string_view name;
+    if (f->kind() == NodeKind::Name || f->kind() == NodeKind::Attribute) name = t.name(*f);
+    if (name.empty()) return;
+    calls[name].push_back(&c);
+    if (name == "add_argument" && f->kind() == NodeKind::Attribute) argparse_option(c);
+    if (name == "spawn" || name == "start_processes") {
+      auto args = c.args();
+      if (!args.empty() && (*args.begin())->kind() == NodeKind::Name)
+        spawned.insert(t.name(**args.begin()));
+    }
+  }
+
+  /// `scope`: the innermost scope node; `def`: the innermost function (for returns).
+  void index(const Node& n, const Node* scope, const Node* def) {
+    switch (n.kind()) {
+      case NodeKind::FunctionDef:
+      case NodeKind::AsyncFunctionDef:
+        binds[{scope, t.name(n)}].push_back(nullptr);
+        defs[t.name(n)].push_back(&n);
+        parameters(n);
+        for (const Node* c : n.children()) {
+          const bool inner = c->role() == Role::Body;
+          index(*c, inner ? &n : scope, inner ? &n : def);
+        }
+        return;
+      case NodeKind::Lambda:
+        parameters(n);
+        for (const Node* c : n.children()) index(*c, c->role() == Role::Body ? &n : scope, def);
+        return;
+      case NodeKind::ClassDef:
+        binds[{scope, t.name(n)}].push_back(nullptr);
+        for (const Node* c : n.children()) index(*c, c->role() == Role::Body ? &n : scope, def);
+        return;
+      case NodeKind::Assign:
+        for (const Node* target : n.targets()) bind(scope, *target, n.value());
+        break;
+      case NodeKind::AnnAssign:
+        if (n.value() && n.target()) bind(scope, *n.target(), n.value());
+        break;
+      case NodeKind::AugAssign:
+      case NodeKind::For:
+      case NodeKind::AsyncFor:
+        if (n.target()) bind(scope, *n.target(), nullptr);
+        break;
+      case NodeKind::NamedExpr:
+        if (n.target()) bind(scope, *n.target(), n.value());
+        break;
+      case NodeKind::withitem:
+        if (n.optional_vars()) bind(scope, *n.optional_vars(), nullptr);
+        break;
+      case NodeKind::alias: {
+        // `import a.b` binds a; `import x as y` / `from m import x` bind their names.
+        std::string_view bound = t.name(n);
+        if (bound.empty()) {
+          bound = t.token_text(n.extra_tokens().empty() ? n.first_token() : n.extra_tokens()[0]);
+        }
+        binds[{scope, bound}].push_back(nullptr);
+        break;
+      }
+      case NodeKind::ExceptHandler:
+        if (!t.name(n).empty()) binds[{scope, t.name(n)}].push_back(nullptr);
+        break;
+      case NodeKind::Return:
+        if (def) returns[def].push_back(n.value());
+        break;
+      case NodeKind::Call:
+        call(n);
+        break;
+      default:
+        break;
+    }
+    for (const Node* c : n.children()) index(*c, scope, def);
+  }
+
+  // ---- evaluation ----
+
+  static Value one(Source s, const Node* literal = nullptr) {
+    Value v;
+    v.add(s);
+    if (literal) v.literals.push_back(literal);
+    return v;
+  }
+
+  Value values(const std::vector<const Node*>& nodes, int steps) const {
+    Value v;
+    for (const Node* n : nodes) v.merge(n ? eval(*n, steps) : unknown_);
+    if (nodes.empty()) v.add(Source::Unknown);
+    return v;
+  }
+
+  /// The scopes a name in `n` is resolved in, innermost first (class bodies only when they are
+  /// the innermost: methods do not see them).
+  std::vector<const Node*> scopes_of(const Node& n) const {
+    std::vector<const Node*> out;
+    const Node* child = &n;
+    for (const Node* p = n.parent(); p; child = p, p = p->parent()) {
+      if (!is_scope(*p)) continue;
+      // A default, decorator or annotation is evaluated in the enclosing scope.
+      if (p->kind() != NodeKind::Module && child->role() != Role::Body) continue;
+      if (p->kind() == NodeKind::ClassDef && !out.empty()) continue;
+      out.push_back(p);
+    }
+    return out;
+  }
+
+  Value name(const Node& n, int steps) const {
+    const std::string_view id = t.name(n);
+    for (const Node* scope : scopes_of(n)) {
+      Value v;
+      bool found = false;
+      if (auto it = binds.find({scope, id}); it != binds.end()) {
+        v.merge(values(it->second, steps));
+        found = true;
+      }
+      if (auto it = params.find({scope, id}); it != params.end()) {
+        v.merge(parameter(it->second, id, steps));
+        found = true;
+      }
+      if (found) return v;
+    }
+    return unknown_;
+  }
+
+  Value parameter(const Param& p, std::string_view id, int steps) const {
+    Value v;
+    if (p.default_value) v.merge(eval(*p.default_value, steps));
+    if (p.def->kind() == NodeKind::Lambda) return v.sources ? v : unknown_;
+    const std::string_view fn = t.name(*p.def);
+    if (p.position == 0 && spawned.contains(fn)) v.add(Source::Index);
+    // A method called as `obj.fn(...)` does not pass `self` in its arguments.
+    bool method = false;
+    if (const Node* args = p.def->arguments()) {
+      for (const Node* c : args->children()) {
+        if (c->role() == Role::PosOnlyArg || c->role() == Role::PlainArg) {
+          method = t.name(*c) == "self" || t.name(*c) == "cls";
+          break;
+        }
+      }
+    }
+    bool any_call = false;
+    if (auto it = calls.find(fn); it != calls.end()) {
+      for (const Node* c : it->second) {
+        if (c->func() && c->func()->kind() == NodeKind::Attribute && t.name(*c->func()) == "spawn")
+          continue;
+        any_call = true;
+        const bool through_attr = c->func()->kind() == NodeKind::Attribute;
+        std::size_t pos = p.position;
+        if (method && through_attr) {
+          if (pos == 0) return unknown_;  // `self`
+          --pos;
+        }
+        const Node* arg = nullptr;
+        bool starred = false;
+        std::size_t i = 0;
+        for (const Node* a : c->args()) {
+          if (a->kind() == NodeKind::Starred) starred = true;
+          if (i++ == pos && !starred) arg = a;
+        }
+        for (const Node* k : c->keywords()) {
+          if (t.name(*k).empty()) starred = true;  // **kwargs
+          if (t.name(*k) == id) arg = k->value();
+        }
+        if (arg) {
+          v.merge(eval(*arg, steps));
+        } else if (starred) {
+          v.add(Source::Unknown);
+        }
+        // neither: the default, merged above
+      }
+    }
+    if (!any_call && !p.default_value && !(p.position == 0 && spawned.contains(fn)))
+      v.add(Source::Unknown);
+    return v.sources ? v : unknown_;
+  }
+
+  Value attribute(const Node& n, int steps) const {
+    const std::string_view attr = t.name(n);
+    Value v;
+    bool found = false;
+    if (auto it = option_values.find(std::string(attr)); it != option_values.end()) {
+      found = true;
+      if (int_options.contains(std::string(attr))) {
+        v.add(Source::Index);
+        for (const Node* d : it->second)
+          if (d && d->kind() == NodeKind::Constant && d->has(syntax::kNone)) v.add(Source::None);
+      } else if (it->second.empty()) {
+        v.add(Source::None);  // an option without default= is None
+      } else {
+        v.merge(values(it->second, steps));
+      }
+    }
+    if (auto it = attrs.find(attr); it != attrs.end()) {
+      found = true;
+      v.merge(values(it->second, steps));
+    }
+    return found ? v : unknown_;
+  }
+
+  bool env_rank(const Node& e) const {
+    // os.environ["LOCAL_RANK"], os.environ.get("LOCAL_RANK", ...), os.getenv("RANK", ...)
+    const Node* key = nullptr;
+    if (e.kind() == NodeKind::Subscript && e.value() && t.text(*e.value()).ends_with("environ")) {
+      key = e.slice();
+    } else if (e.kind() == NodeKind::Call && e.func() && e.func()->kind() == NodeKind::Attribute) {
+      const std::string_view fn = t.name(*e.func());
+      const std::string_view obj = t.text(*e.func()->value());
+      if ((fn == "get" && obj.ends_with("environ")) || (fn == "getenv" && obj == "os")) {
+        auto args = e.args();
+        if (!args.empty()) key = *args.begin();
+      }
+    }
+    if (!key || key->kind() != NodeKind::Constant || !t.is_string(*key)) return false;
+    auto s = t.string_value(*key);
+    return s && rank_variable(*s);
+  }
+
+  Value call_value(const Node& c, int steps) const {
+    const Node* f = c.func();
+    if (!f) return unknown_;
+    if (f->kind() == NodeKind::Name && t.name(*f) == "int") {
+      auto args = c.args();
+      if (args.size() != 1) return unknown_;
+      const Node& a = **args.begin();
+      if (env_rank(a)) return one(Source::Index);
+      const Value& inner = eval(a, steps);
+      return inner.only({Source::Index}) ? one(Source::Index) : unknown_;
+    }
+    if (f->kind() == NodeKind::Attribute) {
+      const std::string_view attr = t.name(*f);
+      if (index_call(attr) && c.args().empty()) return one(Source::Index);
+      // "cuda:{}".format(i)
+      if (attr == "format" && f->value() && f->value()->kind() == NodeKind::Constant) {
+        if (auto s = t.string_value(*f->value()); s && s->starts_with("cuda:"))
+          return one(Source::Formatted, &c);
+      }
+      return unknown_;
+    }
+    if (f->kind() == NodeKind::Name) {
+      auto it = defs.find(t.name(*f));
+      if (it == defs.end()) return unknown_;
+      Value v;
+      for (const Node* def : it->second) {
+        auto r = returns.find(def);
+        if (r == returns.end()) return unknown_;  // falls off the end: None, or a generator
+        v.merge(values(r->second, steps));
+      }
+      return v.sources ? v : unknown_;
+    }
+    return unknown_;
+  }
+
+  Value compute(const Node& e, int steps) const {
+    switch (e.kind()) {
+      case NodeKind::Constant: {
+        if (e.has(syntax::kNone)) return one(Source::None, &e);
+        if (e.has(syntax::kNumber)) {
+          const std::string_view s = t.text(e);
+          if (!s.empty() &&
+              std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+            return one(Source::Index, &e);
+          return unknown_;
+        }
+        if (!t.is_string(e) || e.has(syntax::kBytes)) return unknown_;
+        auto s = t.string_value(e);
+        if (!s) return unknown_;
+        if (is_cuda_device(*s)) return one(Source::DeviceString, &e);
+        if (*s == "cpu") return one(Source::HostString, &e);
+        if (*s == "nccl") return one(Source::Backend, &e);
+        return unknown_;
+      }
+      case NodeKind::JoinedStr: {
+        auto parts = e.parts();
+        if (parts.empty()) return unknown_;
+        const Node* first = *parts.begin();
+        if (first->kind() == NodeKind::Constant && t.text(*first).starts_with("cuda:"))
+          return one(Source::Formatted, &e);
+        return unknown_;
+      }
+      case NodeKind::BinOp: {
+        const std::string_view op = e.token() != syntax::kNoToken ? t.token_text(e.token()) : "";
+        const Node* l = e.left();
+        const Node* r = e.right();
+        if (!l || !r) return unknown_;
+        if ((op == "%" || op == "+") && l->kind() == NodeKind::Constant && t.is_string(*l)) {
+          auto s = t.string_value(*l);
+          if (s && s->starts_with("cuda:")) return one(Source::Formatted, &e);
+          return unknown_;
+        }
+        // rank % ngpus, local_rank + offset: arithmetic on an index is an index.
+        if (op == "%" || op == "+" || op == "-" || op == "//" || op == "*") {
+          const Value& lv = eval(*l, steps);
+          if (lv.only({Source::Index})) return one(Source::Index);
+        }
+        return unknown_;
+      }
+      case NodeKind::IfExp: {
+        Value v;
+        for (const Node* c : e.children())
+          if (c->role() != Role::Test) v.merge(eval(*c, steps));
+        return v;
+      }
+      case NodeKind::BoolOp: {
+        Value v;
+        for (const Node* c : e.children()) v.merge(eval(*c, steps));
+        return v;
+      }
+      case NodeKind::NamedExpr:
+        return e.value() ? eval(*e.value(), steps) : unknown_;
+      case NodeKind::Name:
+        return name(e, steps);
+      case NodeKind::Attribute:
+        return attribute(e, steps);
+      case NodeKind::Call:
+        return call_value(e, steps);
+      default:
+        return unknown_;
+    }
+  }
+
+  const Value& eval(const Node& e, int steps) const {
+    if (auto it = memo.find(&e); it != memo.end()) return it->second;
+    if (steps >= kMaxSteps || active.contains(&e)) return unknown_;
+    active.insert(&e);
+    Value v = compute(e, steps + 1);
+    active.erase(&e);
+    return memo.emplace(&e, std::move(v)).first->second;
+  }
+};
+
+DeviceValues::DeviceValues(const syntax::Tree& tree) : impl_(std::make_unique<Impl>(tree)) {}
+DeviceValues::~DeviceValues() = default;
+
+const Value& DeviceValues::of(const syntax::Node& e) const { return impl_->eval(e, 0); }
+
+bool DeviceValues::is_index(const syntax::Node& e) const {
+  const Value& v = of(e);
+  return v.has(Source::Index) && v.only({Source::Index, Source::None});
+}
+
+}  // namespace torchport::flow

@@ -1,0 +1,88 @@
+// The device-value layer: where the value of an expression that reaches a device position comes
+// from, read from the syntax tree. It sits between the semantic model and the rules: a rule asks
+// it "what is `gpu_id` in `model.to(gpu_id)`?" instead of matching tokens or names.
+//
+// The analysis follows values backwards, inside one module, through:
+//   - literals: an integer (a device index), "cuda" / "cuda:N", "cpu", "nccl", and device strings
+//     built from "cuda" at run time (f"cuda:{i}", "cuda:%d" % i, "cuda:" + str(i),
+//     "cuda:{}".format(i));
+//   - names: every binding of the name in the scope that Python resolves it in (the function's
+//     own bindings, else the module's), and a function's parameters: their defaults and the
+//     arguments of every call of the function in the module (`worker(rank, ...)`), with
+//     `torch.multiprocessing.spawn(fn, ...)` passing fn its process index;
+//   - attributes: `args.gpu` from argparse (`add_argument("--gpu", type=int, default=0)`: an int
+//     option is an index, else its default) and from every `X.gpu = ...` in the module;
+//   - calls: `int(...)` of an index, `os.environ["LOCAL_RANK"]`, `os.getenv("RANK")` and the like
+//     under int(), torch.distributed's get_rank() / get_local_rank(), torch.cuda.current_device(),
+//     and the return values of the module's own functions (`select_device()`);
+//   - conditional and `or` expressions: both sides.
+// A value whose sources are not all known says so (Source::Unknown among them), and the rules
+// then report instead of rewriting. The walk is memoised per node and bounded (a cycle or a chain
+// deeper than kMaxSteps is Unknown).
+#pragma once
+
+#include <torchport/syntax/tree.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace torchport::flow {
+
+/// Where a value can come from. A Value is a set of these.
+enum class Source : std::uint8_t {
+  Unknown = 0,       ///< not determined by the code (a call result, a subscript, input...)
+  DeviceString = 1,  ///< a CUDA device literal: "cuda", "cuda:0"
+  HostString = 2,    ///< "cpu"
+  Formatted = 3,     ///< a device string built from "cuda" at run time: f"cuda:{i}"
+  Index = 4,         ///< an integer device index (a literal, LOCAL_RANK, a rank, an int option)
+  Backend = 5,       ///< the collective backend name "nccl"
+  None = 6,          ///< None (the default device)
+};
+
+struct Value {
+  std::uint8_t sources = 0;  ///< bit (1 << Source)
+  /// The literal nodes the value comes from (Constant or JoinedStr/BinOp for Formatted), in
+  /// source order, without duplicates: what a rule rewrites.
+  std::vector<const syntax::Node*> literals;
+
+  bool has(Source s) const { return (sources & (1u << static_cast<unsigned>(s))) != 0; }
+  /// Every source is one of `allowed` (and there is at least one).
+  bool only(std::initializer_list<Source> allowed) const {
+    std::uint8_t mask = 0;
+    for (Source s : allowed) mask |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(s));
+    return sources != 0 && (sources & ~mask) == 0;
+  }
+  bool known() const { return sources != 0 && !has(Source::Unknown); }
+  void add(Source s) { sources |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(s)); }
+  void merge(const Value& o);
+};
+
+class DeviceValues {
+ public:
+  /// Indexes the module (one walk). The tree must outlive this object.
+  explicit DeviceValues(const syntax::Tree& tree);
+  ~DeviceValues();
+  DeviceValues(const DeviceValues&) = delete;
+  DeviceValues& operator=(const DeviceValues&) = delete;
+
+  /// Where the value of expression `e` comes from.
+  const Value& of(const syntax::Node& e) const;
+
+  /// True when every source of `e` is an integer device index (None allowed: `default=None`
+  /// options used under `if args.gpu is not None`).
+  bool is_index(const syntax::Node& e) const;
+
+  /// The longest chain of bindings followed before giving up.
+  static constexpr int kMaxSteps = 24;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The value of a string literal that is a CUDA device: "cuda" or "cuda:<digits>".
+bool is_cuda_device(std::string_view s);
+
+}  // namespace torchport::flow
