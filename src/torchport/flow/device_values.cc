@@ -457,7 +457,7 @@ struct DeviceValues::Impl {
         if (is_cuda_device(*s)) return one(Source::DeviceString, &e);
         if (*s == "cpu") return one(Source::HostString, &e);
         if (*s == "nccl") return one(Source::Backend, &e);
-        return unknown_;
+        return one(Source::Text, &e);
       }
       case NodeKind::JoinedStr: {
         auto parts = e.parts();

@@ -39,6 +39,7 @@ enum class Source : std::uint8_t {
   Index = 4,         ///< an integer device index (a literal, LOCAL_RANK, a rank, an int option)
   Backend = 5,       ///< the collective backend name "nccl"
   None = 6,          ///< None (the default device)
+  Text = 7,          ///< another string literal ("mps", "gloo", "auto")
 };
 
 struct Value {

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <torchport/catalogue/catalogue.h>
+#include <torchport/flow/device_values.h>
 #include <torchport/rules/engine.h>
 #include <torchport/semantic/model.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -108,6 +110,13 @@ class Context {
   /// nullptr.
   const syntax::Node* attribute_named_at(semantic::TokenIndex name) const;
 
+  /// The device-value layer of this file (flow/device_values.h), built on first use. Needs the
+  /// tree (Need::NeedTree).
+  const flow::DeviceValues& values() const;
+  /// The expression node that spans tokens [first, last] exactly, or nullptr (a bridge for the
+  /// rules that still find their sites by tokens).
+  const syntax::Node* expression_at(semantic::TokenIndex first, semantic::TokenIndex last) const;
+
  private:
   struct DeviceBinding {
     std::uint32_t line = 0;  ///< the first line `device = ...` of the scope
@@ -123,6 +132,7 @@ class Context {
       statement_calls_;
   /// attribute-name token -> its Attribute node; filled on first use.
   mutable std::optional<std::unordered_map<semantic::TokenIndex, const syntax::Node*>> attributes_;
+  mutable std::unique_ptr<flow::DeviceValues> values_;
 };
 
 /// Compares "X.Y[.Z]" versions: <0, 0, >0.
@@ -159,6 +169,7 @@ void run_custom_rules(Context& ctx);       // TP801-TP804 custom_rules.cc
 void run_ddp(Context& ctx);                // TP410-TP417 ddp.cc (--distributed only)
 /// The first token of a use of torch.distributed / DDP (an import or a reference), if any.
 std::optional<semantic::TokenIndex> uses_torch_distributed(const semantic::Model& m);
+void run_device_value(Context& ctx);  // TP304 device_value.cc
 // tools/new_rule.py: declarations
 void run_insertions(Context& ctx);       // TP900 insertions.cc
 void run_custom_op_calls(Context& ctx);  // TP903 custom_op_calls.cc

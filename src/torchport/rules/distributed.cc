@@ -655,6 +655,14 @@ void run_distributed(Context& ctx) {
       // args.dist_backend: an argparse option of this file.
       resolved = backend_options.contains(m.token_text(arg->last));
     }
+    if (!resolved) {
+      // The device-value layer: a backend whose every source is the "nccl" literal (TP304
+      // rewrites it where it is written: `args.dist_backend = "nccl"`, a parameter's default).
+      if (const syntax::Node* e = ctx.expression_at(first, arg->last)) {
+        const flow::Value& v = ctx.values().of(*e);
+        resolved = v.only({flow::Source::Backend, flow::Source::Text});
+      }
+    }
     if (resolved) continue;
     ctx.flag("TP400", Operation::Unknown, "nccl",
              "the backend is given as `" + std::string(expr) +

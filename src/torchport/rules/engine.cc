@@ -67,6 +67,10 @@ constexpr RuleInfo kRegistry[] = {
     {"TP302", "is-cuda", ".is_cuda on tensors", "device"},
     {"TP303", "specify-device",
      "--specify-device: device indices from the vendor's device-index variable", "specify_device"},
+    {"TP304", "device-value",
+     "integer device indices and device/backend literals whose value reaches a device position "
+     "(the device-value layer)",
+     "device_value"},
     {"TP310", "device-flags",
      "the command line's --cuda/--no-cuda flag, use_cuda and cuda_kwargs ported as one unit to "
      "the target's idiom (--accel, use_accel; old flags kept as deprecated aliases)",
@@ -149,7 +153,11 @@ constexpr FamilyInfo kFamilies[] = {
     // A dropped device index takes the findings inside it along (`.cuda(torch.cuda.x())`).
     {"device", Input::PythonFile, NeedModel | NeedCatalogue, {"cuda_api"}, run_device},
     // After device: a dropped device_id=/device_ids= takes the device rewrites inside it along.
-    {"distributed", Input::PythonFile, NeedModel | NeedCatalogue, {"device"}, run_distributed},
+    {"distributed",
+     Input::PythonFile,
+     NeedTree | NeedModel | NeedCatalogue,
+     {"device"},
+     run_distributed},
     {"env", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_env},
     {"dtypes", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_dtypes},
     {"torch_versions", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_torch_versions},
@@ -164,11 +172,18 @@ constexpr FamilyInfo kFamilies[] = {
      NeedModel | NeedCatalogue | NeedFindings,
      {"custom_args"},
      run_custom_rules},
+    // After the rules that rewrite a device or backend where it is used: it rewrites the values
+    // that reach those places from elsewhere, and leaves what they took.
+    {"device_value",
+     Input::PythonFile,
+     NeedTree | NeedModel | NeedCatalogue | NeedFindings,
+     {"device", "distributed", "specify_device"},
+     run_device_value},
     // Reports what is still CUDA-specific once every rewriting family has run.
     {"cuda_leftover",
      Input::PythonFile,
      NeedTree | NeedModel | NeedCatalogue | NeedFindings,
-     {"custom_args", "custom_rules"},
+     {"custom_args", "custom_rules", "device_value"},
      run_cuda_leftover},
     // After device (TP300/TP301), whose rewrites inside a replaced index it drops.
     {"specify_device",
@@ -283,6 +298,22 @@ Context::Context(const syntax::Tree& syntax_tree, const semantic::Model& model,
                  const catalogue::Catalogue& catalogue, const catalogue::Target& tgt,
                  const Options& options)
     : tree(syntax_tree), m(model), cat(catalogue), target(tgt), opts(options) {}
+
+const flow::DeviceValues& Context::values() const {
+  if (!values_) values_ = std::make_unique<flow::DeviceValues>(tree);
+  return *values_;
+}
+
+const syntax::Node* Context::expression_at(TokenIndex first, TokenIndex last) const {
+  const syntax::Node* found = nullptr;
+  syntax::walk(tree.root(), [&](const syntax::Node& n) {
+    if (found || n.first_token() > first || n.last_token() < last) return false;
+    if (n.first_token() == first && n.last_token() == last && syntax::is_expression(n.kind()))
+      found = &n;
+    return true;
+  });
+  return found;
+}
 
 std::string Context::torch_name() {
   if (auto alias = m.module_alias("torch")) return *alias;

@@ -1,0 +1,470 @@
+// Rule family TP304: device indices and device/backend literals whose value reaches a device
+// position, found by the device-value layer (flow/device_values.h).
+//
+// What it does:
+//   Asks the device-value layer where the value at each device position comes from, and
+//   rewrites what it determines.
+//   (1) An integer device index given to `.to(i)`, `torch.device(i)` or `device=i`, where `i`
+//   is proven an index: a literal, LOCAL_RANK/RANK from the environment, a rank from mp.spawn or
+//   dist.get_rank(), an argparse option of type=int, and the names, parameters and return values
+//   that only ever hold those. An integer device means the current accelerator (cuda:i on a
+//   CUDA machine; on a machine without one, "Cannot access accelerator device when none is
+//   available"). It becomes the target's device with that index on the indexed targets
+//   (torch.device("npu", i)), the one device on cpu and mps ("cpu": the index goes), and
+//   torch.device(<the device's type>, i) on accelerator (torch.device("cpu", i) is the CPU).
+//   (2) A "cuda" / "cuda:N" literal, or a device string formatted from "cuda", that reaches a
+//   device position through variables, parameters, call arguments, argparse defaults and
+//   return values (`parser.add_argument("-d", "--device", default="cuda")` then
+//   `evaluate(model, args.device)` then `model.to(device)`; `return "cuda:0"` from the
+//   script's own select_device()).
+//   (3) The backend name "nccl" that reaches init_process_group's backend the same way, or is
+//   assigned or passed to a name that says it is a backend (`args.dist_backend = "nccl"`,
+//   `backend = "nccl"`, `launch(gpu_backend="nccl")`).
+// Why:
+//   The other device rules see the literal where it is used; here the literal sits elsewhere (a
+//   default, a helper's return) and only its flow says it is a device. Reporting it would leave
+//   the user to do by hand what the code determines.
+// Example:
+//   def worker(rank):
+//       model.to(rank)
+//   mp.spawn(worker, nprocs=2)
+//   parser.add_argument("-d", "--device", default="cuda")
+// Becomes (npu):
+//   def worker(rank):
+//       model.to(torch.device("npu", rank))
+//   parser.add_argument("-d", "--device", default="npu")
+//   (cpu: model.to("cpu"); accelerator: model.to(torch.device(device.type, rank)) and
+//   default=device.type)
+// Safety:
+//   Only values whose every source the layer knows are rewritten: a name also bound to a call
+//   result, a subscript or a loop variable is left to TP700, which reports it. A literal that
+//   another rule already rewrote or reported is left to that rule. Messages are never values.
+#include <torchport/flow/device_values.h>
+#include <torchport/rules/context.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace torchport::rules {
+
+namespace {
+
+using flow::Source;
+using syntax::Node;
+using syntax::NodeKind;
+
+class DeviceValueRule {
+ public:
+  explicit DeviceValueRule(Context& ctx) : ctx_(ctx), t_(ctx.tree), dv_(ctx.values()) {
+    for (const Finding& f : ctx.result.findings) {
+      taken_.emplace_back(f.begin, f.end);
+      if (f.op == Operation::Modify) modified_.emplace_back(f.begin, f.end);
+    }
+  }
+
+  void run() {
+    for (const Node* c : t_.find_all(NodeKind::Call)) call(*c);
+  }
+
+ private:
+  enum class Position { To, DeviceCtor, Keyword, Backend };
+
+  bool free(const Node& n) const {
+    const auto r = t_.byte_range(n);
+    return std::none_of(taken_.begin(), taken_.end(), [&](const auto& f) {
+      return f.first < r.end && r.begin < std::max(f.second, f.first + 1);
+    });
+  }
+  void take(const Node& n) {
+    const auto r = t_.byte_range(n);
+    taken_.emplace_back(r.begin, r.end);
+    modified_.emplace_back(r.begin, r.end);
+  }
+  bool rewritten(const Node& n) const {
+    const auto r = t_.byte_range(n);
+    return std::any_of(modified_.begin(), modified_.end(),
+                       [&](const auto& f) { return f.first < r.end && r.begin < f.second; });
+  }
+
+  std::string qualified(const Node& f) const {
+    if (f.token() == syntax::kNoToken) return {};
+    const semantic::Reference* r = ctx_.m.reference_at(f.token());
+    return r && r->last == f.token() ? r->qualified : std::string();
+  }
+
+  void call(const Node& c) {
+    const Node* f = c.func();
+    if (!f) return;
+    const bool method = f->kind() == NodeKind::Attribute;
+    const std::string_view last =
+        method || f->kind() == NodeKind::Name ? t_.name(*f) : std::string_view{};
+    const std::string q = qualified(*f);
+    auto args = c.args();
+    const Node* first = args.empty() ? nullptr : *args.begin();
+    if (first && first->kind() != NodeKind::Starred) {
+      if (method && last == "to" && q.empty()) position(*first, Position::To);
+      if (q == "torch.device" && std::next(args.begin()) == args.end())
+        position(*first, Position::DeviceCtor);
+      if (q == "torch.distributed.init_process_group") position(*first, Position::Backend);
+    }
+    for (const Node* k : c.keywords()) {
+      const std::string_view kw = t_.name(*k);
+      if (!k->value()) continue;
+      if (kw == "device" || kw == "map_location") position(*k->value(), Position::Keyword);
+      if (kw == "backend" && q.starts_with("torch.distributed."))
+        position(*k->value(), Position::Backend);
+      if (backend_name(kw)) backend_literal(*k->value(), "the " + std::string(kw) + "= argument");
+    }
+  }
+
+  static bool backend_name(std::string_view name) {
+    std::string lower(name);
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return lower == "backend" || lower.ends_with("_backend") || lower.starts_with("backend_");
+  }
+
+  void position(const Node& e, Position where) {
+    const flow::Value& v = dv_.of(e);
+    if (where == Position::Backend) {
+      if (!v.only({Source::Backend, Source::Text, Source::None})) return;
+      for (const Node* lit : v.literals)
+        if (lit->kind() == NodeKind::Constant && !lit->has(syntax::kNone))
+          backend_literal(*lit, "the backend of init_process_group");
+      return;
+    }
+    if (where != Position::Keyword || t_.name(*e.parent()) == "device") {
+      if (dv_.is_index(e)) {
+        index(e, where);
+        return;
+      }
+    }
+    // Device strings: every source a device literal (or "cpu", None); the literals that are
+    // not at the position itself (those are TP300's).
+    if (!v.only({Source::DeviceString, Source::HostString, Source::Formatted, Source::None,
+                 Source::Text}) ||
+        !(v.has(Source::DeviceString) || v.has(Source::Formatted)))
+      return;
+    for (const Node* lit : v.literals) {
+      if (lit == &e) continue;
+      if (lit->kind() == NodeKind::Constant && t_.is_string(*lit)) device_literal(*lit);
+      if (lit->kind() == NodeKind::JoinedStr) formatted(*lit);
+    }
+  }
+
+  // ---- integer indices ----
+
+  void index(const Node& e, Position where) {
+    if (!free(e)) return;
+    const std::string i(t_.text(e));
+    const auto r = t_.byte_range(e);
+    std::string type_arg;  // the device type, as an argument of torch.device
+    if (ctx_.accelerator()) {
+      type_arg = ctx_.device_type_expr(r.begin);
+    } else {
+      type_arg = "\"" + ctx_.target.device + "\"";
+    }
+    std::string repl;
+    std::string what;
+    if (!ctx_.accelerator() && !ctx_.target.device_index) {
+      repl = type_arg;  // cpu, mps: the one device
+      what = ctx_.target.name + " has one device: the index is dropped";
+    } else if (where == Position::DeviceCtor) {
+      repl = type_arg + ", " + i;
+      what = "the index is kept";
+    } else {
+      repl = ctx_.torch_name() + ".device(" + type_arg + ", " + i + ")";
+      what = "the index is kept";
+    }
+    ctx_.modify("TP304", "device index",
+                "change the integer device index " + i + " (cuda:" + i + " on CUDA) to " + repl +
+                    " (" + what + ")",
+                r.begin, r.end, repl);
+    take(e);
+  }
+
+  // ---- device strings ----
+
+  void device_literal(const Node& lit) {
+    if (!free(lit) || in_message(lit)) return;
+    auto s = t_.string_value(lit);
+    if (!s || !flow::is_cuda_device(*s)) return;
+    const auto r = t_.byte_range(lit);
+    const std::string index = s->size() > 4 ? s->substr(5) : std::string();
+    std::string repl;
+    if (ctx_.accelerator()) {
+      const std::string type = ctx_.device_type_expr(r.begin);
+      repl = index.empty() ? type : "f\"{" + type + "}:" + index + "\"";
+    } else if (!ctx_.target.device_index || index.empty()) {
+      repl = "\"" + ctx_.target.device + "\"";
+    } else {
+      repl = "\"" + ctx_.target.device + ":" + index + "\"";
+    }
+    if (lit.has(syntax::kImplicitConcat)) return;
+    const std::string old(t_.text(lit));
+    ctx_.modify("TP304", std::string(*s),
+                "change the device string " + old + " to " + repl +
+                    " (its value reaches a device position)",
+                r.begin, r.end, repl);
+    take(lit);
+  }
+
+  void formatted(const Node& js) {
+    if (!free(js) || in_message(js)) return;
+    // f"cuda:{rank}": the "cuda" at the start of the first literal part.
+    auto parts = js.parts();
+    if (parts.empty()) return;
+    const Node* head = *parts.begin();
+    const auto hr = t_.byte_range(*head);
+    const std::string_view text = t_.text(*head);
+    if (!text.starts_with("cuda:")) return;
+    const auto r = t_.byte_range(js);
+    if (!ctx_.accelerator() && !ctx_.target.device_index) {
+      const std::string repl = "\"" + ctx_.target.device + "\"";
+      ctx_.modify("TP304", "f\"cuda:{...}\"",
+                  "change the device string " + std::string(t_.text(js)) + " to " + repl + " (" +
+                      ctx_.target.name + " has one device)",
+                  r.begin, r.end, repl);
+    } else {
+      std::string repl =
+          ctx_.accelerator() ? "{" + ctx_.device_type_expr(r.begin) + "}" : ctx_.target.device;
+      if (ctx_.accelerator() && repl.find('"') != std::string::npos) return;
+      ctx_.modify("TP304", "f\"cuda:{...}\"",
+                  "change the device type cuda in " + std::string(t_.text(js)) + " to " + repl +
+                      " (its value reaches a device position)",
+                  hr.begin, hr.begin + 4, repl);
+    }
+    take(js);
+  }
+
+  // ---- the backend ----
+
+  void backend_literal(const Node& lit, const std::string& where) {
+    if (lit.kind() != NodeKind::Constant || !t_.is_string(lit) || !free(lit) || in_message(lit))
+      return;
+    auto s = t_.string_value(lit);
+    if (!s || *s != "nccl" || lit.has(syntax::kImplicitConcat)) return;
+    const auto r = t_.byte_range(lit);
+    std::string repl;
+    if (ctx_.accelerator()) {
+      auto alias = ctx_.m.module_alias("torch.distributed");
+      repl = (alias ? *alias : ctx_.torch_name() + ".distributed") +
+             ".get_default_backend_for_device(" + ctx_.device_expr(r.begin) + ")";
+      ctx_.require_torch(kAcceleratorMinTorch);
+    } else {
+      repl =
+          "\"" + (ctx_.target.backend.empty() ? std::string("gloo") : ctx_.target.backend) + "\"";
+    }
+    ctx_.modify("TP304", "nccl",
+                "change the backend \"nccl\" to " + repl + " (its value is " + where + ")", r.begin,
+                r.end, repl);
+    take(lit);
+  }
+
+  bool in_message(const Node& n) const {
+    for (const Node* p = n.parent(); p; p = p->parent()) {
+      if (p->kind() == NodeKind::Raise || p->kind() == NodeKind::JoinedStr) return true;
+      if (syntax::is_statement(p->kind())) return false;
+    }
+    return false;
+  }
+
+ public:
+  /// Comparisons with "cuda" whose other side is a device value that torchport rewrote where it
+  /// was set (`device_type = "cuda" if ... else "cpu"` ... `if device_type == "cuda":`), or a
+  /// device's type (`x.device.type`): both sides move together. On cpu they stay
+  /// (false, as on a machine without CUDA: TP700 reports them).
+  void comparisons() {
+    if (!ctx_.accelerator() && ctx_.target.host) return;
+    for (const Node* c : t_.find_all(NodeKind::Compare)) {
+      auto comps = c->comparators();
+      if (!c->left() || comps.size() != 1) continue;
+      const Node& l = *c->left();
+      const Node& r = **comps.begin();
+      const syntax::CmpOp op = t_.compare_ops(*c).front();
+      const bool eq = op == syntax::CmpOp::Eq || op == syntax::CmpOp::NotEq;
+      const bool in = op == syntax::CmpOp::In || op == syntax::CmpOp::NotIn;
+      if (!eq && !in) continue;
+      if (cuda_literal(l) && move(r)) {
+        compare(*c, l, r, op);
+      } else if (eq && cuda_literal(r) && move(l)) {
+        compare(*c, r, l, op);
+      } else if (in &&
+                 (r.kind() == NodeKind::Set || r.kind() == NodeKind::Tuple ||
+                  r.kind() == NodeKind::List) &&
+                 std::any_of(r.elts().begin(), r.elts().end(),
+                             [&](const Node* e) { return cuda_literal(*e); }) &&
+                 move(l)) {
+        if (ctx_.accelerator()) {
+          if (r.elts().size() == 1)
+            compare(*c, **r.elts().begin(), l,
+                    op == syntax::CmpOp::In ? syntax::CmpOp::Eq : syntax::CmpOp::NotEq);
+          continue;
+        }
+        for (const Node* e : r.elts())
+          if (cuda_literal(*e)) literal_type(*e, "a comparison with a device value");
+      }
+    }
+    for (const Node* c : t_.find_all(NodeKind::Call)) {
+      const Node* f = c->func();
+      auto args = c->args();
+      if (!f || f->kind() != NodeKind::Attribute || t_.name(*f) != "startswith" ||
+          args.size() != 1 || !cuda_literal(**args.begin()) || !move(*f->value()))
+        continue;
+      if (!ctx_.accelerator()) {
+        literal_type(**args.begin(), "a comparison with a device value");
+        continue;
+      }
+      // `not` binds looser than most operators: only where the call is a whole test.
+      if (!free(*c) || c->role() != syntax::Role::Test) continue;
+      const auto rr = t_.byte_range(*c);
+      const std::string repl = "not " + std::string(t_.text(*f->value())) + ".startswith(\"cpu\")";
+      ctx_.modify("TP304", "device comparison",
+                  "change " + std::string(t_.text(*c)) + " to " + repl +
+                      " (the device was moved to the accelerator, or the CPU without one)",
+                  rr.begin, rr.end, repl);
+      take(*c);
+    }
+  }
+
+ private:
+  bool cuda_literal(const Node& n) const {
+    if (n.kind() != NodeKind::Constant || !t_.is_string(n)) return false;
+    auto s = t_.string_value(n);
+    return s && *s == "cuda";
+  }
+
+  /// The other side of a comparison with "cuda" is a device value whose CUDA sources all move
+  /// to the target: a device's type (`x.device.type`), or a value whose every source is a known
+  /// device string, each CUDA one rewritten here if no rule did (the call argument that gives a
+  /// `device` parameter its value). False when some source is unknown: then neither side changes.
+  bool move(const Node& o) {
+    // `x.device.type`: a torch.device's type (a string has no .type). A bare `x.device` may be
+    // a user's own attribute holding anything (`args.device`): its value decides, below.
+    if (o.kind() == NodeKind::Attribute && t_.name(o) == "type" && o.value() &&
+        o.value()->kind() == NodeKind::Attribute && t_.name(*o.value()) == "device")
+      return true;
+    const flow::Value& v = dv_.of(o);
+    if (!v.only({Source::DeviceString, Source::HostString, Source::Formatted, Source::None,
+                 Source::Text}) ||
+        !(v.has(Source::DeviceString) || v.has(Source::Formatted)))
+      return false;
+    for (const Node* lit : v.literals) {
+      if (rewritten(*lit)) continue;
+      if (lit->kind() == NodeKind::JoinedStr) {
+        formatted(*lit);
+      } else if (lit->kind() == NodeKind::Constant && t_.is_string(*lit)) {
+        auto sv = t_.string_value(*lit);
+        if (sv && flow::is_cuda_device(*sv)) device_literal(*lit);
+      }
+    }
+    return std::all_of(v.literals.begin(), v.literals.end(), [&](const Node* lit) {
+      if (lit->kind() == NodeKind::JoinedStr) return rewritten(*lit);
+      auto sv = lit->kind() == NodeKind::Constant && t_.is_string(*lit) ? t_.string_value(*lit)
+                                                                        : std::nullopt;
+      return !sv || !flow::is_cuda_device(*sv) || rewritten(*lit);
+    });
+  }
+
+  void compare(const Node& c, const Node& lit, const Node& other, syntax::CmpOp op) {
+    if (!ctx_.accelerator()) {
+      literal_type(lit, "a comparison with a device value");
+      return;
+    }
+    if (!free(c)) return;
+    const std::string o(t_.text(other));
+    std::string repl;
+    switch (op) {
+      case syntax::CmpOp::Eq:
+        repl = o + " != \"cpu\"";
+        break;
+      case syntax::CmpOp::NotEq:
+        repl = o + " == \"cpu\"";
+        break;
+      case syntax::CmpOp::In:
+        repl = "\"cpu\" not in " + o;
+        break;
+      case syntax::CmpOp::NotIn:
+        repl = "\"cpu\" in " + o;
+        break;
+      default:
+        return;
+    }
+    const auto r = t_.byte_range(c);
+    ctx_.modify("TP304", "device comparison",
+                "change " + std::string(t_.text(c)) + " to " + repl +
+                    " (\"on the GPU\" is \"not on the CPU\" on the accelerator, which falls back "
+                    "to the CPU)",
+                r.begin, r.end, repl);
+    take(c);
+  }
+
+  /// "cuda" -> the target's device type, in place (the quotes kept).
+  void literal_type(const Node& lit, const std::string& where) {
+    if (!free(lit)) return;
+    auto sv = semantic::string_value(ctx_.m.text(), ctx_.m.tokens()[lit.first_token()]);
+    if (!sv || lit.first_token() != lit.last_token()) return;
+    const std::string type =
+        ctx_.target.amp_device.empty() ? ctx_.target.device : ctx_.target.amp_device;
+    ctx_.modify("TP304", "cuda",
+                "change \"cuda\" to \"" + type + "\" in " + where +
+                    " (torchport rewrote that value where it is set)",
+                sv->value_begin, sv->value_begin + 4, type);
+    take(lit);
+  }
+
+ public:
+  /// "nccl" assigned to a name that says it is a backend: `backend = "nccl"`,
+  /// `args.dist_backend = "nccl"`, `def launch(gpu_backend="nccl")`.
+  void assignments() {
+    for (NodeKind k : {NodeKind::Assign, NodeKind::AnnAssign}) {
+      for (const Node* a : t_.find_all(k)) {
+        const Node* v = a->value();
+        if (!v) continue;
+        for (const Node* target : a->children(syntax::Role::Target)) {
+          if ((target->kind() == NodeKind::Name || target->kind() == NodeKind::Attribute) &&
+              backend_name(t_.name(*target)))
+            for_backend_literals(*v, "assigned to " + std::string(t_.text(*target)));
+        }
+      }
+    }
+    for (NodeKind k : {NodeKind::FunctionDef, NodeKind::AsyncFunctionDef}) {
+      for (const Node* d : t_.find_all(k)) {
+        const Node* args = d->arguments();
+        if (!args) continue;
+        const Node* last = nullptr;
+        for (const Node* c : args->children()) {
+          if (c->kind() == NodeKind::arg) last = c;
+          if ((c->role() == syntax::Role::Default || c->role() == syntax::Role::KwDefault) &&
+              last && backend_name(t_.name(*last)))
+            for_backend_literals(*c, "the default of the parameter " + std::string(t_.name(*last)));
+        }
+      }
+    }
+  }
+
+ private:
+  void for_backend_literals(const Node& v, const std::string& where) {
+    const flow::Value& val = dv_.of(v);
+    if (!val.has(Source::Backend)) return;
+    for (const Node* lit : val.literals)
+      if (lit->kind() == NodeKind::Constant && t_.is_string(*lit)) backend_literal(*lit, where);
+  }
+
+  Context& ctx_;
+  const syntax::Tree& t_;
+  const flow::DeviceValues& dv_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> taken_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> modified_;  ///< rewrites only
+};
+
+}  // namespace
+
+void run_device_value(Context& ctx) {
+  if (!ctx.tree.ok()) return;
+  DeviceValueRule rule(ctx);
+  rule.run();
+  rule.assignments();
+  rule.comparisons();
+}
+
+}  // namespace torchport::rules
