@@ -5,6 +5,9 @@ equal to `api`; the mapping's `note` says why, e.g. "without cuDNN the flag has 
 left in the output by design. The corpus suite's `unfixed` column counts every other reference
 left in the output; docs/fidelity.md lists these entries (`python -m tests.corpus --kept`).
 
+A string the oracle names by its keyword (`device_types="cuda"` of torch.library.custom_op) is
+kept when the catalogue has that keyword and value as an entry kept as is.
+
 An import of a CUDA module counts as kept when the catalogue keeps something under it and every
 other reference to the module in the same file is kept: it is there for those uses.
 """
@@ -77,4 +80,11 @@ def unfixed(refs: list[oracle.Reference], target: str) -> list[oracle.Reference]
         others = [o for o in api_refs if o is not r and _under(o.qualified, mod)]
         return all(kept_api(o) for o in others if not o.text.startswith(("import ", "from ")))
 
-    return [r for r in refs if not (r.kind == "cuda-api" and r.qualified and (kept_api(r) or kept_import(r)))]
+    def is_kept(r: oracle.Reference) -> bool:
+        if not r.qualified:
+            return False
+        if r.kind == "cuda-api":
+            return kept_api(r) or kept_import(r)
+        return r.kind == "device-string" and kept_api(r)  # device_types="cuda"
+
+    return [r for r in refs if not is_kept(r)]

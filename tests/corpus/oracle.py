@@ -56,8 +56,9 @@ class Reference:
     col: int
     kind: str
     text: str  # the source segment (first line), for people
-    # cuda-api: the qualified name of the API or imported module (for the catalogue's "kept as
-    # is" entries); "" for the other kinds
+    # cuda-api: the qualified name of the API or imported module; a string given as a keyword
+    # the catalogue names (`device_types="cuda"`): that keyword and value. For the catalogue's
+    # "kept as is" entries (tests/corpus/kept.py); "" otherwise
     qualified: str = field(default="", compare=False)
 
     def __str__(self) -> str:
@@ -96,6 +97,9 @@ class _Finder(ast.NodeVisitor):
         self.refs: list[Reference] = []
         self.message_depth = 0
         self.compare_strings: set[int] = set()  # ids of string nodes that sit in a comparison
+        # ids of strings given as a keyword whose name says what they are (`device_types="cuda"`
+        # names the device of a custom operator's kernel): the catalogue may keep them
+        self.keyword_strings: dict[int, str] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def add(self, node: ast.AST, kind: str, qualified: str = "") -> None:
@@ -200,6 +204,11 @@ class _Finder(ast.NodeVisitor):
         return False
 
     def visit_Call(self, node: ast.Call) -> None:
+        for kw in node.keywords:
+            if kw.arg == "device_types":
+                for v in [kw.value, *getattr(kw.value, "elts", [])]:
+                    if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                        self.keyword_strings[id(v)] = f'device_types="{v.value}"'
         f = node.func
         name = _call_name(node)
         q = self.qualname(f)
@@ -275,7 +284,7 @@ class _Finder(ast.NodeVisitor):
         if self.message_depth or not isinstance(node.value, str):
             return
         if DEVICE_STRING.match(node.value):
-            self.add(node, self._string_kind(node))
+            self.add(node, self._string_kind(node), self.keyword_strings.get(id(node), ""))
         elif node.value == "nccl":
             self.add(node, "nccl")
 

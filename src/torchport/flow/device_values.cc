@@ -76,6 +76,7 @@ struct DeviceValues::Impl {
   std::unordered_map<Key, Param, KeyHash> params;
   /// Values assigned to `X.attr` anywhere in the module, by attribute name; argparse defaults.
   std::unordered_map<std::string_view, std::vector<const Node*>> attrs;
+  std::unordered_map<std::string_view, std::vector<const Node*>> attr_targets;  ///< `X.a = `
   std::unordered_set<std::string> int_options;  ///< argparse dests with type=int
   std::unordered_map<std::string_view, std::vector<const Node*>> defs;   ///< name -> defs
   std::unordered_map<std::string_view, std::vector<const Node*>> calls;  ///< callee name -> calls
@@ -101,6 +102,7 @@ struct DeviceValues::Impl {
         break;
       case NodeKind::Attribute:
         attrs[t.name(target)].push_back(value);
+        attr_targets[t.name(target)].push_back(&target);
         break;
       case NodeKind::Tuple:
       case NodeKind::List: {
@@ -193,7 +195,9 @@ struct DeviceValues::Impl {
     if (f->kind() == NodeKind::Name || f->kind() == NodeKind::Attribute) name = t.name(*f);
     if (name.empty()) return;
     calls[name].push_back(&c);
-    if (name == "add_argument" && f->kind() == NodeKind::Attribute) argparse_option(c);
+    // argparse's add_argument, and configargparse's group.add (OpenNMT-py and others)
+    if ((name == "add_argument" || name == "add") && f->kind() == NodeKind::Attribute)
+      argparse_option(c);
     if (name == "spawn" || name == "start_processes") {
       auto args = c.args();
       if (!args.empty() && (*args.begin())->kind() == NodeKind::Name)
@@ -366,6 +370,8 @@ struct DeviceValues::Impl {
 
   Value attribute(const Node& n, int steps) const {
     const std::string_view attr = t.name(n);
+    // `dev.index`: a torch.device's index (an int, or None); `lst.index` is called, not read.
+    if (attr == "index" && n.role() != Role::Func) return one(Source::Index);
     Value v;
     bool found = false;
     if (auto it = option_values.find(std::string(attr)); it != option_values.end()) {
@@ -484,6 +490,15 @@ struct DeviceValues::Impl {
         }
         return unknown_;
       }
+      case NodeKind::UnaryOp: {
+        // -1: "no device" in an index variable (`device_id=-1`), still an int
+        const Node* operand = e.child(Role::Operand);
+        if (operand && operand->kind() == NodeKind::Constant && operand->has(syntax::kNumber) &&
+            e.token() != syntax::kNoToken && t.token_text(e.token()) == "-" &&
+            eval(*operand, steps).only({Source::Index}))
+          return one(Source::Index);
+        return unknown_;
+      }
       case NodeKind::IfExp: {
         Value v;
         for (const Node* c : e.children())
@@ -517,6 +532,28 @@ struct DeviceValues::Impl {
     return memo.emplace(&e, std::move(v)).first->second;
   }
 };
+
+namespace {
+const Node* enclosing_class(const Node& n) {
+  for (const Node* p = n.parent(); p; p = p->parent())
+    if (p->kind() == NodeKind::ClassDef) return p;
+  return nullptr;
+}
+}  // namespace
+
+bool DeviceValues::user_attribute(const syntax::Node& a) const {
+  if (a.kind() != NodeKind::Attribute || !a.value()) return false;
+  const syntax::Tree& t = impl_->t;
+  auto it = impl_->attr_targets.find(t.name(a));
+  if (it == impl_->attr_targets.end()) return false;
+  const std::string_view head = t.text(*a.value());
+  const bool own = head == "self" || head == "cls";
+  for (const Node* target : it->second) {
+    if (!target->value() || t.text(*target->value()) != head) continue;
+    if (!own || enclosing_class(*target) == enclosing_class(a)) return true;
+  }
+  return false;
+}
 
 DeviceValues::DeviceValues(const syntax::Tree& tree) : impl_(std::make_unique<Impl>(tree)) {}
 DeviceValues::~DeviceValues() = default;

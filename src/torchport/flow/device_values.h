@@ -75,6 +75,11 @@ class DeviceValues {
   /// options used under `if args.gpu is not None`).
   bool is_index(const syntax::Node& e) const;
 
+  /// True when `attribute` (`self.is_cuda`, `cfg.cuda`) names an attribute that the module's own
+  /// code assigns on the same object (`self.is_cuda = ...` in the same class; `cfg.cuda = ...`):
+  /// a user's attribute, not torch's (Tensor.is_cuda cannot be assigned).
+  bool user_attribute(const syntax::Node& attribute) const;
+
   /// The longest chain of bindings followed before giving up.
   static constexpr int kMaxSteps = 24;
 

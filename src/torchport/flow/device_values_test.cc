@@ -44,6 +44,30 @@ TEST(DeviceValues, IntegerLiteralsAndRankSourcesAreIndices) {
     EXPECT_TRUE(p.dv.is_index(p.arg(c))) << c;
 }
 
+TEST(DeviceValues, ADevicesIndexAndNegativeIntegersAreIndices) {
+  Probe p(
+      "def place(device_id=-1):\n    return torch.device(device_id)\n"
+      "i = self._dev.index if use_cuda else -1\nm.to(i)\nn.to(lst.index(3))\n");
+  EXPECT_TRUE(p.dv.is_index(p.arg("torch.device")));
+  EXPECT_TRUE(p.dv.is_index(p.arg("m.to")));
+  EXPECT_FALSE(p.dv.is_index(p.arg("n.to")));  // list.index(), called: not a device's index
+}
+
+TEST(DeviceValues, AttributesTheModuleAssignsAreTheUsers) {
+  syntax::Tree tree =
+      syntax::parse("t.py",
+                    "class H:\n    def __init__(self):\n        self.is_cuda = False\n"
+                    "    def f(self):\n        return self.is_cuda\n"
+                    "class T:\n    def g(self):\n        return self.is_cuda\n"
+                    "cfg.cuda = True\nok = cfg.cuda and x.is_cuda\n");
+  DeviceValues dv(tree);
+  std::vector<bool> user;
+  for (const Node* a : tree.find_all(NodeKind::Attribute))
+    if (a->role() != syntax::Role::Target) user.push_back(dv.user_attribute(*a));
+  // H's own read; T's self is another object; cfg.cuda is assigned; x.is_cuda is a tensor's
+  EXPECT_EQ(user, (std::vector<bool>{true, false, true, false}));
+}
+
 TEST(DeviceValues, AnEnvironmentVariableThatIsNotARankIsUnknown) {
   Probe p(
       "import os\nn = int(os.environ['WORLD_SIZE_X'])\nx.to(n)\ny.to(os.environ['LOCAL_RANK'])\n");

@@ -318,11 +318,21 @@ bool device_call_selection(Context& ctx, TokenIndex i, const semantic::StringVal
     for (TokenIndex t = i + 1; t < last; ++t) {
       if (m.kind(t) == TokenKind::KwLambda) return false;
     }
-    fx.edits.push_back(fix::Edit{call_begin, m.tokens()[*open].end, ""});
+    // A call written over several lines keeps its parentheses, which hold the lines together:
+    // `torch.device(\n "cuda:0" if ok else "cpu"\n)` becomes `(\n <accelerator> if ok else
+    // torch.device("cpu")\n)`, not a statement cut at its first line break.
+    const std::string_view inside =
+        m.text().substr(m.tokens()[*open].end, m.tokens()[*close].begin - m.tokens()[*open].end);
+    const bool lines = inside.find_first_of("\r\n") != std::string_view::npos;
+    const std::string other_device =
+        ctx.render("torch.device") + "(" + std::string(m.token_text(last)) + ")";
+    fx.edits.push_back(fix::Edit{call_begin, m.tokens()[*open].end, lines ? "(" : ""});
     fx.edits.push_back(fix::Edit{m.tokens()[i].begin, m.tokens()[i].end, current});
-    fx.edits.push_back(
-        fix::Edit{m.tokens()[last].begin, m.tokens()[*close].end,
-                  ctx.render("torch.device") + "(" + std::string(m.token_text(last)) + ")"});
+    if (lines) {
+      fx.edits.push_back(fix::Edit{m.tokens()[last].begin, m.tokens()[last].end, other_device});
+    } else {
+      fx.edits.push_back(fix::Edit{m.tokens()[last].begin, m.tokens()[*close].end, other_device});
+    }
     f.message = "change torch.device(" + api +
                 " if ... else \"cpu\") to torch.accelerator.current_accelerator() if ... else "
                 "torch.device(\"cpu\")";
@@ -922,6 +932,9 @@ void cuda_methods(Context& ctx) {
     auto p = m.prev(i);
     if (!p || m.kind(*p) != TokenKind::Dot) continue;
     if (m.is_store(i)) continue;  // `self.is_cuda = ...` names the user's own attribute
+    // ... and so does every read of it on the same object (the device-value layer)
+    if (const syntax::Node* a = ctx.attribute_named_at(i); a && ctx.values().user_attribute(*a))
+      continue;
     if (const semantic::Reference* r = m.reference_at(i); r && !r->qualified.empty()) continue;
     if (auto li = m.line_of(i); li) {
       const TokenKind k0 = m.kind(m.lines()[*li].tokens[0]);

@@ -64,6 +64,19 @@ class DeviceValueRule {
 
   void run() {
     for (const Node* c : t_.find_all(NodeKind::Call)) call(*c);
+    // {"device": "cuda" if opt.cuda else "cpu"}: a configuration's device entry
+    for (const Node* d : t_.find_all(NodeKind::Dict)) {
+      const Node* key = nullptr;
+      for (const Node* c : d->children()) {
+        if (c->role() == syntax::Role::Key) key = c;
+        if (c->role() != syntax::Role::Value || !key) continue;
+        if (key->kind() == NodeKind::Constant && t_.is_string(*key)) {
+          auto k = t_.string_value(*key);
+          if (k && (*k == "device" || *k == "map_location")) position(*c, Position::Keyword);
+        }
+        key = nullptr;
+      }
+    }
   }
 
  private:
@@ -107,13 +120,49 @@ class DeviceValueRule {
         position(*first, Position::DeviceCtor);
       if (q == "torch.distributed.init_process_group") position(*first, Position::Backend);
     }
+    if (method && (last == "add_argument" || last == "add")) option(c);
+    if (method && (last == "assertEqual" || last == "assertNotEqual") && args.size() == 2) {
+      // self.assertEqual(p.device.type, "cuda"): a comparison
+      const Node& a = **args.begin();
+      const Node& b = **std::next(args.begin());
+      if (!ctx_.accelerator() && !ctx_.target.host) {
+        if (cuda_literal(b) && move(a)) literal_type(b, "a comparison with a device value");
+        if (cuda_literal(a) && move(b)) literal_type(a, "a comparison with a device value");
+      }
+    }
     for (const Node* k : c.keywords()) {
       const std::string_view kw = t_.name(*k);
       if (!k->value()) continue;
-      if (kw == "device" || kw == "map_location") position(*k->value(), Position::Keyword);
+      if (kw == "device" || kw == "map_location" || kw == "device_map")
+        position(*k->value(), Position::Keyword);
       if (kw == "backend" && q.starts_with("torch.distributed."))
         position(*k->value(), Position::Backend);
       if (backend_name(kw)) backend_literal(*k->value(), "the " + std::string(kw) + "= argument");
+    }
+  }
+
+  /// An option whose name says it is a backend (`--dist-backend`, `--gpu_backend`): "nccl" in
+  /// its default= and choices= (TP400 does add_argument's when it runs first).
+  void option(const Node& c) {
+    bool backend = false;
+    for (const Node* a : c.args()) {
+      if (a->kind() != NodeKind::Constant || !t_.is_string(*a)) return;
+      auto s = t_.string_value(*a);
+      if (!s || !s->starts_with("-")) return;
+      std::string dest = s->substr(s->find_first_not_of('-'));
+      std::replace(dest.begin(), dest.end(), '-', '_');
+      backend = backend || backend_name(dest) || dest.find("backend") != std::string::npos;
+    }
+    if (!backend) return;
+    for (const Node* k : c.keywords()) {
+      const std::string_view kw = t_.name(*k);
+      if (!k->value() || (kw != "default" && kw != "choices")) continue;
+      const Node& v = *k->value();
+      if (v.kind() == NodeKind::Constant)
+        backend_literal(v, "the " + std::string(kw) + " of a backend option");
+      if (v.kind() == NodeKind::List || v.kind() == NodeKind::Tuple)
+        for (const Node* e : v.elts())
+          backend_literal(*e, "the " + std::string(kw) + " of a backend option");
     }
   }
 
@@ -338,10 +387,11 @@ class DeviceValueRule {
   /// device string, each CUDA one rewritten here if no rule did (the call argument that gives a
   /// `device` parameter its value). False when some source is unknown: then neither side changes.
   bool move(const Node& o) {
-    // `x.device.type`: a torch.device's type (a string has no .type). A bare `x.device` may be
-    // a user's own attribute holding anything (`args.device`): its value decides, below.
+    // `x.device.type`, `next(iter(devices)).type`: a torch.device's type (a str has no .type;
+    // Tensor.type() is called). A bare `x.device` may be a user's own attribute holding anything
+    // (`args.device`): its value decides, below.
     if (o.kind() == NodeKind::Attribute && t_.name(o) == "type" && o.value() &&
-        o.value()->kind() == NodeKind::Attribute && t_.name(*o.value()) == "device")
+        o.role() != syntax::Role::Func)
       return true;
     const flow::Value& v = dv_.of(o);
     if (!v.only({Source::DeviceString, Source::HostString, Source::Formatted, Source::None,
