@@ -328,6 +328,30 @@ bool drop_repeated_seed(Context& ctx, const semantic::Reference& ref, const std:
   return true;
 }
 
+/// `assert torch.cuda.is_available(), "needs a GPU"` on cpu and accelerator: the target runs
+/// without CUDA by design (accelerator: on the CPU when there is no accelerator), so the
+/// requirement goes, as a labelled change of behaviour, instead of becoming `assert False`.
+bool drop_cuda_requirement(Context& ctx, const semantic::Reference& ref) {
+  if (!ctx.target.host && !ctx.accelerator()) return false;
+  const syntax::Node* attr = ctx.attribute_named_at(ref.last);
+  const syntax::Node* call = attr && attr->role() == syntax::Role::Func ? attr->parent() : nullptr;
+  const syntax::Node* stmt = call ? call->parent() : nullptr;
+  if (!stmt || stmt->kind() != syntax::NodeKind::Assert || call->role() != syntax::Role::Test ||
+      !call->args().empty() || !call->keywords().empty())
+    return false;
+  const auto r = ctx.tree.byte_range(*stmt);
+  ctx.modify("TP100", "torch.cuda.is_available",
+             "remove `" + std::string(ctx.tree.text(*stmt)).substr(0, 80) + "`: " +
+                 (ctx.accelerator() ? std::string("the accelerator target runs on the CPU when "
+                                                  "there is no accelerator")
+                                    : ctx.target.name + " runs without CUDA by design") +
+                 " (the script's requirement of a CUDA device goes with it)",
+             r.begin, r.end, "pass");
+  ctx.label_last("changes behaviour: a requirement of a CUDA device is removed",
+                 fix::Applicability::Unsafe);
+  return true;
+}
+
 }  // namespace
 
 void run_cuda_api(Context& ctx) {
@@ -336,6 +360,7 @@ void run_cuda_api(Context& ctx) {
     if (ref.qualified.empty() || ctx.handled.contains(ref.first)) continue;
     const std::string& q = ref.qualified;
     if (q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel") continue;  // TP401
+    if (q == "torch.cuda.is_available" && drop_cuda_requirement(ctx, ref)) continue;
     // The longest catalogued prefix.
     std::string prefix = q;
     const catalogue::Mapping* found = nullptr;
