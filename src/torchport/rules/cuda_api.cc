@@ -8,6 +8,12 @@
 //   catalogued prefix wins, so `torch.cuda.Stream().synchronize` maps through torch.cuda.Stream.
 //   torch.cuda.* names the catalogue does not list are rewritten to the target's device module
 //   and reported as UNKNOWN (device targets), or left in place and reported (cpu).
+//   Where the target has no typed tensor class, a legacy constructor becomes the CPU class,
+//   which takes the same arguments (sizes or data) and gives the same dtype, moved to the
+//   device: `torch.cuda.FloatTensor(x)` -> `torch.FloatTensor(x).to("xpu")` (cpu: the CPU
+//   class alone, also in set_default_tensor_type). On cpu and accelerator,
+//   `assert torch.cuda.is_available()` goes (a requirement the target removes: it runs without
+//   CUDA), labelled as a change of behaviour, instead of becoming `assert False`.
 // Why:
 //   torch.cuda only drives NVIDIA GPUs; each target has its own device module
 //   (torch_npu.npu, torch.mlu, torch.xpu, ...) and the accelerator target uses torch.accelerator
@@ -352,6 +358,65 @@ bool drop_cuda_requirement(Context& ctx, const semantic::Reference& ref) {
   return true;
 }
 
+/// `torch.cuda.FloatTensor(...)` where the target has no typed tensor class of its own: the CPU
+/// class, which takes the same arguments (sizes or data) and gives the same dtype, moved to the
+/// target's device (`torch.FloatTensor(n).to("xpu")`; on cpu the CPU class is the whole answer).
+/// `torch.set_default_tensor_type(torch.cuda.BFloat16Tensor)` on cpu names the CPU class.
+bool legacy_constructor(Context& ctx, const semantic::Reference& ref) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kTypes = {{
+      {"FloatTensor", "float32"},
+      {"DoubleTensor", "float64"},
+      {"HalfTensor", "float16"},
+      {"BFloat16Tensor", "bfloat16"},
+      {"LongTensor", "int64"},
+      {"IntTensor", "int32"},
+      {"ShortTensor", "int16"},
+      {"CharTensor", "int8"},
+      {"ByteTensor", "uint8"},
+      {"BoolTensor", "bool"},
+  }};
+  const std::string& q = ref.qualified;
+  if (!q.starts_with("torch.cuda.") || ref.names.size() < 3) return false;
+  const std::string_view cls = std::string_view(q).substr(11);
+  auto type =
+      std::find_if(kTypes.begin(), kTypes.end(), [&](const auto& t) { return t.first == cls; });
+  if (type == kTypes.end()) return false;
+  const catalogue::Mapping* mp = ctx.cat.lookup(q, ctx.target.name);
+  if (mp && !mp->replacement.empty() && mp->status != catalogue::Status::Unsupported) return false;
+  if (std::find(ctx.target.no_dtypes.begin(), ctx.target.no_dtypes.end(), type->second) !=
+      ctx.target.no_dtypes.end())
+    return false;  // TP210's: the device has no such dtype
+  const syntax::Node* attr = ctx.attribute_named_at(ref.last);
+  if (!attr) return false;
+  const semantic::Model& m = ctx.m;
+  const std::uint32_t b = m.tokens()[ref.first].begin, e = m.tokens()[ref.last].end;
+  const std::string cpu_class = ctx.torch_name() + "." + std::string(cls);
+  if (attr->role() == syntax::Role::Func) {
+    const syntax::Node* call = attr->parent();
+    ctx.modify("TP100", q,
+               "change " + q + "(...) to " + cpu_class + "(...)" +
+                   (ctx.target.host ? std::string(" (the same arguments, the CPU's tensor)")
+                                    : ".to(" + ctx.device_expr(b) +
+                                          ") (the same arguments and dtype, on the device)"),
+               b, e, cpu_class);
+    if (!ctx.target.host) {
+      const std::uint32_t end = ctx.tree.byte_range(*call).end;
+      ctx.modify("TP100", q, "move the tensor " + q + "(...) built to the device", end, end,
+                 ".to(" + ctx.device_expr(b) + ")");
+    }
+    return true;
+  }
+  // torch.set_default_tensor_type(torch.cuda.XTensor): a type, only the CPU's on cpu.
+  const syntax::Node* call = attr->parent();
+  if (!ctx.target.host || attr->role() != syntax::Role::Arg || !call || !call->func() ||
+      ctx.tree.name(*call->func()) != "set_default_tensor_type")
+    return false;
+  ctx.modify("TP100", q,
+             "change " + q + " to " + cpu_class + " (the default tensor type on the CPU)", b, e,
+             cpu_class);
+  return true;
+}
+
 }  // namespace
 
 void run_cuda_api(Context& ctx) {
@@ -361,6 +426,7 @@ void run_cuda_api(Context& ctx) {
     const std::string& q = ref.qualified;
     if (q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel") continue;  // TP401
     if (q == "torch.cuda.is_available" && drop_cuda_requirement(ctx, ref)) continue;
+    if (legacy_constructor(ctx, ref)) continue;
     // The longest catalogued prefix.
     std::string prefix = q;
     const catalogue::Mapping* found = nullptr;
