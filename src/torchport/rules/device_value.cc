@@ -58,7 +58,10 @@ class DeviceValueRule {
   explicit DeviceValueRule(Context& ctx) : ctx_(ctx), t_(ctx.tree), dv_(ctx.values()) {
     for (const Finding& f : ctx.result.findings) {
       taken_.emplace_back(f.begin, f.end);
-      if (f.op == Operation::Modify) modified_.emplace_back(f.begin, f.end);
+      if (f.op == Operation::Modify) {
+        modified_.emplace_back(f.begin, f.end);
+        before_.emplace_back(f.begin, f.end);
+      }
     }
   }
 
@@ -333,9 +336,9 @@ class DeviceValueRule {
       const bool eq = op == syntax::CmpOp::Eq || op == syntax::CmpOp::NotEq;
       const bool in = op == syntax::CmpOp::In || op == syntax::CmpOp::NotIn;
       if (!eq && !in) continue;
-      if (cuda_literal(l) && move(r)) {
+      if (cuda_literal(l) && (move(r) || guards_rewrite(*c))) {
         compare(*c, l, r, op);
-      } else if (eq && cuda_literal(r) && move(l)) {
+      } else if (eq && cuda_literal(r) && (move(l) || guards_rewrite(*c))) {
         compare(*c, r, l, op);
       } else if (in &&
                  (r.kind() == NodeKind::Set || r.kind() == NodeKind::Tuple ||
@@ -357,7 +360,8 @@ class DeviceValueRule {
       const Node* f = c->func();
       auto args = c->args();
       if (!f || f->kind() != NodeKind::Attribute || t_.name(*f) != "startswith" ||
-          args.size() != 1 || !cuda_literal(**args.begin()) || !move(*f->value()))
+          args.size() != 1 || !cuda_literal(**args.begin()) ||
+          !(move(*f->value()) || guards_rewrite(*c)))
         continue;
       if (!ctx_.accelerator()) {
         literal_type(**args.begin(), "a comparison with a device value");
@@ -376,6 +380,25 @@ class DeviceValueRule {
   }
 
  private:
+  /// The comparison is (part of) the test of an `if` whose body torchport rewrote for the
+  /// device (`if args.device.startswith("cuda"): torch.cuda.synchronize()`): the guard tests the
+  /// device the body acts on, so it moves with it.
+  bool guards_rewrite(const Node& cmp) const {
+    const Node* child = &cmp;
+    for (const Node* p = cmp.parent(); p; child = p, p = p->parent()) {
+      if (p->kind() == NodeKind::BoolOp || (p->kind() == NodeKind::UnaryOp)) continue;
+      if (p->kind() != NodeKind::If || child->role() != syntax::Role::Test) return false;
+      auto body = p->body();
+      if (body.empty()) return false;
+      const std::uint32_t b = t_.byte_range(**body.begin()).begin;
+      std::uint32_t e = b;
+      for (const Node* st : body) e = t_.byte_range(*st).end;
+      return std::any_of(before_.begin(), before_.end(),
+                         [&](const auto& f) { return b <= f.first && f.second <= e; });
+    }
+    return false;
+  }
+
   bool cuda_literal(const Node& n) const {
     if (n.kind() != NodeKind::Constant || !t_.is_string(n)) return false;
     auto s = t_.string_value(n);
@@ -505,6 +528,8 @@ class DeviceValueRule {
   const flow::DeviceValues& dv_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> taken_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> modified_;  ///< rewrites only
+  /// the other rules' rewrites (a guarded body they changed)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> before_;
 };
 
 }  // namespace
