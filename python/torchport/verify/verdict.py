@@ -14,10 +14,9 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-if TYPE_CHECKING:
-    from torchport.verify.core import Options, SideRun
+from torchport.verify.common import DTYPE_RTOL, Options, SideRun
 
 # What both runs get before the script starts (recorder.py, core.run_side).
 DETERMINISM = [
@@ -131,8 +130,6 @@ def amp_default_dtype(report: Optional[dict[str, Any]], rows: list[Any]) -> list
 
 
 def _widen(rtol: float, expected: list[dict[str, Any]]) -> tuple[float, Optional[str]]:
-    from torchport.verify.core import DTYPE_RTOL
-
     if not expected:
         return rtol, None
     first = max(expected, key=lambda e: DTYPE_RTOL[e["dtype"]])
