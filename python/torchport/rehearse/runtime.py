@@ -15,46 +15,21 @@ import importlib.util
 import json
 import os
 import sys
-import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-REHEARSE_TARGETS: tuple[str, ...] = ("npu", "mlu", "musa")
-ENV_CONFIG = "TORCHPORT_REHEARSE_CONFIG"  # JSON of the session, inherited by spawned children
-STATUS_NAMES = ("native", "fallback", "unknown", "refused")
+from torchport.rehearse.session import (  # noqa: F401 - shared names, also imported from here
+    ENV_CONFIG,
+    REHEARSE_TARGETS,
+    STATUS_NAMES,
+    Session,
+    ext,
+    session,
+    start,
+)
+
 STANDINS = Path(__file__).resolve().parent / "standins"
-
-
-@dataclass
-class Session:
-    target: str
-    devices: int = 1
-    memory: int = -1  # bytes per device, -1: no limit
-    strict: bool = False
-    report: Optional[str] = None
-    ext: Any = None
-    started: float = field(default_factory=time.perf_counter)
-    backward_site: str = ""
-    # What rehearsal ran differently from the vendor's stack, once per kind (printed and in the report).
-    notes: list[str] = field(default_factory=list)
-    # Operators given the CPU kernel instead of torch's composite (the target's lists say native).
-    listed_kernels: list[str] = field(default_factory=list)
-
-
-_session: Optional[Session] = None
-
-
-def session() -> Optional[Session]:
-    return _session
-
-
-def ext() -> Any:
-    """The loaded C++ extension (only under rehearsal)."""
-    if _session is None:
-        raise RuntimeError("the rehearsal device is not active in this process")
-    return _session.ext
 
 
 # ---- what the target's lists say about one operator (check-ops' Classifier, one source of truth) ----
@@ -298,9 +273,9 @@ def activate(
     target: str, devices: int = 1, memory: int = -1, strict: bool = False, report: Optional[str] = None
 ) -> Session:
     """Registers the rehearsal device as `target` in this process. Once per process."""
-    global _session
-    if _session is not None:
-        return _session
+    current = session()
+    if current is not None:
+        return current
     from torchport.check_ops import opdb
     from torchport.rehearse import _build
     from torchport.targets import get_target
@@ -340,7 +315,7 @@ def activate(
     if tgt.print_on_host:  # data/targets.json: the vendor prints a device tensor from a CPU copy
         _print_on_host(target)
     torch.utils.rename_privateuse1_backend(target)
-    _session = sess
+    start(sess)
     from torchport.rehearse import devmod
 
     module = devmod.build(target)
