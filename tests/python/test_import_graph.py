@@ -33,6 +33,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             ROOT_ROOM,
             "targets",
+            "_frames",
+            "_files",
             "_core",
             "_leave",
             "_command",

@@ -191,7 +191,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         report.notes.append(state["error"] + " (the report covers the operators run before that)")
     text = report.to_text(args.show_native) if args.format == "text" else report.render(args.format)
     if args.output:
-        from torchport.check_ops.report import write_atomic
+        from torchport._files import write_atomic
 
         try:
             write_atomic(Path(args.output), text)

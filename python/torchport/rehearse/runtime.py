@@ -78,7 +78,7 @@ def _make_classifier(target: str) -> Any:
 
 
 def _site_callback(sess: Session) -> Any:
-    from torchport.check_ops._trace import user_site
+    from torchport._frames import user_site
 
     def site() -> str:
         s = user_site(sys._getframe(0).f_back)
@@ -90,7 +90,7 @@ def _site_callback(sess: Session) -> Any:
 
 
 def _warn_callback(sess: Session) -> Any:
-    from torchport.check_ops._trace import user_site
+    from torchport._frames import user_site
 
     def warn(msg: str) -> None:
         s = user_site(sys._getframe(0).f_back)
@@ -110,7 +110,7 @@ def _patch_backward(sess: Session) -> None:
     backward() was called, as their call site."""
     import torch
 
-    from torchport.check_ops._trace import user_site
+    from torchport._frames import user_site
 
     original = torch.autograd.backward
 
