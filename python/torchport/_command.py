@@ -64,7 +64,7 @@ class Program:
 
     def run(self) -> int:
         """Runs it as __main__ (sys.argv, sys.path as python sets them); returns its exit status."""
-        from torchport.runtime._runner import run_module, run_script
+        from torchport._runner import run_module, run_script
 
         if self.module is not None:
             return run_module(self.module, self.args)

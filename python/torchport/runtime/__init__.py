@@ -23,8 +23,8 @@ import sys
 import threading
 from typing import Any, Optional, Sequence, Union
 
+from torchport._runner import run_module, run_script
 from torchport.runtime._log import OWNER_ENV
-from torchport.runtime._runner import run_module, run_script
 from torchport.targets import Target, TargetUnavailable
 
 __all__ = [
