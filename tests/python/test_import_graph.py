@@ -29,7 +29,7 @@ ROOT_ROOM = "torchport"  # torchport/__init__.py (the version)
 # never of a layer above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        "shared core: per-target facts, the command line, the C++ core's path, leaving a process",
+        "shared core: per-target facts, user frames, files, the command line, running a script, the C++ core",
         (
             ROOT_ROOM,
             "targets",
@@ -37,6 +37,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "_files",
             "_core",
             "_leave",
+            "_lazy",
+            "_runner",
             "_command",
             "config",
             "third_party",
