@@ -29,10 +29,11 @@ ROOT_ROOM = "torchport"  # torchport/__init__.py (the version)
 # never of a layer above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        "shared core: per-target facts, user frames, files, the command line, running a script, the C++ core",
+        "shared core: per-target facts, versions, user frames, files, the command line, running a script",
         (
             ROOT_ROOM,
             "targets",
+            "_versions",
             "_frames",
             "_files",
             "_core",

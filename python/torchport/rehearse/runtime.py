@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from torchport._versions import major_minor
 from torchport.rehearse.session import (  # noqa: F401 - shared names, also imported from here
     ENV_CONFIG,
     REHEARSE_TARGETS,
@@ -48,7 +49,7 @@ def _make_classifier(target: str) -> Any:
     from torchport.check_ops import classify as cl
     from torchport.check_ops import opdb
 
-    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    version = major_minor(torch.__version__)
     clf = cl.Classifier(opdb.load(target, version))
     codes = {cl.NATIVE: 0, cl.FALLBACK: 1, cl.UNKNOWN: 2, cl.DTYPE: 3}
     # out= overload -> the functional and in-place overloads delegating to it (aten.json structured_delegate).
@@ -293,7 +294,7 @@ def activate(
     sess.ext = mod
     import torch
 
-    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    version = major_minor(torch.__version__)
     db = opdb.load(target, version)
     refused = [] if tgt.float64 else ["Double", "ComplexDouble"]
     mod.configure(
