@@ -17,12 +17,13 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from torchport._versions import major_minor
 from torchport.rehearse.session import (  # noqa: F401 - shared names, also imported from here
     ENV_CONFIG,
     REHEARSE_TARGETS,
+    STANDINS,
     STATUS_NAMES,
     Session,
     ext,
@@ -30,8 +31,8 @@ from torchport.rehearse.session import (  # noqa: F401 - shared names, also impo
     start,
 )
 
-STANDINS = Path(__file__).resolve().parent / "standins"
-
+if TYPE_CHECKING:
+    from torchport.targets import Target
 
 # ---- what the target's lists say about one operator (check-ops' Classifier, one source of truth) ----
 
@@ -270,6 +271,15 @@ def parse_size(text: str) -> int:
     return int(value * units[unit])
 
 
+def _vendor_strict(tgt: Target) -> bool:
+    """The target falls back to the CPU by default, and its variable that makes fallbacks errors is set."""
+    return (
+        tgt.fallback_default == "cpu"
+        and tgt.fallback_env is not None
+        and os.environ.get(tgt.fallback_env) == tgt.fallback_env_value
+    )
+
+
 def activate(
     target: str, devices: int = 1, memory: int = -1, strict: bool = False, report: Optional[str] = None
 ) -> Session:
@@ -284,10 +294,9 @@ def activate(
     tgt = get_target(target)
     if target not in REHEARSE_TARGETS:
         raise ValueError(f"unknown rehearsal target {target!r}; choose one of: {', '.join(REHEARSE_TARGETS)}")
-    # The vendor's own switches mean --strict too.
-    if os.environ.get("TORCH_NPU_FALLBACK_CPU_DISABLE") == "1" and target == "npu":
-        strict = True
-    if os.environ.get("ENABLE_FALLBACK_TO_CPU") == "0" and target == "mlu":
+    # The vendor's own switch that makes every CPU fallback an error (data/targets.json "fallback") means
+    # --strict too.
+    if _vendor_strict(tgt):
         strict = True
     sess = Session(target=target, devices=devices, memory=memory, strict=strict, report=report)
     mod = _build.load()

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
-REHEARSE_TARGETS: tuple[str, ...] = ("npu", "mlu", "musa")
+from torchport.targets import TARGETS
+
+STANDINS = Path(__file__).resolve().parent / "standins"
+# The targets whose vendor package (data/targets.json "package") has a stand-in here: npu, mlu, musa.
+REHEARSE_TARGETS: tuple[str, ...] = tuple(
+    name
+    for name, t in TARGETS.items()
+    if t.vendor_package and (STANDINS / t.vendor_package.split(".")[0] / "__init__.py").is_file()
+)
 ENV_CONFIG = "TORCHPORT_REHEARSE_CONFIG"  # JSON of the session, inherited by spawned children
 STATUS_NAMES = ("native", "fallback", "unknown", "refused")
 

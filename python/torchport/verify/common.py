@@ -10,8 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-REHEARSED = ("npu", "mlu", "musa")
-TARGETS = ("cpu", "accelerator", "npu", "mlu", "musa", "xpu", "mps", "hpu")
+from torchport.rehearse.session import REHEARSE_TARGETS
+from torchport.targets import MIGRATION_TARGETS
+
+# The targets verify takes (all of data/targets.json), and those whose migrated tree runs under
+# `torchport rehearse` (the rest run natively).
+TARGETS = MIGRATION_TARGETS
+REHEARSED = REHEARSE_TARGETS
 # Tolerances verify widens to when migrate reported a dtype change (relative; the unit roundoff
 # of the narrower type times a few steps' growth).
 DTYPE_RTOL = {"bfloat16": 5e-2, "float16": 1e-2, "float64": 1e-5}
