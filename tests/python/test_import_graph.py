@@ -1,4 +1,4 @@
-"""The Python half has one direction (docs/architecture.md, "The Python half: layers").
+"""The Python half has one direction (docs/architecture.md, "Layers: imports point one way").
 
 Every module of python/torchport is read with `ast` (nothing is imported) and its imports are resolved to the
 package's own modules: at module level, inside functions and under `if TYPE_CHECKING:` alike, since each of
