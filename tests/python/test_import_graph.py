@@ -6,8 +6,9 @@ them is a dependency someone has to follow. The modules are grouped in rooms: a 
 (`targets.py`) or a subpackage (`verify/`). The test fails on:
 - a cycle between modules, or between rooms;
 - an upward import: a room importing a room of a higher layer than its own (LAYERS below);
-- a private name crossing rooms: `from torchport.check_ops._trace import user_site` or
-  `from torchport.runtime import _runner` reaches into another room's private module or name. Rooms whose
+- a private name crossing rooms: `from torchport.check_ops._trace import user_site`,
+  `from torchport.runtime import _runner` or `rt._active` (rt being torchport.runtime) reaches into another
+  room's private module or name. Rooms whose
   own name starts with an underscore (`_command`, `_leave`) are the package's shared internals: private to
   torchport, public to every room in it.
 A room missing from LAYERS fails too: a new room says where it stands.
@@ -158,6 +159,45 @@ def private_crossings(edges: list[Edge]) -> list[str]:
     return out
 
 
+def _module_aliases(tree: ast.AST, mod: str, known: dict[str, Path]) -> dict[str, str]:
+    """Local name -> the package module it is bound to (`import torchport.runtime as rt`,
+    `from torchport import runtime`), for the names that stand for a module of another room."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in known:
+                    out[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                if sub in known:
+                    out[alias.asname or alias.name] = sub
+    return {k: v for k, v in out.items() if room_of(v) != room_of(mod)}
+
+
+def private_attributes() -> list[str]:
+    """`rt._active` where rt is a module of another room: a private name reached through its module."""
+    known = modules()
+    out = []
+    for mod, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        aliases = _module_aliases(tree, mod, known)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and _private(node.attr)
+            ):
+                target = aliases[node.value.id]
+                out.append(
+                    f"{module_path(mod)}:{node.lineno}: uses {node.value.id}.{node.attr} of {target} "
+                    f"(private to {room_of(target)})"
+                )
+    return sorted(set(out))
+
+
 def _cycles(nodes: set[str], succ: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components with more than one node (Tarjan), each sorted."""
     index: dict[str, int] = {}
@@ -266,6 +306,11 @@ def test_no_upward_import() -> None:
 def test_private_names_stay_in_their_room() -> None:
     found = private_crossings(graph())
     assert not found, "private names imported from another room:\n" + "\n".join(found)
+
+
+def test_private_attributes_stay_in_their_room() -> None:
+    found = private_attributes()
+    assert not found, "private names of another room used through its module:\n" + "\n".join(found)
 
 
 def test_the_graph_is_read() -> None:
