@@ -29,7 +29,7 @@ def _main() -> None:
     if "torch" in sys.modules:
         _enable()
         return
-    from torchport.runtime._lazy import PostImport
+    from torchport._lazy import PostImport
 
     finder = PostImport()
 

@@ -1,6 +1,7 @@
 """What `run`, `probe` and `check-ops` share on their command line: the program to run, given as
 `script.py args`, `-m module args`, or the same after `python` (`-- python script.py args`,
-`-- python -m module args`), as py-spy and torchrun take it; and usage errors in one line.
+`-- python -m module args`), as py-spy and torchrun take it; usage errors in one line; and the guard that
+makes a defect in torchport one line and exit code 4 (`guarded`: the `torchport` command, verify's child).
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import NoReturn, Optional, Sequence
+from typing import Callable, NoReturn, Optional, Sequence
 
 EXIT_USAGE = 2
+EXIT_INTERNAL = 4
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?(\.exe)?$")
 
@@ -62,7 +64,7 @@ class Program:
 
     def run(self) -> int:
         """Runs it as __main__ (sys.argv, sys.path as python sets them); returns its exit status."""
-        from torchport.runtime._runner import run_module, run_script
+        from torchport._runner import run_module, run_script
 
         if self.module is not None:
             return run_module(self.module, self.args)
@@ -102,3 +104,21 @@ def parse_program(words: Sequence[str]) -> Program:
 def usage_error(prog: str, message: str) -> int:
     print(f"{prog}: error: {message} (see `{prog} --help`)", file=sys.stderr)
     return EXIT_USAGE
+
+
+def guarded(who: str, run: Callable[[], int]) -> int:
+    """Runs a Python subcommand (`run` imports it and calls it); a defect in torchport is one line and exit
+    code 4, not a traceback (TORCHPORT_DEBUG=1 shows it)."""
+    try:
+        return run()
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # noqa: BLE001 - the last resort: an internal error
+        if os.environ.get("TORCHPORT_DEBUG"):
+            raise
+        print(
+            f"{who}: internal error: {type(e).__name__}: {e} "
+            "(please report it; TORCHPORT_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

@@ -34,9 +34,8 @@ def enable() -> None:
         log_all_ranks=_flag("TORCHPORT_LOG_ALL_RANKS"),
         shims=("apex", "pynvml") if shims is None else tuple(x for x in shims.split(",") if x),
     )
-    if rt._active is not None:
-        # the summary at exit (rank 0 only) when a log is written, unless TORCHPORT_QUIET=1
-        rt._active.print_summary = bool(log) and not _flag("TORCHPORT_QUIET")
+    # the summary at exit (rank 0 only) when a log is written, unless TORCHPORT_QUIET=1
+    rt.print_summary_at_exit(bool(log) and not _flag("TORCHPORT_QUIET"))
 
 
 def _flag(name: str) -> bool:

@@ -13,6 +13,7 @@ import sys
 from typing import Callable, Optional, Sequence
 
 from torchport import __version__
+from torchport._command import guarded
 from torchport._core import CoreNotFoundError, core_binary
 
 # name -> (module, function, one-line description). Each function takes argv (without the
@@ -56,7 +57,6 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (4, "internal error: a bug in torchport, please report it"),
 )
 EXIT_USAGE = 2
-EXIT_INTERNAL = 4
 
 
 def exit_codes_help() -> str:
@@ -137,16 +137,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _python_command(who: str, spec: tuple[str, str, str], argv: list[str]) -> int:
     """Runs a Python subcommand; a defect in torchport is one line and exit code 4, not a traceback
     (TORCHPORT_DEBUG=1 shows it)."""
-    try:
-        return _load(spec)(argv)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:  # noqa: BLE001 - the last resort: an internal error
-        if os.environ.get("TORCHPORT_DEBUG"):
-            raise
-        print(
-            f"{who}: internal error: {type(e).__name__}: {e} "
-            "(please report it; TORCHPORT_DEBUG=1 shows the traceback)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+    return guarded(who, lambda: _load(spec)(argv))

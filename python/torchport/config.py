@@ -177,7 +177,7 @@ def _has_flag(argv: Sequence[str], flag: str) -> bool:
     return False
 
 
-def _input_of(argv: Sequence[str]) -> Optional[str]:
+def input_of(argv: Sequence[str]) -> Optional[str]:
     """The positional INPUT of analyze/migrate (the first non-option argument)."""
     takes_value = {
         "--target",
@@ -272,7 +272,7 @@ def apply(argv: Sequence[str]) -> list[str]:
         if cfg is None:
             raise ConfigError(f"{explicit}: no [tool.torchport] table")
     else:
-        target = _input_of(rest)
+        target = input_of(rest)
         cfg = find(Path(target)) if target is not None and Path(target).exists() else None
     if cfg is None:
         return rest

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from torchport._core import CoreNotFoundError, core_binary
-from torchport.config import ConfigError, _input_of
+from torchport.config import ConfigError, input_of
 from torchport.config import apply as apply_config
 
 
@@ -40,7 +40,7 @@ def report_dir(command: str, args: Sequence[str]) -> Optional[Path]:
     out = _value(args, "--output", "-o")
     if command == "analyze":
         return Path(out) if out else None
-    given = _input_of(args)
+    given = input_of(args)
     if given is None:
         return None
     src = Path(given).resolve()
@@ -123,7 +123,7 @@ def main(command: str, argv: Sequence[str]) -> int:
         os.execv(binary, [binary, command, *args])
     kept: dict[Path, bytes] = {}
     if storage is not None:
-        project = cloud.project_of(where, _input_of(args) if "--inplace" in args else None)
+        project = cloud.project_of(where, input_of(args) if "--inplace" in args else None)
         kept = cloud.keep_configs(project, storage[0])
     rc = subprocess.call([binary, command, *args])
     # 3 (incomplete: a file not migrated) still leaves a complete output tree and reports.

@@ -25,6 +25,7 @@ from typing import Any, Mapping, Optional
 
 __all__ = [
     "CUDA_ENV_VARS",
+    "MIGRATION_TARGETS",
     "TARGETS",
     "TARGET_NAMES",
     "Target",
@@ -51,6 +52,7 @@ FIELD_OF = {
     "float64": "no_dtypes",
     "no_dtypes": "no_dtypes",
     "fallback_env": "fallback",
+    "fallback_env_value": "fallback",
     "fallback_default": "fallback",
     "profiler_activity": "profiler_activity",
     "has_device_index": "device_index",
@@ -99,6 +101,9 @@ class Target:
     cpu_shallow_copy: bool = False
     # The vendor formats a device tensor from a CPU copy when it is printed (no device op runs).
     print_on_host: bool = False
+    # The value of fallback_env that data/targets.json names ("1" of TORCH_NPU_FALLBACK_CPU_DISABLE=1): the
+    # setting that reverses fallback_default (every CPU fallback an error, or a CPU fallback for every op).
+    fallback_env_value: str = ""
 
     @property
     def in_tree(self) -> bool:
@@ -197,17 +202,19 @@ def _target(t: Mapping[str, Any], env_entries: list[dict[str, Any]]) -> Target:
         env_notes=env_notes,
         cpu_shallow_copy=bool(t.get("cpu_shallow_copy", False)),
         print_on_host=bool(t.get("print_on_host", False)),
+        fallback_env_value=fb_env.partition("=")[2],
     )
 
 
-def _load(root: Path) -> tuple[dict[str, Target], tuple[str, ...], str]:
+def _load(root: Path) -> tuple[dict[str, Target], tuple[str, ...], str, tuple[str, ...]]:
     doc = _read(root / "targets.json")
     env_path = root / "catalogue" / "environment.json"
     env_entries = _read(env_path)["entries"] if env_path.is_file() else []
     # The runtime needs a device string: "accelerator" (device chosen at run time) is `--target auto` here.
     targets = {t["name"]: _target(t, env_entries) for t in doc["targets"] if t.get("device")}
     cuda_amp_dtype = str(doc.get("cuda", {}).get("amp_dtype", ""))
-    return targets, tuple(doc.get("cuda_env_vars", {}).get("names", ())), cuda_amp_dtype
+    names = tuple(t["name"] for t in doc["targets"])
+    return targets, tuple(doc.get("cuda_env_vars", {}).get("names", ())), cuda_amp_dtype, names
 
 
 TARGETS: dict[str, Target]
@@ -218,7 +225,10 @@ CUDA_ENV_VARS: tuple[str, ...]
 # CUDA's autocast default dtype ("float16"; data/targets.json "cuda", with its source): torch.autocast("cuda")
 # without dtype= computes in it, and the target's own default may differ (bfloat16 on cpu and hpu).
 CUDA_AMP_DTYPE: str
-TARGETS, CUDA_ENV_VARS, CUDA_AMP_DTYPE = _load(data_dir())
+# Every target of data/targets.json, in its order, the device-agnostic "accelerator" included: the `--target`
+# values of analyze, migrate and verify.
+MIGRATION_TARGETS: tuple[str, ...]
+TARGETS, CUDA_ENV_VARS, CUDA_AMP_DTYPE, MIGRATION_TARGETS = _load(data_dir())
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS) + ("auto",)
 

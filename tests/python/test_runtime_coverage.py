@@ -58,7 +58,7 @@ for i, row in enumerate(ROWS):
         cause = e.__cause__ or e.__context__
         why = f" (from {type(cause).__name__}: {cause})" if cause is not None else ""
         out[row["api"]] = ["error", f"{type(e).__name__}: {e}{why}"[:3000]]
-from torchport.runtime._extras import untouched_cuda_names
+from torchport.runtime._untouched import untouched_cuda_names
 out["<untouched>"] = ["ok", json.dumps(untouched_cuda_names())]
 print("RESULTS=" + json.dumps(out))
 """

@@ -67,6 +67,7 @@ def test_every_shared_fact_agrees(name: str) -> None:
         "profiler_activity": (c["profiler_activity"] or None, p.profiler_activity),
         "fallback.default": (c["fallback"]["default"], p.fallback_default),
         "fallback.env": (c["fallback"]["env"].split("=")[0] or None, p.fallback_env),
+        "fallback.env value": (c["fallback"]["env"].partition("=")[2], p.fallback_env_value),
         "unverified": (tuple(sorted(c["unverified"])), tuple(sorted(p.unverified))),
     }
     wrong = {k: v for k, v in pairs.items() if v[0] != v[1]}

@@ -18,7 +18,9 @@ __all__ = ["Report", "check_ops", "check_callable"]
 def _installed_torch_version() -> str:
     import torch
 
-    return ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    from torchport._versions import major_minor
+
+    return major_minor(torch.__version__)
 
 
 def check_callable(

@@ -13,16 +13,16 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass, field
-from types import CodeType, FrameType
 from typing import Any, Callable, Iterator, Optional
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from torchport._frames import user_site
 
 MARK = "tp#"
 
@@ -68,49 +68,6 @@ class Trace:
     # have a CPU kernel (the CPU trace runs the CPU kernel, so the generic path is probed on meta tensors);
     # None when the probe failed.
     generic: dict[str, Optional[tuple[str, ...]]] = field(default_factory=dict)
-
-
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-_TP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
-_SITE = tuple(
-    os.path.abspath(p) + os.sep
-    for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    if p
-)
-_USER, _LIBRARY, _INTERNAL = 0, 1, 2
-_code_kind: dict[CodeType, int] = {}
-
-
-def _kind(code: CodeType) -> int:
-    k = _code_kind.get(code)
-    if k is None:
-        fn = code.co_filename
-        path = os.path.abspath(fn) if not fn.startswith("<") else fn
-        if fn.startswith("<") or path.startswith((_TORCH_DIR, _TP_DIR)):
-            k = _INTERNAL
-        elif path.startswith(_SITE):
-            k = _LIBRARY
-        elif path.startswith(_STDLIB):
-            k = _INTERNAL
-        else:
-            k = _USER
-        _code_kind[code] = k
-    return k
-
-
-def user_site(frame: Optional[FrameType]) -> Optional[tuple[str, int]]:
-    """(file, line) of the first user frame: not torch, not torchport, not the standard library. A
-    third-party library frame is used only when no user frame exists."""
-    lib: Optional[tuple[str, int]] = None
-    while frame is not None:
-        k = _kind(frame.f_code)
-        if k == _USER:
-            return (frame.f_code.co_filename, frame.f_lineno)
-        if k == _LIBRARY and lib is None:
-            lib = (frame.f_code.co_filename, frame.f_lineno)
-        frame = frame.f_back
-    return lib
 
 
 _DTYPE_NAMES: dict[Any, str] = {}

@@ -23,6 +23,7 @@ from typing import Optional
 
 import torch
 
+from torchport._versions import major_minor
 from torchport.check_ops._trace import Call, Node, Trace
 from torchport.check_ops.opdb import TargetDb
 from torchport.targets import get_target
@@ -316,10 +317,10 @@ class Classifier:
             notes.append(
                 f"no {self.db.target} data for the torch version asked; used {self.db.torch_version}"
             )
-        installed = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+        installed = major_minor(torch.__version__)
         gen = self.db.generated_with_torch
         from_wheel = any(s["file"].startswith("torchgen/") for s in self.db.sources)
-        if from_wheel and gen and ".".join(gen.split(".")[:2]) != installed:
+        if from_wheel and gen and major_minor(gen) != installed:
             notes.insert(
                 0,
                 f"the {self.db.target} list is the native_functions.yaml of torch {gen}, but torch "

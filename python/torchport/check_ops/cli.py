@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from torchport._command import OneLineParser, UsageError, parse_program, usage_error
+from torchport._versions import major_minor
 from torchport.check_ops.opdb import DB_TARGETS
 
 PROG = "torchport check-ops"
@@ -81,10 +82,10 @@ def _split(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 def _check_version(v: Optional[str]) -> Optional[str]:
     if v is None:
         return None
-    parts = v.split(".")
-    if len(parts) < 2 or not all(x.isdigit() for x in parts[:2]):
-        raise ValueError(f"--torch-version: expected X.Y (for example 2.7), got {v!r}")
-    return ".".join(parts[:2])
+    try:
+        return major_minor(v)
+    except ValueError:
+        raise ValueError(f"--torch-version: expected X.Y (for example 2.7), got {v!r}") from None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -191,7 +192,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         report.notes.append(state["error"] + " (the report covers the operators run before that)")
     text = report.to_text(args.show_native) if args.format == "text" else report.render(args.format)
     if args.output:
-        from torchport.check_ops.report import write_atomic
+        from torchport._files import write_atomic
 
         try:
             write_atomic(Path(args.output), text)

@@ -12,6 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Optional
 
+from torchport._versions import parse
+
 DB_TARGETS: tuple[str, ...] = ("npu", "mlu", "musa", "mps", "xpu")
 FORMAT = 1
 
@@ -20,17 +22,13 @@ class OpDbError(Exception):
     """A database is missing or unreadable; the message names the file."""
 
 
-def _version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in v.split("."))
-
-
 def _expand(spec: str, versions: list[str]) -> frozenset[str]:
     """'2.1-2.3,2.7' -> {'2.1','2.2','2.3','2.7'} within the known versions."""
     out: set[str] = set()
     for part in spec.split(","):
         lo, _, hi = part.partition("-")
         hi = hi or lo
-        out.update(v for v in versions if _version_key(lo) <= _version_key(v) <= _version_key(hi))
+        out.update(v for v in versions if parse(lo) <= parse(v) <= parse(hi))
     return frozenset(out)
 
 
@@ -108,13 +106,16 @@ def _load_raw(path: Path) -> dict[str, Any]:
 
 
 def nearest_version(wanted: str, versions: list[str]) -> tuple[str, bool]:
-    if wanted in versions:
-        return wanted, True
+    """The database version for torch `wanted`, and whether it is that version (2.6.0 is 2.6) or the nearest
+    one below it (above it when none is below)."""
+    want = parse(wanted)
+    same = [v for v in versions if parse(v) == want]
+    if same:
+        return same[0], True
     if not versions:
         return wanted, False
-    key = _version_key(wanted)
-    below = [v for v in versions if _version_key(v) <= key]
-    return (max(below, key=_version_key) if below else min(versions, key=_version_key)), False
+    below = [v for v in versions if parse(v) <= want]
+    return (max(below, key=parse) if below else min(versions, key=parse)), False
 
 
 def load(target: str, torch_version: str, directory: Optional[Path] = None) -> TargetDb:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from torchport.check_ops.classify import DTYPE, FALLBACK, NATIVE, UNKNOWN, TargetReport
@@ -186,15 +184,3 @@ class Report:
         if fmt == "text":
             return self.to_text()
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same directory and a rename."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()

@@ -134,7 +134,7 @@ def probe_main(argv: Sequence[str]) -> int:
         # raises, and returns its exit status.
         code = program.run()
         if code:
-            from torchport.runtime import _runner
+            from torchport import _runner
 
             raised = _runner.last_exception is not None
             status = "script raised an exception" if raised else f"script exited with {code}"

@@ -6,11 +6,11 @@ from types import ModuleType, SimpleNamespace
 
 import torch
 
-from torchport.rehearse import runtime
+from torchport.rehearse import session as state
 
 
 def device_module(target: str) -> ModuleType:
-    s = runtime.session()
+    s = state.session()
     if s is None or s.target != target:
         raise ImportError(
             f"the {target} stand-in is only available under `torchport rehearse --target {target}`"

@@ -14,10 +14,10 @@ import torch.distributed as dist
 
 
 def _cpu(x: Any) -> Any:
-    from torchport.rehearse import runtime
+    from torchport.rehearse import session as state
 
     if isinstance(x, torch.Tensor):
-        return runtime.ext().as_cpu(x)
+        return state.ext().as_cpu(x)
     if isinstance(x, (list, tuple)):
         return [_cpu(y) for y in x]
     return x

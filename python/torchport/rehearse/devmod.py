@@ -15,7 +15,7 @@ from typing import Any, Optional, Union
 
 import torch
 
-from torchport.rehearse import runtime
+from torchport.rehearse import session as state
 
 # reference §2.1 (torch/utils/backend_registration.py): what torch calls on the module of a PrivateUse1
 # device for AMP and RNG, whether the vendor lists it in __all__ or not.
@@ -50,11 +50,11 @@ DevLike = Union[int, str, torch.device, None]
 
 
 def _ext() -> Any:
-    return runtime.ext()
+    return state.ext()
 
 
 def _target() -> str:
-    s = runtime.session()
+    s = state.session()
     assert s is not None
     return s.target
 

@@ -15,47 +15,24 @@ import importlib.util
 import json
 import os
 import sys
-import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-REHEARSE_TARGETS: tuple[str, ...] = ("npu", "mlu", "musa")
-ENV_CONFIG = "TORCHPORT_REHEARSE_CONFIG"  # JSON of the session, inherited by spawned children
-STATUS_NAMES = ("native", "fallback", "unknown", "refused")
-STANDINS = Path(__file__).resolve().parent / "standins"
+from torchport._versions import major_minor
+from torchport.rehearse.session import (  # noqa: F401 - shared names, also imported from here
+    ENV_CONFIG,
+    REHEARSE_TARGETS,
+    STANDINS,
+    STATUS_NAMES,
+    Session,
+    ext,
+    session,
+    start,
+)
 
-
-@dataclass
-class Session:
-    target: str
-    devices: int = 1
-    memory: int = -1  # bytes per device, -1: no limit
-    strict: bool = False
-    report: Optional[str] = None
-    ext: Any = None
-    started: float = field(default_factory=time.perf_counter)
-    backward_site: str = ""
-    # What rehearsal ran differently from the vendor's stack, once per kind (printed and in the report).
-    notes: list[str] = field(default_factory=list)
-    # Operators given the CPU kernel instead of torch's composite (the target's lists say native).
-    listed_kernels: list[str] = field(default_factory=list)
-
-
-_session: Optional[Session] = None
-
-
-def session() -> Optional[Session]:
-    return _session
-
-
-def ext() -> Any:
-    """The loaded C++ extension (only under rehearsal)."""
-    if _session is None:
-        raise RuntimeError("the rehearsal device is not active in this process")
-    return _session.ext
-
+if TYPE_CHECKING:
+    from torchport.targets import Target
 
 # ---- what the target's lists say about one operator (check-ops' Classifier, one source of truth) ----
 
@@ -73,7 +50,7 @@ def _make_classifier(target: str) -> Any:
     from torchport.check_ops import classify as cl
     from torchport.check_ops import opdb
 
-    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    version = major_minor(torch.__version__)
     clf = cl.Classifier(opdb.load(target, version))
     codes = {cl.NATIVE: 0, cl.FALLBACK: 1, cl.UNKNOWN: 2, cl.DTYPE: 3}
     # out= overload -> the functional and in-place overloads delegating to it (aten.json structured_delegate).
@@ -103,7 +80,7 @@ def _make_classifier(target: str) -> Any:
 
 
 def _site_callback(sess: Session) -> Any:
-    from torchport.check_ops._trace import user_site
+    from torchport._frames import user_site
 
     def site() -> str:
         s = user_site(sys._getframe(0).f_back)
@@ -115,7 +92,7 @@ def _site_callback(sess: Session) -> Any:
 
 
 def _warn_callback(sess: Session) -> Any:
-    from torchport.check_ops._trace import user_site
+    from torchport._frames import user_site
 
     def warn(msg: str) -> None:
         s = user_site(sys._getframe(0).f_back)
@@ -135,7 +112,7 @@ def _patch_backward(sess: Session) -> None:
     backward() was called, as their call site."""
     import torch
 
-    from torchport.check_ops._trace import user_site
+    from torchport._frames import user_site
 
     original = torch.autograd.backward
 
@@ -294,13 +271,22 @@ def parse_size(text: str) -> int:
     return int(value * units[unit])
 
 
+def _vendor_strict(tgt: Target) -> bool:
+    """The target falls back to the CPU by default, and its variable that makes fallbacks errors is set."""
+    return (
+        tgt.fallback_default == "cpu"
+        and tgt.fallback_env is not None
+        and os.environ.get(tgt.fallback_env) == tgt.fallback_env_value
+    )
+
+
 def activate(
     target: str, devices: int = 1, memory: int = -1, strict: bool = False, report: Optional[str] = None
 ) -> Session:
     """Registers the rehearsal device as `target` in this process. Once per process."""
-    global _session
-    if _session is not None:
-        return _session
+    current = session()
+    if current is not None:
+        return current
     from torchport.check_ops import opdb
     from torchport.rehearse import _build
     from torchport.targets import get_target
@@ -308,17 +294,16 @@ def activate(
     tgt = get_target(target)
     if target not in REHEARSE_TARGETS:
         raise ValueError(f"unknown rehearsal target {target!r}; choose one of: {', '.join(REHEARSE_TARGETS)}")
-    # The vendor's own switches mean --strict too.
-    if os.environ.get("TORCH_NPU_FALLBACK_CPU_DISABLE") == "1" and target == "npu":
-        strict = True
-    if os.environ.get("ENABLE_FALLBACK_TO_CPU") == "0" and target == "mlu":
+    # The vendor's own switch that makes every CPU fallback an error (data/targets.json "fallback") means
+    # --strict too.
+    if _vendor_strict(tgt):
         strict = True
     sess = Session(target=target, devices=devices, memory=memory, strict=strict, report=report)
     mod = _build.load()
     sess.ext = mod
     import torch
 
-    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    version = major_minor(torch.__version__)
     db = opdb.load(target, version)
     refused = [] if tgt.float64 else ["Double", "ComplexDouble"]
     mod.configure(
@@ -340,7 +325,7 @@ def activate(
     if tgt.print_on_host:  # data/targets.json: the vendor prints a device tensor from a CPU copy
         _print_on_host(target)
     torch.utils.rename_privateuse1_backend(target)
-    _session = sess
+    start(sess)
     from torchport.rehearse import devmod
 
     module = devmod.build(target)

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any, Optional
 
-from torchport.rehearse import runtime
+from torchport.rehearse import session as state
 
 FORMAT = 1
 
@@ -29,11 +29,11 @@ def _row(name: str, calls: int, reason: str, sites: Any) -> dict[str, Any]:
 
 
 def collect() -> dict[str, Any]:
-    sess = runtime.session()
+    sess = state.session()
     assert sess is not None
     ext = sess.ext
     wall = time.perf_counter() - sess.started
-    groups: dict[str, list[dict[str, Any]]] = {name: [] for name in runtime.STATUS_NAMES}
+    groups: dict[str, list[dict[str, Any]]] = {name: [] for name in state.STATUS_NAMES}
     op_ns = 0
     fb_ns = 0
     for name, status, reason, calls, ns, sites, failed, failure, failed_sites in ext.op_stats():
@@ -45,7 +45,7 @@ def collect() -> dict[str, Any]:
             groups["refused"].append(row)
         if calls == 0 and not sites:
             continue
-        st = runtime.STATUS_NAMES[status]
+        st = state.STATUS_NAMES[status]
         op_ns += ns
         if st == "fallback":
             fb_ns += ns
@@ -154,7 +154,7 @@ _done = False
 def finish() -> None:
     """Print the summary (and write --report) once."""
     global _done
-    sess = runtime.session()
+    sess = state.session()
     if _done or sess is None:
         return
     _done = True

@@ -7,6 +7,8 @@ Public API (stable):
   "auto"). Raises TargetUnavailable (with what to install) when the target cannot run here.
 - ``disable()``: put back every original attribute, environment variable and import hook.
 - ``is_enabled()``, ``current_target()``.
+- ``print_summary_at_exit(on=True)``: print the per-call summary to stderr at exit (what `torchport run` and
+  `import torchport.auto` with TORCHPORT_LOG do).
 - ``run_script(path, argv) -> int`` / ``run_module(name, argv) -> int``: run a script like
   `python path argv...` (sys.argv set, exit code returned, exceptions printed as python prints them).
 - ``is_cuda_device(device)``: True for "cuda" devices and for the target's device: use it where user code
@@ -23,8 +25,8 @@ import sys
 import threading
 from typing import Any, Optional, Sequence, Union
 
+from torchport._runner import run_module, run_script
 from torchport.runtime._log import OWNER_ENV
-from torchport.runtime._runner import run_module, run_script
 from torchport.targets import Target, TargetUnavailable
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "enable",
     "is_cuda_device",
     "is_enabled",
+    "print_summary_at_exit",
     "run_module",
     "run_script",
     "summary",
@@ -240,6 +243,12 @@ def is_cuda_device(device: Any) -> bool:
     if kind == "cuda":
         return True
     return _active is not None and kind == _active.target.device_type
+
+
+def print_summary_at_exit(on: bool = True) -> None:
+    """Whether the active session prints its summary to stderr at exit (when its log prints one: rank 0)."""
+    if _active is not None:
+        _active.print_summary = on
 
 
 def _at_exit() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import torch
 
@@ -322,17 +322,4 @@ def _same_name(s: Session, api: str, impl: Any, shown: str) -> Any:
     return call
 
 
-def untouched_cuda_names(s: Optional[Session] = None) -> list[str]:
-    """torch.cuda.__all__ names still bound to their CUDA original while enabled (n/a rows excepted)."""
-    import torchport.runtime as rt
-
-    sess = s or rt._active
-    if sess is None:
-        return []
-    na = {r["api"][len("torch.cuda.") :] for r in coverage_rows() if r["cpu"].startswith("n/a")}
-    na |= {a.split(" ")[0] for a in na}
-    patched = {name for owner, name, _ in sess.patcher.records if owner is torch.cuda}
-    return sorted(n for n in getattr(torch.cuda, "__all__", ()) if n not in patched and n not in na)
-
-
-__all__ = ["STORAGES", "coverage_rows", "install", "refuser", "untouched_cuda_names"]
+__all__ = ["STORAGES", "coverage_rows", "install", "refuser"]

@@ -209,7 +209,7 @@ class Session:
             patch(mod)
             return
         if getattr(self, "_post_import", None) is None:
-            from torchport.runtime._lazy import PostImport
+            from torchport._lazy import PostImport
 
             finder = PostImport()
             self._post_import = finder

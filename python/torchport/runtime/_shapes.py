@@ -11,7 +11,7 @@ How (docs/runtime.md, "Dynamic-shape analysis"):
   Tensor.view), once: calls made inside that API's own Python code are not seen again. Backward runs in C++
   and is not seen; its shapes follow the forward's.
 - The call site is the first frame outside torch, torchport and the standard library
-  (check_ops._trace.user_site, the same walk check-ops uses), so `self.fc(x)` is the site of the F.linear
+  (torchport._frames.user_site, the same walk check-ops uses), so `self.fc(x)` is the site of the F.linear
   that nn.Linear runs.
 - Steps are optimizer steps (a global Optimizer step post-hook); a script that never steps an optimizer
   is counted in forward calls of a top-level module (a global forward pre-hook, nested modules not counted).
@@ -34,7 +34,7 @@ from typing import Any, Optional
 import torch
 from torch.overrides import TorchFunctionMode, resolve_name
 
-from torchport.check_ops._trace import _USER, _kind, user_site
+from torchport._frames import USER, kind, user_site
 
 DEFAULT_NAME = "msft_dynamic_shape_analysis_report.csv"
 COLUMNS = (
@@ -85,7 +85,7 @@ def _stack(frame: Optional[FrameType]) -> str:
     parts: list[str] = []
     while frame is not None and len(parts) < STACK_DEPTH:
         code = frame.f_code
-        if _kind(code) == _USER:
+        if kind(code) == USER:
             parts.append(f"{code.co_filename}:{frame.f_lineno} in {code.co_name}")
         frame = frame.f_back
     return " <- ".join(parts)
@@ -228,7 +228,7 @@ class ShapeRecorder(TorchFunctionMode):
         return buf.getvalue()
 
     def write(self, path: str) -> Path:
-        from torchport.check_ops.report import write_atomic
+        from torchport._files import write_atomic
 
         p = Path(path)
         if p.is_dir():

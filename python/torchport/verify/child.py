@@ -17,7 +17,15 @@ import os
 import sys
 from typing import Any, Optional, Sequence
 
+from torchport._command import guarded
 from torchport.verify._inject import _install
+
+
+def _rehearse(argv: list[str]) -> int:
+    """`torchport rehearse ARGV`, in this process."""
+    from torchport.rehearse.cli import main
+
+    return main(argv)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -35,9 +43,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             code = run_main(["--target", cfg["target"], "--cuda-available", "target", "--quiet", *entry])
         elif mode == "rehearse":
-            from torchport.cli import main as tp_main
-
-            code = tp_main(["rehearse", "--target", cfg["target"], *entry])
+            code = guarded("torchport rehearse", lambda: _rehearse(["--target", cfg["target"], *entry]))
         else:
             from torchport.runtime import run_module, run_script
 

@@ -18,76 +18,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-REHEARSED = ("npu", "mlu", "musa")
-TARGETS = ("cpu", "accelerator", "npu", "mlu", "musa", "xpu", "mps", "hpu")
-# Tolerances verify widens to when migrate reported a dtype change (relative; the unit roundoff
-# of the narrower type times a few steps' growth).
-DTYPE_RTOL = {"bfloat16": 5e-2, "float16": 1e-2, "float64": 1e-5}
-
-
-class VerifyError(Exception):
-    """Bad input: the message is the whole error (`path: reason`)."""
-
-
-@dataclass
-class Options:
-    original: Path
-    migrated: Optional[Path]
-    target: str
-    steps: int = 3
-    seed: int = 0
-    entry: Optional[str] = None
-    module: Optional[str] = None
-    level: str = "module"
-    rtol: float = 1e-4
-    atol: float = 1e-8
-    timeout: float = 600.0
-    args: list[str] = field(default_factory=list)
-    ranks: Optional[int] = None  # None: 2 for torchrun-style DDP scripts, else 1
-    workdir: Optional[Path] = None
-
-
-@dataclass
-class Proc:
-    """One recorded process: its summary, its steps and its probe dump."""
-
-    summary: dict[str, Any]
-    steps: list[dict[str, Any]]
-    dump: Optional[Path]
-
-
-@dataclass
-class SideRun:
-    name: str
-    root: Path
-    entry: list[str]
-    mode: str
-    source: Optional[Path] = None  # the user's tree (root is the working copy the run starts in)
-    command: list[str] = field(default_factory=list)
-    exit_code: Optional[int] = None
-    timed_out: bool = False
-    seconds: float = 0.0
-    stdout: str = ""
-    stderr: str = ""
-    procs: list[Proc] = field(default_factory=list)
-    main: Optional[Proc] = None
-
-    def traceback(self) -> str:
-        """The script's traceback: the first one in stderr (under torchrun, the agent's own
-        ChildFailedError comes after the worker's root cause)."""
-        blocks = re.split(r"(?m)^(?=Traceback \(most recent call last\))", self.stderr)
-        tbs = [b for b in blocks if b.startswith("Traceback")]
-        if not tbs:
-            return "\n".join(self.stderr.strip().splitlines()[-40:])
-        lines = [x for x in tbs[0].splitlines() if x.strip()]
-        end = next((i for i, x in enumerate(lines) if i and not x.startswith((" ", "Traceback"))), None)
-        lines = lines[: end + 1] if end is not None else lines
-        return "\n".join(lines[-40:])
-
+from torchport.verify.common import (  # noqa: F401 - shared names, also imported from here
+    DTYPE_RTOL,
+    REHEARSED,
+    TARGETS,
+    Options,
+    Proc,
+    SideRun,
+    VerifyError,
+)
 
 # ---- preparing the two trees ---------------------------------------------------------------------
 
@@ -318,9 +260,10 @@ def pick_main(procs: list[Proc]) -> Optional[Proc]:
 
 
 def rehearse_available() -> bool:
-    from torchport.cli import PYTHON_COMMANDS
+    """`torchport rehearse` is part of this install."""
+    import importlib.util
 
-    return "rehearse" in PYTHON_COMMANDS
+    return importlib.util.find_spec("torchport.rehearse.cli") is not None
 
 
 def verify(opts: Options) -> dict[str, Any]:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-if TYPE_CHECKING:
-    from torchport.verify.core import Options, SideRun
+from torchport.verify.common import DTYPE_RTOL, Options, Proc, SideRun
 
 # What both runs get before the script starts (recorder.py, core.run_side).
 DETERMINISM = [
@@ -131,8 +131,6 @@ def amp_default_dtype(report: Optional[dict[str, Any]], rows: list[Any]) -> list
 
 
 def _widen(rtol: float, expected: list[dict[str, Any]]) -> tuple[float, Optional[str]]:
-    from torchport.verify.core import DTYPE_RTOL
-
     if not expected:
         return rtol, None
     first = max(expected, key=lambda e: DTYPE_RTOL[e["dtype"]])
@@ -384,6 +382,21 @@ def _structure(dump_b: Path, dump_a: Path, fallback: str) -> str:
     return text
 
 
+@dataclass
+class _Verdict:
+    """What the sections of build_report share: the options, the report's common part (`base`, which the
+    sections fill in as they go) and the tolerance in force (migrate's dtype changes widen it)."""
+
+    opts: Options
+    base: dict[str, Any]
+    rtol: float
+    cause: Optional[str]
+    expected: list[dict[str, Any]]
+
+    def could_not_compare(self, reason: str, **extra: Any) -> dict[str, Any]:
+        return {"verdict": "could not compare", "exit_code": 2, "reason": reason, **self.base, **extra}
+
+
 def build_report(
     opts: Options,
     a: SideRun,
@@ -392,10 +405,51 @@ def build_report(
     ranks: int,
     migrated_tree: Path,
 ) -> dict[str, Any]:
-    """a = the original, b = the migrated run."""
-    from torchport.probe.compare import Thresholds, compare_dumps
-    from torchport.probe.dump import DumpError
+    """a = the original, b = the migrated run. One section per step of the judgement: the report's common
+    part, runs that cannot be compared, the per-layer comparison, then identical, equivalent or diverged."""
+    v = _start(opts, a, b, migrate_report, ranks, migrated_tree)
+    refused = _runs_not_comparable(v, a, b)
+    if refused is not None:
+        return refused
+    ma, mb = a.main, b.main
+    assert ma is not None and mb is not None  # _runs_not_comparable refuses a run that recorded nothing
+    rank_a, rank_b = _rank_check(a), _rank_check(b)
+    v.base["cross_rank"] = {"original": rank_a, "migrated": rank_b}
+    res, refused = _compare_layers(v, ma, mb)
+    if refused is not None:
+        return refused
+    steps = step_rows(mb.steps, ma.steps)
+    v.base["steps"] = steps
+    layer_rows = res.rows if res is not None else []
+    _widen_for_amp(v, migrate_report, layer_rows)
+    v.base["compare"] = _compare_summary(res)
+    mains = main_devices(layer_rows)
+    ranks_ok = not (rank_b and not rank_b["equal"] and (rank_a is None or rank_a["equal"]))
+    if _bit_identical(steps, layer_rows, res, mains) and ranks_ok:
+        return {
+            "verdict": "identical",
+            "exit_code": 0,
+            "reason": f"{len(steps)} steps bit-identical: losses, gradient norms, parameters and "
+            f"{len(layer_rows)} probe records",
+            **v.base,
+        }
+    first_step, why = _first_out_of_tolerance(v, steps, layer_rows, mains)
+    if first_step is None and ranks_ok and not (res is not None and (res.only_a or res.only_b)):
+        return _equivalent(v, steps, layer_rows)
+    if first_step is None:
+        return _ranks_or_records_disagree(v, ranks_ok, rank_b, res)
+    return _diverged(v, first_step, why, steps, layer_rows, mains)
 
+
+def _start(
+    opts: Options,
+    a: SideRun,
+    b: SideRun,
+    migrate_report: Optional[dict[str, Any]],
+    ranks: int,
+    migrated_tree: Path,
+) -> _Verdict:
+    """The tolerance from migrate's expected differences, and the part every report has."""
     expected = expected_differences(migrate_report)
     rtol, cause = _widen(opts.rtol, expected)
     notes = sorted({n for side in (a, b) for p in side.procs for n in p.summary.get("notes", [])})
@@ -411,16 +465,18 @@ def build_report(
         "not_deterministic": notes,
         "fallback_ops": _fallbacks(b.stderr) if b.mode == "rehearse" else [],
     }
+    return _Verdict(opts, base, rtol, cause, expected)
 
-    def cnc(reason: str, **extra: Any) -> dict[str, Any]:
-        return {"verdict": "could not compare", "exit_code": 2, "reason": reason, **base, **extra}
 
+def _runs_not_comparable(v: _Verdict, a: SideRun, b: SideRun) -> Optional[dict[str, Any]]:
+    """A timeout, a failed run, a run that recorded nothing, no training step, a different number of steps."""
+    opts = v.opts
     for side in (a, b):
         label = side.name
         if side.exit_code is None:
             continue  # not run: the original failed first
         if side.timed_out:
-            return cnc(
+            return v.could_not_compare(
                 f"the {label} run did not finish within --timeout {opts.timeout:g} s "
                 f"(it completed {len(side.main.steps) if side.main else 0} of {opts.steps} steps)",
                 traceback=side.traceback(),
@@ -428,7 +484,7 @@ def build_report(
     for side in (a, b):
         if side.exit_code not in (0, None):
             done = len(side.main.steps) if side.main else 0
-            return cnc(
+            return v.could_not_compare(
                 f"the {side.name} run failed with exit code {side.exit_code} after {done} of "
                 f"{opts.steps} steps",
                 traceback=side.traceback(),
@@ -437,118 +493,149 @@ def build_report(
     ma, mb = a.main, b.main
     if ma is None or mb is None:
         missing = a if ma is None else b
-        return cnc(f"the {missing.name} run recorded nothing (no Python process of it was traced)")
+        return v.could_not_compare(
+            f"the {missing.name} run recorded nothing (no Python process of it was traced)"
+        )
     if not ma.summary.get("backward_calls") and not mb.summary.get("backward_calls"):
-        return cnc(
+        return v.could_not_compare(
             "the script never called backward(): there is no training step to verify "
             "(verify compares losses, gradients and parameters after optimizer.step())"
         )
     if not ma.steps and not mb.steps:
-        return cnc("the script called backward() but never optimizer.step(): no step to verify")
+        return v.could_not_compare(
+            "the script called backward() but never optimizer.step(): no step to verify"
+        )
     if len(ma.steps) != len(mb.steps):
-        return cnc(
+        return v.could_not_compare(
             f"different number of optimizer steps: the original made {len(ma.steps)}, "
             f"the migrated {len(mb.steps)} (of {opts.steps} requested)"
         )
-    # ranks
-    rank_a, rank_b = _rank_check(a), _rank_check(b)
-    base["cross_rank"] = {"original": rank_a, "migrated": rank_b}
-    # per layer
-    res = None
-    if ma.dump is not None and mb.dump is not None:
-        th = Thresholds(rtol=max(rtol, 1e-12), rtol_warn_out=rtol / 5, rtol_warn_in=rtol / 50)
-        try:
-            res = compare_dumps(mb.dump, ma.dump, th, workers=1, full=False)
-        except DumpError as e:
-            return cnc("different model structure: " + _structure(mb.dump, ma.dump, str(e)))
-    steps = step_rows(mb.steps, ma.steps)
-    base["steps"] = steps
-    layer_rows = res.rows if res is not None else []
+    return None
+
+
+def _compare_layers(v: _Verdict, ma: Proc, mb: Proc) -> tuple[Any, Optional[dict[str, Any]]]:
+    """`torchport compare` of the two probe dumps (None without dumps), or the report if the models differ."""
+    from torchport.probe.compare import Thresholds, compare_dumps
+    from torchport.probe.dump import DumpError
+
+    if ma.dump is None or mb.dump is None:
+        return None, None
+    rtol = v.rtol
+    th = Thresholds(rtol=max(rtol, 1e-12), rtol_warn_out=rtol / 5, rtol_warn_in=rtol / 50)
+    try:
+        return compare_dumps(mb.dump, ma.dump, th, workers=1, full=False), None
+    except DumpError as e:
+        return None, v.could_not_compare("different model structure: " + _structure(mb.dump, ma.dump, str(e)))
+
+
+def _widen_for_amp(v: _Verdict, migrate_report: Optional[dict[str, Any]], layer_rows: list[Any]) -> None:
+    """An autocast rewrite that changed the default dtype is an expected difference too."""
     amp = amp_default_dtype(migrate_report, layer_rows)
-    if amp:
-        expected += amp
-        base["expected_differences"] = expected
-        rtol, cause = _widen(opts.rtol, expected)
-        base["tolerance_used"] = {"rtol": rtol, "atol": opts.atol, "cause": cause}
-    base["compare"] = (
-        {
-            "rows": len(res.rows),
-            "identical_rows": sum(1 for r in res.rows if r.identical),
-            "only_in_migrated": len(res.only_a),
-            "only_in_original": len(res.only_b),
-        }
-        if res is not None
-        else None
-    )
-    # identical?
+    if not amp:
+        return
+    v.expected += amp
+    v.base["expected_differences"] = v.expected
+    v.rtol, v.cause = _widen(v.opts.rtol, v.expected)
+    v.base["tolerance_used"] = {"rtol": v.rtol, "atol": v.opts.atol, "cause": v.cause}
+
+
+def _compare_summary(res: Any) -> Optional[dict[str, Any]]:
+    if res is None:
+        return None
+    return {
+        "rows": len(res.rows),
+        "identical_rows": sum(1 for r in res.rows if r.identical),
+        "only_in_migrated": len(res.only_a),
+        "only_in_original": len(res.only_b),
+    }
+
+
+def _bit_identical(
+    steps: list[dict[str, Any]], layer_rows: list[Any], res: Any, mains: tuple[str, str]
+) -> bool:
+    """Every step quantity bit-equal; the same probe records, each identical and on the same device."""
     bit_equal = all(r["loss_bits_equal"] and r["params_identical"] for r in steps) and all(
         ga == gb for ga, gb in ((r["grad_norm_migrated"], r["grad_norm_original"]) for r in steps)
     )
-    mains = main_devices(layer_rows)
     misplaced = [r for r in layer_rows if device_mismatch(r, mains)]
     rows_equal = (
         not misplaced
         and all(r.identical for r in layer_rows)
         and (res is None or (not res.only_a and not res.only_b))
     )
-    ranks_ok = not (rank_b and not rank_b["equal"] and (rank_a is None or rank_a["equal"]))
-    if bit_equal and rows_equal and ranks_ok:
-        return {
-            "verdict": "identical",
-            "exit_code": 0,
-            "reason": f"{len(steps)} steps bit-identical: losses, gradient norms, parameters and "
-            f"{len(layer_rows)} probe records",
-            **base,
-        }
-    # first step out of tolerance: from the step quantities and from the layers
+    return bit_equal and rows_equal
+
+
+def _first_out_of_tolerance(
+    v: _Verdict, steps: list[dict[str, Any]], layer_rows: list[Any], mains: tuple[str, str]
+) -> tuple[Optional[int], str]:
+    """The first step out of tolerance and why: from the step quantities and from the layers."""
     first_step: Optional[int] = None
     why = ""
     for r in steps:
-        w = _step_out_of_tol(r, rtol, opts.atol)
+        w = _step_out_of_tol(r, v.rtol, v.opts.atol)
         if w:
             first_step, why = r["step"], w
             break
-    bad_rows = [r for r in layer_rows if _row_out(r, rtol, opts.atol, mains)]
+    bad_rows = [r for r in layer_rows if _row_out(r, v.rtol, v.opts.atol, mains)]
     if bad_rows:
         s = int(bad_rows[0].a.get("step", 0))
         if first_step is None or s < first_step:
             dev = device_mismatch(bad_rows[0], mains)
             first_step, why = s, f"{_row_json(bad_rows[0])['where']} " + (dev or "deviates")
-    if first_step is None and ranks_ok and not (res is not None and (res.only_a or res.only_b)):
-        devs = [(q, d, x, y, r["step"]) for r in steps for (q, d, x, y) in _step_deviations(r)]
-        lay = [
-            (_row_json(r)["where"], _row_dev(r), r.a.get("norm"), r.b.get("norm"), r.a.get("step"))
-            for r in layer_rows
-        ]
-        worst = max(devs + lay, key=lambda t: t[1]) if devs or lay else None
-        largest = {"what": worst[0], "step": worst[4], "relative": worst[1]} if worst else None
-        text = (
-            f"within rtol={rtol:g}: largest deviation {worst[1]:.3g} (relative) in {worst[0]} "
-            f"at step {worst[4]}"
-            if worst
-            else f"within rtol={rtol:g}"
-        )
-        if cause:
-            text += f"; expected: {cause}"
-        return {"verdict": "equivalent", "exit_code": 0, "reason": text, "largest_deviation": largest, **base}
-    if first_step is None:
-        # only the ranks or the record sets disagree
-        if not ranks_ok:
-            assert rank_b is not None
-            return {
-                "verdict": "diverged",
-                "exit_code": 1,
-                "reason": f"the migrated run's ranks disagree: {rank_b['detail']}",
-                "first_divergence": {"step": None, "why": rank_b["detail"]},
-                **base,
-            }
-        assert res is not None
-        ex = (res.only_a or res.only_b)[0]
-        return cnc(
-            f"different model structure: {len(res.only_a)} probe records only in the migrated run, "
-            f"{len(res.only_b)} only in the original (e.g. {ex['name'] or '<root>'} {ex['dir']})"
-        )
-    # diverged: the first layer forward and backward in that step, the first parameter
+    return first_step, why
+
+
+def _equivalent(v: _Verdict, steps: list[dict[str, Any]], layer_rows: list[Any]) -> dict[str, Any]:
+    """Within the tolerance: the largest deviation, of a step quantity or a layer, is named."""
+    rtol, cause = v.rtol, v.cause
+    devs = [(q, d, x, y, r["step"]) for r in steps for (q, d, x, y) in _step_deviations(r)]
+    lay = [
+        (_row_json(r)["where"], _row_dev(r), r.a.get("norm"), r.b.get("norm"), r.a.get("step"))
+        for r in layer_rows
+    ]
+    worst = max(devs + lay, key=lambda t: t[1]) if devs or lay else None
+    largest = {"what": worst[0], "step": worst[4], "relative": worst[1]} if worst else None
+    text = (
+        f"within rtol={rtol:g}: largest deviation {worst[1]:.3g} (relative) in {worst[0]} at step {worst[4]}"
+        if worst
+        else f"within rtol={rtol:g}"
+    )
+    if cause:
+        text += f"; expected: {cause}"
+    return {"verdict": "equivalent", "exit_code": 0, "reason": text, "largest_deviation": largest, **v.base}
+
+
+def _ranks_or_records_disagree(
+    v: _Verdict, ranks_ok: bool, rank_b: Optional[dict[str, Any]], res: Any
+) -> dict[str, Any]:
+    """Every step within tolerance, but the migrated run's ranks or the two record sets disagree."""
+    if not ranks_ok:
+        assert rank_b is not None
+        return {
+            "verdict": "diverged",
+            "exit_code": 1,
+            "reason": f"the migrated run's ranks disagree: {rank_b['detail']}",
+            "first_divergence": {"step": None, "why": rank_b["detail"]},
+            **v.base,
+        }
+    assert res is not None
+    ex = (res.only_a or res.only_b)[0]
+    return v.could_not_compare(
+        f"different model structure: {len(res.only_a)} probe records only in the migrated run, "
+        f"{len(res.only_b)} only in the original (e.g. {ex['name'] or '<root>'} {ex['dir']})"
+    )
+
+
+def _diverged(
+    v: _Verdict,
+    first_step: int,
+    why: str,
+    steps: list[dict[str, Any]],
+    layer_rows: list[Any],
+    mains: tuple[str, str],
+) -> dict[str, Any]:
+    """The first layer forward and backward in the first step out of tolerance, and the first parameter."""
     in_step = [r for r in layer_rows if int(r.a.get("step", -1)) == first_step]
     # Forward rows after the step's first backward row are the optimizer's and GradScaler's ops (op
     # level), not the model's forward pass.
@@ -572,20 +659,17 @@ def build_report(
         "layers": [_row_json(r) for r in in_step if not r.identical],
     }
     parts = [f"first at step {first_step}: {why}"]
-    if fwd:
-        parts.append(f"forward: {_row_json(fwd)['where']}")
-    else:
-        parts.append("forward: all layers identical")
+    parts.append(f"forward: {_row_json(fwd)['where']}" if fwd else "forward: all layers identical")
     if bwd:
         parts.append(f"backward: {_row_json(bwd)['where']}")
     if first_param:
         parts.append(f"first parameter: {first_param}")
-    if cause:
-        parts.append(f"expected difference considered: {cause}")
+    if v.cause:
+        parts.append(f"expected difference considered: {v.cause}")
     return {
         "verdict": "diverged",
         "exit_code": 1,
         "reason": "; ".join(parts),
         "first_divergence": first,
-        **base,
+        **v.base,
     }
