@@ -45,7 +45,9 @@ std::string_view to_string(Advice::Kind k) {
 namespace {
 
 constexpr RuleInfo kRegistry[] = {
-    {"TP001", "cuda-amp-import", "imports of torch.cuda.amp become imports of torch.amp",
+    {"TP001", "cuda-amp-import",
+     "imports of torch.cuda.amp become imports of torch.amp; `import torch.cuda` becomes "
+     "`import torch`",
      "imports"},
     {"TP002", "cuda-only-package", "CUDA-only third-party packages are flagged with an alternative",
      "imports"},

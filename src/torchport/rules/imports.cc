@@ -3,8 +3,10 @@
 // What it does:
 //   TP001 rewrites imports of torch.cuda.amp (`import torch.cuda.amp as amp`,
 //   `from torch.cuda.amp import autocast, GradScaler`, `from torch.cuda import amp`) into imports
-//   of torch.amp. TP002 flags imports of CUDA-only packages (flash_attn, xformers, apex, amp_C,
-//   bitsandbytes, triton, pynvml, cupy, deepspeed.ops) with the target's alternative.
+//   of torch.amp, and `import torch.cuda` into `import torch` (the same binding: torch imports
+//   torch.cuda itself on every build). TP002 flags imports of CUDA-only packages (flash_attn,
+//   xformers, apex, amp_C, bitsandbytes, triton, pynvml, cupy, deepspeed.ops) with the target's
+//   alternative.
 // Why:
 //   torch.cuda.amp is deprecated and CUDA-only; torch.amp takes a device type and works on
 //   every target. CUDA-only packages cannot even be installed on the other targets.
@@ -89,6 +91,16 @@ void run_imports(Context& ctx) {
     if (hit) {
       ctx.flag("TP002", Operation::Unsupported, hit->first, hit->second,
                m.tokens()[im.item_begin].begin, m.tokens()[im.item_end - 1].end);
+    }
+    // `import torch.cuda` binds `torch`, and `import torch` imports torch.cuda on every build:
+    // the statement is `import torch` everywhere, with nothing CUDA-specific in it.
+    if (im.kind == semantic::ImportKind::Import && im.module == "torch.cuda" &&
+        im.bound == "torch") {
+      ctx.modify("TP001", "torch.cuda",
+                 "change import torch.cuda to import torch (the same binding; torch imports "
+                 "torch.cuda itself)",
+                 mb, me, "torch");
+      continue;
     }
     // TP001: torch.cuda.amp imports.
     if (im.kind == semantic::ImportKind::Import && im.module == "torch.cuda.amp" &&
