@@ -10,11 +10,11 @@
 //   integer device given to .to(), .cuda(), torch.device() or device= (a literal, or a name such
 //   as local_rank, gpu, gpu_id or device_id). Each becomes an UNKNOWN row saying what to check.
 // Why:
-//   Where the meaning of a value is not clear from the code (a string stored in a dict, a
+//   Where the meaning of a value is not clear from the code (a string stored in a tuple, a
 //   backend chosen in a helper, a guard that tests for CUDA), rewriting it could change what the
 //   program does. Leaving it silently would hide a CUDA dependency: the row makes it visible.
 // Example:
-//   cfg = {"device": "cuda", "backend": "nccl"}
+//   choices = ("cuda", "cpu")
 //   use_fused = device_type == "cuda"
 //   model.to(local_rank)
 //   print("running on cuda")

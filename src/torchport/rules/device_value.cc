@@ -67,7 +67,8 @@ class DeviceValueRule {
 
   void run() {
     for (const Node* c : t_.find_all(NodeKind::Call)) call(*c);
-    // {"device": "cuda" if opt.cuda else "cpu"}: a configuration's device entry
+    // {"device": "cuda" if opt.cuda else "cpu", "backend": "nccl"}: a configuration's device
+    // and backend entries
     for (const Node* d : t_.find_all(NodeKind::Dict)) {
       const Node* key = nullptr;
       for (const Node* c : d->children()) {
@@ -76,6 +77,7 @@ class DeviceValueRule {
         if (key->kind() == NodeKind::Constant && t_.is_string(*key)) {
           auto k = t_.string_value(*key);
           if (k && (*k == "device" || *k == "map_location")) position(*c, Position::Keyword);
+          if (k && backend_name(*k)) for_backend_literals(*c, "the " + *k + " entry of a dict");
         }
         key = nullptr;
       }
@@ -196,8 +198,9 @@ class DeviceValueRule {
                  Source::Text}) ||
         !(v.has(Source::DeviceString) || v.has(Source::Formatted)))
       return;
+    // A literal at the position itself is TP300's where it rewrote or reported it (taken);
+    // one it does not know (device_map="cuda") is this rule's.
     for (const Node* lit : v.literals) {
-      if (lit == &e) continue;
       if (lit->kind() == NodeKind::Constant && t_.is_string(*lit)) device_literal(*lit);
       if (lit->kind() == NodeKind::JoinedStr) formatted(*lit);
     }
