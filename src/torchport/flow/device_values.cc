@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -85,6 +86,8 @@ struct DeviceValues::Impl {
   std::unordered_map<std::string, std::vector<const Node*>> option_values;  ///< dest -> defaults
 
   mutable std::unordered_map<const Node*, Value> memo;
+  mutable bool cut = false;                             ///< the current walk hit a cut
+  mutable std::vector<std::unique_ptr<Value>> scratch;  ///< values not memoised (stable refs)
   mutable std::unordered_set<const Node*> active;
   Value unknown_;
 
@@ -523,13 +526,24 @@ struct DeviceValues::Impl {
     }
   }
 
+  /// A value computed under a cut (the step bound, or a cycle) depends on where the walk
+  /// started: it is returned but not memoised, so that every query gets the same answer.
   const Value& eval(const Node& e, int steps) const {
     if (auto it = memo.find(&e); it != memo.end()) return it->second;
-    if (steps >= kMaxSteps || active.contains(&e)) return unknown_;
+    if (steps >= kMaxSteps || active.contains(&e)) {
+      cut = true;
+      return unknown_;
+    }
+    const bool outer_cut = cut;
+    cut = false;
     active.insert(&e);
     Value v = compute(e, steps + 1);
     active.erase(&e);
-    return memo.emplace(&e, std::move(v)).first->second;
+    const bool this_cut = cut;
+    cut = outer_cut || this_cut;
+    if (!this_cut) return memo.emplace(&e, std::move(v)).first->second;
+    scratch.push_back(std::make_unique<Value>(std::move(v)));
+    return *scratch.back();
   }
 };
 

@@ -173,6 +173,12 @@ TEST(DeviceValues, DeepChainsAreBounded) {
   Probe p(src);
   EXPECT_FALSE(p.dv.of(p.arg("x.to")).known());
   EXPECT_TRUE(p.dv.is_index(p.arg("y.to")));
+  // v20 is reached ten steps into the walk from v30, whose chain is cut at the bound; asked for
+  // itself, it is known: the answer does not depend on what was asked before
+  src += "w.to(v30)\nz.to(v20)\n";
+  Probe q(src);
+  EXPECT_FALSE(q.dv.of(q.arg("w.to")).known());
+  EXPECT_TRUE(q.dv.is_index(q.arg("z.to")));
 }
 
 }  // namespace
