@@ -221,6 +221,21 @@ def coverage_rows() -> list[dict[str, Any]]:
     return json.loads((ROOT / "data/runtime/coverage.json").read_text())["rows"]
 
 
+def caller_rules() -> list[dict[str, Any]]:
+    return json.loads((ROOT / "data/runtime/callers.json").read_text())["rules"]
+
+
+def caller_match(target: str, rules: list[dict[str, Any]]) -> list[str]:
+    """torchport run's rules for who sees the truth about CUDA (data/runtime/callers.json), for a function
+    transfer_to_npu runs with the real torch.cuda.is_available (its apis_config.json)."""
+    out = []
+    for r in rules:
+        if target == r["caller"] or target.startswith(r["caller"] + "."):
+            where = f" (targets: {', '.join(r['targets'])})" if r.get("targets") else ""
+            out.append(f"callers.json {r['caller']}: sees {r['sees']}{where}")
+    return out
+
+
 def coverage_match(target: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     short = target
     for prefix, repl in (("torch.Tensor.", "Tensor."), ("torch.nn.Module.", "Module.")):
@@ -229,7 +244,8 @@ def coverage_match(target: str, rows: list[dict[str, Any]]) -> list[dict[str, An
     last = target.split(".")[-1]
     if last == "__init__" or last == "__new__":
         last = target.split(".")[-2]
-    out = [r for r in rows if r["api"] in (target, short)]
+    bare = target.rsplit(".", 1)[0] if target.endswith((".__init__", ".__new__")) else target
+    out = [r for r in rows if r["api"] in (target, short, bare)]
     if not out:
         out = [r for r in rows if r["api"].startswith((f"{last}(", f"torch.{last}(")) or r["api"] == last]
     return out
@@ -238,11 +254,15 @@ def coverage_match(target: str, rows: list[dict[str, Any]]) -> list[dict[str, An
 def torchport_side(row: dict[str, Any], cat: dict[str, dict[str, Any]], cov: list[dict[str, Any]]) -> dict:
     target = row["target"]
     migrate = ""
-    m = cat.get(target)
+    m = cat.get(target) or cat.get(
+        target.rsplit(".", 1)[0] if target.endswith((".__init__", ".__new__")) else ""
+    )
     if m is not None:
         repl = m.get("replacement") or "(left in place)"
         migrate = f"{repl} ({m.get('status')})"
     run = [f"{r['api']}: {r.get('device', '') or r.get('cpu', '')}" for r in coverage_match(target, cov)]
+    if not target.startswith("torch"):
+        run += caller_match(target, caller_rules())
     peers_say = any("transfer_to_npu" in r.get("peers", "") for r in coverage_match(target, cov))
     return {"migrate": migrate, "run": run, "coverage_names_transfer_to_npu": peers_say}
 
