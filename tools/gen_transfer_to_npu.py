@@ -360,8 +360,8 @@ def render(doc: dict[str, Any]) -> str:
         "redirects to torch_npu.npu's function of the same name).",
         "",
         f"{len(rows)} patches; {sum(1 for r in rows if r['torchport']['migrate'])} name an API the catalogue "
-        f"has, {sum(1 for r in rows if r['torchport']['run'])} match a row of the runtime coverage table, "
-        f"{len(no_run)} match neither (listed last).",
+        f"has, {sum(1 for r in rows if r['torchport']['run'])} match a row of the runtime coverage table or "
+        f"of data/runtime/callers.json, {len(no_run)} match neither (listed last).",
         "",
         "## torch.cuda becomes torch_npu.npu",
         "",
