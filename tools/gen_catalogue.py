@@ -106,6 +106,11 @@ class Generator:
         self.upstream = upstream
         self.overrides = json.loads((ROOT / "data/sources/torch_cuda_overrides.json").read_text())
         self.npu_all = _lines(upstream / "ascend-torch_npu/torch_npu.npu.__all__.txt")
+        # torch_npu.npu's names in each pinned torch-npu wheel (tools/check_vendor_npu.py)
+        vendor = json.loads((ROOT / "data/vendor/torch_npu_namespace.json").read_text())
+        self.npu_wheels: list[tuple[str, str, set[str]]] = sorted(
+            ((w["torch"], v, set(w["names"])) for v, w in vendor["wheels"].items()), key=lambda x: _ver(x[0])
+        )
         self.mlu_all = _lines(upstream / "cambricon-torch_mlu/torch_mlu.mlu.__all__.txt")
         self.mlu_yaml = _load_mlu_yaml(upstream / "cambricon-torch_mlu/torch_api.yaml")
         self.ascend: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
@@ -133,8 +138,9 @@ class Generator:
             tip = unsupported[qual]
             note = "listed as unsupported by Ascend" + ("" if tip == "-" else f": {tip}")
             return _m("", "unsupported", "upstream ascend-msfmktransplt/op_list_2_8.json", note)
-        if renamed in self.npu_all:
-            return self.npu_versions(qual, _m(f"torch_npu.npu.{renamed}", "supported", src))
+        if renamed in self.npu_all or any(renamed in names for _, _, names in self.npu_wheels):
+            mapping = self.npu_wheel_versions(renamed, self.npu_versions(qual, self.npu_found(renamed)))
+            return self.npu_returns(name, mapping)
         if qual in self.ascend["2.8"][0]:
             return self.npu_versions(
                 qual,
@@ -145,7 +151,50 @@ class Generator:
                     "supported by Ascend's migration list but not exported in torch_npu.npu.__all__",
                 ),
             )
+        wheels = ", ".join(v for _, v, _ in self.npu_wheels)
+        src += f"; torch-npu wheels {wheels} (data/vendor/torch_npu_namespace.json)"
         return _m("", "unsupported", src, f"torch_npu.npu has no {renamed}")
+
+    def npu_returns(self, name: str, mapping: Mapping) -> Mapping:
+        """Adds "returns" (what the vendor's function returns where it differs from CUDA's: None,
+        another type or unit) and makes the mapping partial: a rule adapts the code or reports it."""
+        vr = self.overrides["vendor_returns"]
+        if name not in vr["npu"] or not mapping.get("replacement"):
+            return mapping
+        value, note = vr["npu"][name]
+        mapping["status"] = "partial"
+        mapping["note"] = f"{mapping['note']}; {note}" if mapping.get("note") else note
+        mapping["returns"] = value
+        mapping["source"] += f"; {vr['source']}"
+        return mapping
+
+    def npu_found(self, name: str) -> Mapping:
+        """A torch_npu.npu name that Ascend's __all__ list or the vendor's wheels have."""
+        src = "upstream ascend-torch_npu/torch_npu.npu.__all__.txt"
+        has = [v for _, v, names in self.npu_wheels if name in names]
+        wheels = "torch-npu wheels " + ", ".join(has) + " (data/vendor/torch_npu_namespace.json)"
+        if name in self.npu_all:
+            return _m(f"torch_npu.npu.{name}", "supported", f"{src}; {wheels}" if has else src)
+        return _m(f"torch_npu.npu.{name}", "supported", wheels)
+
+    def npu_wheel_versions(self, name: str, mapping: Mapping) -> Mapping:
+        """min_torch from the vendor's wheels: the first checked torch line after the newest one whose
+        torch_npu.npu lacks `name`."""
+        missing = [(line, v) for line, v, names in self.npu_wheels if name not in names]
+        if not missing:
+            return mapping
+        newest_line, newest_v = missing[-1]
+        newer = [line for line, _, _ in self.npu_wheels if _ver(line) > _ver(newest_line)]
+        if not newer:
+            return _m("", "unsupported", mapping["source"], f"torch_npu {newest_v} has no {name}")
+        if _ver(newer[0]) > _ver(mapping.get("min_torch", "0")):
+            mapping["min_torch"] = newer[0]
+        lacking = ", ".join(v for _, v in missing)
+        note = f"torch_npu {lacking} lack{'s' if len(missing) == 1 else ''} torch_npu.npu.{name}"
+        mapping["note"] = f"{mapping['note']}; {note}" if mapping.get("note") else note
+        return {
+            k: mapping[k] for k in ("replacement", "status", "min_torch", "note", "source") if k in mapping
+        }
 
     def npu_versions(self, qual: str, mapping: Mapping) -> Mapping:
         """Ascend's older per-version lists (-v 2.1 ...) that mark `qual` unsupported set min_torch."""

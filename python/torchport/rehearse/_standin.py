@@ -16,11 +16,47 @@ def device_module(target: str) -> ModuleType:
             f"the {target} stand-in is only available under `torchport rehearse --target {target}`"
         )
     mod: ModuleType = getattr(torch, target)
-    if target == "npu" and not hasattr(mod, "matmul"):
-        # torch_npu.npu.matmul.allow_tf32 (catalogue backends.json); the NPU computes fp32 matmuls its own way
-        mod.matmul = SimpleNamespace(allow_tf32=False)  # type: ignore[attr-defined]
+    if target == "npu":
+        for name, flags in (("matmul", HF32Flags("matmul")), ("conv", HF32Flags("conv"))):
+            if not isinstance(getattr(mod, name, None), HF32Flags):
+                setattr(mod, name, flags)
     _distributed_extras(target)
     return mod
+
+
+class HF32Flags:
+    """torch_npu.npu.matmul / torch_npu.npu.conv as the vendor has them: in the torch-npu wheels they are
+    npu_config._allowHF32Matmul() / _allowHF32Conv(), whose __setattr__ acts on allow_hf32 (matmul also
+    cube_math_type) and drops any other name without a word, and whose __getattr__ answers None for it.
+    The stand-in keeps those semantics and warns where torch_npu is silent (`matmul.allow_tf32 = True`
+    does nothing on an NPU). Defaults as the vendor's getters read an unset option: matmul off, conv on.
+    HF32 itself is not emulated: the rehearsal device computes float32."""
+
+    def __init__(self, which: str) -> None:
+        handled = ("allow_hf32", "cube_math_type") if which == "matmul" else ("allow_hf32",)
+        object.__setattr__(self, "_which", which)
+        object.__setattr__(self, "_values", {"allow_hf32": which == "conv", "cube_math_type": None})
+        object.__setattr__(self, "_handled", handled)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name not in self._handled:
+            import warnings
+
+            warnings.warn(
+                f"torch_npu.npu.{self._which}.{name} = {value!r} has no effect: torch_npu's "
+                f"{self._which} object handles only {' and '.join(self._handled)} and ignores the rest "
+                "(torchport rehearse)",
+                stacklevel=2,
+            )
+            return
+        if name == "allow_hf32" and not isinstance(value, bool):
+            raise TypeError(f"allow_hf32 must be a bool, but got {type(value).__name__}")
+        self._values[name] = value
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._values.get(name) if name in self._handled else None
 
 
 def _distributed_extras(target: str) -> None:

@@ -8,6 +8,7 @@ MUSA publishes no such list: its module exposes the whole pool.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -542,13 +543,15 @@ def _pool() -> dict[str, Any]:
         "_Marker",
         "_not_emulated",
         "_musa_names",
+        "_vendor_wheel_names",
     ):
         pool.pop(private, None)
     return pool
 
 
 def vendor_all(target: str) -> Optional[frozenset[str]]:
-    """The names of the vendor's published device-module __all__, from the copy shipped with the stand-ins."""
+    """The names of the vendor's device module: its published __all__ (the copy shipped with the stand-ins)
+    and, for npu, what torch_npu.npu has in the newest pinned torch-npu wheel."""
     if ALL_LISTS.get(target) is None:
         return None
     path = STANDIN_DIR / f"{target}_all.txt"
@@ -556,7 +559,23 @@ def vendor_all(target: str) -> Optional[frozenset[str]]:
         ln.strip()
         for ln in path.read_text(encoding="utf-8").splitlines()
         if ln.strip() and not ln.startswith("#")
-    )
+    ) | _vendor_wheel_names(target)
+
+
+def _vendor_wheel_names(target: str) -> frozenset[str]:
+    """torch_npu.npu's public names in the torch-npu wheel of the newest torch line
+    (data/vendor/torch_npu_namespace.json, read from the wheels' Python source by tools/check_vendor_npu.py):
+    default_generators and the submodules amp, memory, random, streams, graphs, which __all__ omits."""
+    if target != "npu":
+        return frozenset()
+    from torchport.targets import data_dir
+
+    path = data_dir() / "vendor" / "torch_npu_namespace.json"
+    if not path.is_file():
+        return frozenset()
+    wheels = json.loads(path.read_text(encoding="utf-8"))["wheels"].values()
+    newest = max(wheels, key=lambda w: tuple(int(x) for x in w["torch"].split(".")))
+    return frozenset(newest["names"])
 
 
 def build(target: str) -> ModuleType:

@@ -207,6 +207,15 @@ Mapping parse_mapping(const Json& m, const std::string& where) {
   out.without_device = str_field(m, "without_device", where, false);
   out.changes = str_field(m, "changes", where, false);
   out.refused_keywords = str_list(m, "refused_keywords", where);
+  out.returns = str_field(m, "returns", where, false);
+  out.read_by = str_field(m, "read_by", where, false);
+  if (auto mw = m.find("moves_with"); mw != m.end()) {
+    if (!mw->is_object()) throw DataError(where + ".moves_with: expected an object");
+    for (const auto& [api, repl] : mw->items()) {
+      if (!repl.is_string()) throw DataError(where + ".moves_with." + api + ": expected a string");
+      out.moves_with.emplace_back(api, repl.get<std::string>());
+    }
+  }
   if (out.status != Status::Unsupported && out.replacement.empty() && out.note.empty())
     throw DataError(where + ": a " + status + " mapping needs a replacement or a note");
   return out;

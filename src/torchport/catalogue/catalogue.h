@@ -58,6 +58,17 @@ struct Mapping {
   /// signatures, tools/gen_catalogue.py): a call passing one is reported, never rewritten into a
   /// TypeError (`torch.cuda.Stream(device=d)` -> `torch.cpu.Stream(device=d)`).
   std::vector<std::string> refused_keywords;
+  /// What the vendor's replacement returns where the CUDA API returns something else ("None":
+  /// torch_npu.npu.get_device_capability() without TORCH_NPU_DEVICE_CAPABILITY); "" = the same.
+  /// Checked against the vendor's source by tools/check_vendor_npu.py; a rule adapts the code
+  /// or reports it.
+  std::string returns;
+  /// Names the vendor moves together with this one ({CUDA API, replacement}, sorted by API):
+  /// torch_npu's profiler works only as a unit (ProfilerActivity.NPU with torch_npu's profile).
+  std::vector<std::pair<std::string, std::string>> moves_with;
+  /// Set when the replacement is read by something outside the vendor's package (CANN's HCCL for
+  /// HCCL_SOCKET_IFNAME), so the vendor check cannot confirm it; "" = checked.
+  std::string read_by;
 };
 
 /// The kinds of things the catalogue describes.

@@ -43,6 +43,33 @@ TEST(Catalogue, TorchNpuSynchronizeExists) {
   EXPECT_NE(m->source.find("torch_npu.npu.__all__"), std::string::npos);
 }
 
+// Facts read from the vendor's torch-npu wheels (tools/check_vendor_npu.py, issue 31).
+TEST(Catalogue, NpuFactsFromTheVendorWheels) {
+  const Mapping* cap = cat().lookup("torch.cuda.get_device_capability", "npu");
+  ASSERT_NE(cap, nullptr);
+  EXPECT_EQ(cap->returns, "None");  // None unless TORCH_NPU_DEVICE_CAPABILITY is set
+  EXPECT_EQ(cap->status, Status::Partial);
+  EXPECT_EQ(cat().lookup("torch.cuda.synchronize", "npu")->returns, "");
+
+  const Mapping* tf32 = cat().lookup("torch.backends.cuda.matmul.allow_tf32", "npu");
+  ASSERT_NE(tf32, nullptr);
+  EXPECT_EQ(tf32->replacement, "torch_npu.npu.matmul.allow_hf32");  // allow_tf32 is ignored there
+  EXPECT_EQ(tf32->changes.rfind("changes numerics", 0), 0u) << tf32->changes;
+
+  const Mapping* gens = cat().lookup("torch.cuda.default_generators", "npu");
+  ASSERT_NE(gens, nullptr);
+  EXPECT_EQ(gens->replacement, "torch_npu.npu.default_generators");
+
+  const Mapping* prof = cat().lookup("torch.profiler.ProfilerActivity.CUDA", "npu");
+  ASSERT_NE(prof, nullptr);
+  ASSERT_EQ(prof->moves_with.size(), 5u);
+  EXPECT_EQ(prof->moves_with[0].first, "torch.profiler.ProfilerAction");
+  EXPECT_EQ(prof->moves_with[0].second, "torch_npu.profiler.ProfilerAction");
+  EXPECT_TRUE(cat().lookup("torch.profiler.ProfilerActivity.CUDA", "xpu")->moves_with.empty());
+
+  EXPECT_NE(cat().lookup("NCCL_SOCKET_IFNAME", "npu")->read_by, "");
+}
+
 TEST(Catalogue, MpsHasNoCollectiveBackend) {
   const Mapping* m = cat().lookup("nccl", "mps");
   ASSERT_NE(m, nullptr);

@@ -75,6 +75,9 @@ std::string public_source(const std::string& source) {
       {"python/torchport/", "torchport/"},
       {"installed torch ", "the installed torch (https://github.com/pytorch/pytorch) "},
       {"no upstream data", "no public source: torchport's own rule"},
+      // The vendor's own wheels on PyPI, read by tools/check_vendor_npu.py (versions and sha256
+      // in data/vendor/torch_npu_wheels.json).
+      {"torch-npu wheels ", "https://pypi.org/project/torch-npu/ (the wheels) "},
       {"PyTorch docs: ", "https://docs.pytorch.org/ "},
       // The device-backends notes, section 1.1, are about Ascend's torch_npu sources.
       {"shared/reference/device-backends-and-accuracy-tools.md 1.1 ",
@@ -157,13 +160,28 @@ void print_mapping(const std::string& target, const Mapping& m) {
   if (!m.note.empty()) std::cout << "  note:          " << m.note << "\n";
   if (!m.without_device.empty())
     std::cout << "  no device:     a call becomes " << m.without_device << "\n";
+  if (!m.returns.empty()) std::cout << "  returns:       " << m.returns << " (unlike CUDA)\n";
+  for (const auto& [api, repl] : m.moves_with)
+    std::cout << "  moves with:    " << api << " -> " << repl << "\n";
+  if (!m.read_by.empty()) std::cout << "  read by:       " << m.read_by << "\n";
   std::cout << "  source:        " << public_source(m.source) << "\n";
 }
 
 nlohmann::ordered_json mapping_json(const Mapping& m) {
-  return {{"replacement", m.replacement},       {"status", catalogue::to_string(m.status)},
-          {"min_torch", m.min_torch},           {"note", m.note},
-          {"without_device", m.without_device}, {"source", public_source(m.source)}};
+  nlohmann::ordered_json out = {
+      {"replacement", m.replacement},       {"status", catalogue::to_string(m.status)},
+      {"min_torch", m.min_torch},           {"note", m.note},
+      {"without_device", m.without_device}, {"source", public_source(m.source)}};
+  // Only where the vendor's package differs (tools/check_vendor_npu.py): the others keep their
+  // shape.
+  if (!m.returns.empty()) out["returns"] = m.returns;
+  if (!m.moves_with.empty()) {
+    nlohmann::ordered_json moves = nlohmann::ordered_json::object();
+    for (const auto& [api, repl] : m.moves_with) moves[api] = repl;
+    out["moves_with"] = moves;
+  }
+  if (!m.read_by.empty()) out["read_by"] = m.read_by;
+  return out;
 }
 
 }  // namespace
