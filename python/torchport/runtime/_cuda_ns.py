@@ -138,12 +138,19 @@ _CPU_OWN = {
 }
 
 
-class _HostEvent:
-    """torch.cuda.Event on a host target: record() takes a timestamp; CPU work is synchronous, so the
-    interval between two records is the work's duration."""
+class _HostEvent(torch.Event):
+    """torch.cuda.Event on a host target: a real torch.Event of the cpu device (so torch's own bindings and
+    isinstance(e, torch.Event) take it) whose record() takes a timestamp; CPU work is synchronous, so the
+    interval between two records is the work's duration. torch's cpu Event cannot record ("cpu backend
+    doesn't support events"): record/wait/query/synchronize/elapsed_time are served here."""
+
+    def __new__(
+        cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False, **kw: Any
+    ) -> _HostEvent:
+        return super().__new__(cls, device="cpu", enable_timing=enable_timing)  # type: ignore[call-arg]
 
     def __init__(
-        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False, **kw: Any
     ) -> None:
         self.enable_timing = enable_timing
         self._t: Optional[int] = None
@@ -160,17 +167,23 @@ class _HostEvent:
     def synchronize(self) -> None:
         return None
 
-    def elapsed_time(self, end_event: _HostEvent) -> float:
-        if self._t is None or end_event._t is None:
+    def elapsed_time(self, end_event: Any) -> float:
+        end = getattr(end_event, "_t", None)
+        if self._t is None or end is None:
             raise RuntimeError("elapsed_time: both events must be recorded first")
-        return (end_event._t - self._t) / 1e6
+        return (end - self._t) / 1e6
 
 
-class _HostStream:
-    """torch.cuda.Stream on a host target: work runs in order on the calling thread."""
+class _HostStream(torch.Stream):
+    """torch.cuda.Stream on a host target: a real torch.Stream of the cpu device (so torch's own bindings,
+    `Tensor.record_stream` included, and isinstance(s, torch.Stream) take it); work runs in order on the
+    calling thread. torch's cpu Stream has no events (wait_stream raises "cpu backend doesn't support
+    events"): the stream-to-stream calls are served here, as no-ops that are exact for in-order work."""
 
-    def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
-        self.device = torch.device("cpu")
+    def __new__(cls, device: Any = None, priority: int = 0, **kw: Any) -> _HostStream:
+        return super().__new__(cls, device="cpu", priority=priority)  # type: ignore[call-arg]
+
+    def __init__(self, device: Any = None, priority: int = 0, **kw: Any) -> None:
         self.priority = priority
         self.cuda_stream = 0
 
@@ -196,12 +209,6 @@ class _HostStream:
 
     def __exit__(self, *exc: object) -> None:
         return None
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _HostStream)
-
-    def __hash__(self) -> int:
-        return 0
 
 
 _DEFAULT_STREAM = _HostStream()
@@ -629,6 +636,90 @@ def install(s: Session) -> None:
                 nvtx, name, _logged(s, f"torch.cuda.nvtx.{name}", nvtx_impl[name], MODIFIED, "profiler range")
             )
 
+    _install_generic_streams(s)
+
+
+def _install_generic_streams(s: Session) -> None:
+    """torch.Stream(device="cuda") / torch.Event(device="cuda"): the target's stream and event (on a host
+    target torchport's _HostStream/_HostEvent, themselves torch.Stream/torch.Event of the cpu device);
+    isinstance checks against torch.Stream/torch.Event still see torch's classes. Tensor.record_stream of a
+    host stream: a no-op, logged (torch's cpu tensors have no record_stream kernel; nothing is needed: cpu
+    work runs in order, so no other stream can still be using the memory when Python frees it)."""
+    p = s.patcher
+    hit = s.log.hit
+    mapf = s.mapper.map
+    dst = s.target.device_type
+    host = s.is_cpu or not s.target.has_device_index
+    sites_get = s.log.sites.get
+    track = s.log.track
+    getframe = sys._getframe
+
+    for name, host_cls in (("Stream", _HostStream), ("Event", _HostEvent)):
+        orig = getattr(torch, name, None)
+        if not isinstance(orig, type):
+            continue
+        api = f"torch.{name}"
+
+        def map_args(
+            a: tuple[Any, ...], k: dict[str, Any], _name: str = name
+        ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+            if "device" in k:
+                k = {**k, "device": mapf(k["device"])}
+            elif a and type(a[0]) is not int:
+                a = (mapf(a[0]), *a[1:])
+            return a, k
+
+        def make(
+            *a: Any, _orig: Any = orig, _host: Any = host_cls, _api: str = api, _map: Any = map_args, **k: Any
+        ) -> Any:
+            d = k.get("device", a[0] if a else None)
+            is_cuda = s.live and d is not None and str(d).startswith("cuda")
+            if not is_cuda:
+                return _orig(*a, **k)
+            if host:
+                rest = {n: v for n, v in k.items() if n != "device"}
+                out = _host(*a[1:], **rest)
+                shown, cls_, why = (
+                    f"torchport.{_host.__name__}",
+                    MODIFIED,
+                    f"{dst}: work runs in order on the host",
+                )
+                na, nk = a[1:], rest
+            else:
+                na, nk = _map(a, k)
+                out = _orig(*na, **nk)
+                shown, cls_, why = _api, MATCH, ""
+            if track:
+                f = getframe(2)  # make <- _Meta.__call__ <- user
+                site = sites_get((f.f_code, f.f_lineno, _api))
+                if site is None:
+                    hit(_api, (CALL, _api, a, k), (CALL, shown, na, nk), cls_, why, 3)
+                else:
+                    site.count += 1
+            return out
+
+        p.set(torch, name, _proxy_class(name, orig, make, map_args, module="torch"))
+
+    orig_record = torch.Tensor.record_stream
+    why_rec = (
+        f"{dst} work runs in order on the host: nothing to record (no other stream can still use the memory "
+        "when it is freed)"
+    )
+
+    def record_stream(self: torch.Tensor, stream: Any) -> None:
+        if isinstance(stream, _HostStream):
+            hit(
+                "Tensor.record_stream",
+                (CALL, "Tensor.record_stream", (stream,), None),
+                "nothing",
+                MODIFIED,
+                why_rec,
+            )
+            return None
+        return orig_record(self, stream)
+
+    p.set(torch.Tensor, "record_stream", record_stream)
+
 
 def _truth_for_internals(s: Session, orig: Callable[..., Any], redirected: Callable[..., Any]) -> Any:
     forced = s.callers.truth_forced
@@ -727,7 +818,9 @@ def _redirect(
     return wrapper
 
 
-def _proxy_class(name: str, impl: Any, make: Callable[..., Any], map_args: Callable[..., Any]) -> type:
+def _proxy_class(
+    name: str, impl: Any, make: Callable[..., Any], map_args: Callable[..., Any], module: str = "torch.cuda"
+) -> type:
     """A class standing for torch.cuda.<name>: calling it returns `make(...)` (an instance of the target's
     class), and isinstance/issubclass checks against it see the target's class, so `isinstance(s,
     torch.cuda.Stream)` holds for streams from torch.cuda.Stream() and torch.cuda.current_stream() alike."""
@@ -761,10 +854,10 @@ def _proxy_class(name: str, impl: Any, make: Callable[..., Any], map_args: Calla
             return super().__call__(*a, **k)
 
     try:
-        proxy = _Meta(name, (base,), {"__module__": "torch.cuda", "__doc__": getattr(impl, "__doc__", None)})
+        proxy = _Meta(name, (base,), {"__module__": module, "__doc__": getattr(impl, "__doc__", None)})
     except TypeError:  # a base that cannot be subclassed: isinstance still works through the metaclass
         base = impl if isinstance(impl, type) else base
-        proxy = _Meta(name, (), {"__module__": "torch.cuda"})
+        proxy = _Meta(name, (), {"__module__": module})
     proxy.__qualname__ = name
     return proxy
 
