@@ -144,9 +144,13 @@ def test_the_disagreements_of_issue_11_are_resolved() -> None:
 
 # What a call evaluates to without a device: the catalogue's without_device (what `migrate --target cpu`
 # writes) against what `torchport run --target cpu` returns for the same call.
+# Not compared (issue 33): mem_get_info, which `torchport run` answers with the host memory it measures (a
+# constant in the source cannot be that), and memory_stats, whose run-time dict has every key torch's CUDA
+# allocator reports (each 0) where migrate writes {}. Both are logged at run time; migrate's constants are
+# issue 33's follow-up on the migrate side.
 EMULATED = ["memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-            "memory_stats", "empty_cache", "reset_peak_memory_stats", "is_bf16_supported",
-            "get_device_capability", "mem_get_info", "current_device", "get_arch_list", "utilization",
+            "empty_cache", "reset_peak_memory_stats", "is_bf16_supported",
+            "get_device_capability", "current_device", "get_arch_list", "utilization",
             "ipc_collect", "set_per_process_memory_fraction"]  # fmt: skip
 ARGS = {"set_per_process_memory_fraction": (0.5,)}
 

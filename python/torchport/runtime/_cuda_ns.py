@@ -279,13 +279,101 @@ class _NoDevice:
         return None
 
 
-def _meminfo() -> tuple[int, int]:
+def _read_int(path: str) -> Optional[int]:
     try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        free = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-        return int(free), int(total)
+        with open(path, encoding="ascii") as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None  # cgroup v2 writes "max" for no limit
+
+
+def _meminfo() -> tuple[int, int]:
+    """(free, total) bytes of host memory, what torch.cuda.mem_get_info() answers on a host target: total is
+    the physical memory, or the cgroup's limit when it is smaller (a container); free is the kernel's
+    MemAvailable (memory a new allocation can get without swapping), bounded by what the cgroup has left.
+    (0, 0) only where none of these can be read."""
+    try:
+        page = os.sysconf("SC_PAGE_SIZE")
+        total = page * os.sysconf("SC_PHYS_PAGES")
+        free = page * os.sysconf("SC_AVPHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 0, 0
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    free = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit_path, usage_path in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ):
+        limit = _read_int(limit_path)
+        if limit is not None and 0 < limit < total:
+            total = limit
+            used = _read_int(usage_path)
+            if used is not None:
+                free = min(free, max(0, limit - used))
+            break
+    return int(min(free, total)), int(total)
+
+
+# torch.cuda.memory_stats()'s keys. Source: the docstring of torch.cuda.memory_stats in the installed torch
+# 2.13 (torch/cuda/memory.py: the core statistics by pool and metric, the event counters) and torch's binding
+# that fills them (torch/csrc/cuda/Module.cpp, THCPModule_memoryStats: the count of allocations is
+# "allocation", which the docstring calls "allocated"). Left out: max_split_size (a setting, not a count) and
+# reserved_bytes_by_private_pools (per pool: there are none).
+MEMORY_STAT_NAMES: tuple[str, ...] = (
+    "allocation",
+    "allocated_bytes",
+    "segment",
+    "reserved_bytes",
+    "active",
+    "active_bytes",
+    "inactive_split",
+    "inactive_split_bytes",
+    "requested_bytes",
+)
+MEMORY_POOLS: tuple[str, ...] = ("all", "large_pool", "small_pool")
+MEMORY_METRICS: tuple[str, ...] = ("current", "peak", "allocated", "freed")
+MEMORY_COUNTERS: tuple[str, ...] = (
+    "num_alloc_retries",
+    "num_ooms",
+    "num_sync_all_streams",
+    "num_device_alloc",
+    "num_device_free",
+)
+
+
+def _memory_stats_nested() -> dict[str, Any]:
+    """torch.cuda.memory_stats_as_nested_dict() of a device torchport cannot measure: every key torch's CUDA
+    allocator reports, each 0 (no device allocator counts anything on a host target)."""
+    out: dict[str, Any] = {
+        name: {pool: dict.fromkeys(MEMORY_METRICS, 0) for pool in MEMORY_POOLS} for name in MEMORY_STAT_NAMES
+    }
+    for kind in ("oversize_allocations", "oversize_segments"):
+        out[kind] = dict.fromkeys(MEMORY_METRICS, 0)
+    out.update(dict.fromkeys(MEMORY_COUNTERS, 0))
+    return out
+
+
+def _memory_stats() -> dict[str, Any]:
+    """torch.cuda.memory_stats(): the nested statistics flattened with "." as torch.cuda.memory_stats does,
+    sorted by key as torch's are."""
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, obj: Any) -> None:
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                walk(f"{prefix}.{k}" if prefix else k, v)
+        else:
+            flat[prefix] = obj
+
+    walk("", _memory_stats_nested())
+    return dict(sorted(flat.items()))
 
 
 # Every attribute of torch.cuda's device properties. Source: the installed torch 2.13's torch/_C/__init__.pyi,
@@ -395,15 +483,25 @@ def _emulations(s: Session) -> dict[str, tuple[Callable[..., Any], str, str]]:
         "is_bf16_supported": (lambda *a, **k: True, MODIFIED, f"{dst} computes bfloat16"),
         "utilization": (zero, MISMATCH, "no utilization counter"),
         "empty_cache": (nothing, MODIFIED, "no cache to empty"),
-        # (0, 0), as `migrate` writes it (data/sources/torch_cuda_overrides.json host_values)
-        "mem_get_info": (lambda d=None: (0, 0), MISMATCH, f"{dst} has no device memory: (0, 0)"),
+        # host memory, the same total as get_device_properties().total_memory (issue 33: (0, 0) made
+        # `1 - free / total` divide by zero)
+        "mem_get_info": (
+            lambda d=None: _meminfo(),
+            MODIFIED,
+            f"{dst} has no device memory: (free, total) of host memory (MemAvailable and physical memory, or "
+            "the cgroup limit), as get_device_properties().total_memory",
+        ),
         "memory_allocated": (zero, MISMATCH, no_alloc),
         "max_memory_allocated": (zero, MISMATCH, no_alloc),
         "memory_reserved": (zero, MISMATCH, no_alloc),
         "max_memory_reserved": (zero, MISMATCH, no_alloc),
         "memory_cached": (zero, MISMATCH, no_alloc),
         "max_memory_cached": (zero, MISMATCH, no_alloc),
-        "memory_stats": (lambda d=None: {}, MISMATCH, f"{dst} has no allocator statistics: returns {{}}"),
+        "memory_stats": (
+            lambda d=None: _memory_stats(),
+            MISMATCH,
+            f"{dst} has no device allocator statistics: every key torch.cuda reports, each 0",
+        ),
         "memory_summary": (summary, MISMATCH, "no allocator statistics"),
         "memory_snapshot": (lambda *a, **k: [], MISMATCH, "no allocator statistics"),
         "reset_peak_memory_stats": (nothing, MODIFIED, "no-op"),
@@ -439,7 +537,11 @@ def _emulations(s: Session) -> dict[str, tuple[Callable[..., Any], str, str]]:
         "get_sync_debug_mode": (zero, MODIFIED, f"{dst} work never synchronizes implicitly with a device"),
         "set_sync_debug_mode": (nothing, MODIFIED, f"{dst} work never synchronizes implicitly with a device"),
         "get_gencode_flags": (lambda: "", MISMATCH, "no CUDA architectures"),
-        "memory_stats_as_nested_dict": (lambda d=None: {}, MISMATCH, no_alloc),
+        "memory_stats_as_nested_dict": (
+            lambda d=None: _memory_stats_nested(),
+            MISMATCH,
+            f"{dst} has no device allocator statistics: every key torch.cuda reports, each 0",
+        ),
         "memory_usage": (zero, MISMATCH, no_alloc),
         "device_memory_used": (zero, MISMATCH, no_alloc),
         "get_per_process_memory_fraction": (lambda d=None: 1.0, MISMATCH, f"no memory limit on {dst}: 1.0"),

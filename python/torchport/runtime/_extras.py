@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import torch
 
-from torchport.runtime._log import CALL, MATCH, MISMATCH, MODIFIED
+from torchport.runtime._log import CALL, MATCH, MISMATCH, MODIFIED, VALUE
 from torchport.runtime._session import Session
 
 STORAGES: dict[str, torch.dtype] = {
@@ -59,14 +59,16 @@ def install(s: Session) -> None:
     _install_nccl_profiler(s)
     _install_backends(s)
     _install_emit_nvtx(s)
+    _install_memory_history(s)
     _refuse_the_rest(s)
+    _alias_submodules(s)
+    s.when_imported("torch.cuda.comm", lambda mod: _install_comm(s, mod))
 
 
 def _install_storages(s: Session) -> None:
     p = s.patcher
     mapf = s.mapper.map
     hit = s.log.hit
-    dst = s.mapper.device
 
     # torch.UntypedStorage(n, device="cuda") and torch.TypedStorage(..., device="cuda")
     for cls in (torch.UntypedStorage, torch.TypedStorage):
@@ -84,25 +86,104 @@ def _install_storages(s: Session) -> None:
 
         p.set(cls, "__new__", staticmethod(new))
 
-    # torch.cuda.FloatStorage(4) & co.: a typed storage of that dtype on the target
+    # torch.cuda.FloatStorage(4) & co.: a typed storage of that dtype on the target. They stay classes:
+    # isinstance(x.storage(), torch.cuda.FloatStorage) follows Tensor.is_cuda (below).
+    sees_target = _storage_sees_target(s)
     for name, dtype in STORAGES.items():
-        if not hasattr(torch.cuda, name):
+        orig_cls = getattr(torch.cuda, name, None)
+        if not isinstance(orig_cls, type):
             continue
-        api = f"torch.cuda.{name}"
+        p.set(torch.cuda, name, _typed_storage_class(s, name, dtype, orig_cls, sees_target))
 
-        def make(*a: Any, _api: str = api, _dtype: torch.dtype = dtype, **k: Any) -> Any:
-            if _dtype in (torch.float64, torch.complex128) and not s.target.float64:
-                s.float64(_api)
+    # x.storage().is_cuda / x.untyped_storage().is_cuda agree with x.is_cuda (--cuda-available)
+    if s.cuda_available != "truth":
+        log = s.log
+        target_type = s.target.device_type
+        why = f"answers for {target_type} (--cuda-available={s.cuda_available}), as Tensor.is_cuda"
+        for cls in (torch.UntypedStorage, torch.TypedStorage):
+            orig_prop = cls.__dict__.get("is_cuda")
+            if not isinstance(orig_prop, property):
+                continue
+            api = f"{cls.__name__}.is_cuda"
+
+            def is_cuda(self: Any, _orig: property = orig_prop, _api: str = api) -> bool:
+                if s.live and self.device.type == target_type and sees_target(1):
+                    log.hit(_api, _api, f"True (the storage is on {target_type})", MODIFIED, why)
+                    return True
+                return bool(_orig.__get__(self))
+
+            p.set(cls, "is_cuda", property(is_cuda, doc=orig_prop.__doc__))
+
+
+def _storage_sees_target(s: Session) -> Callable[[int], bool]:
+    """Whether a storage question answers for the target, for the caller `depth` frames above the asking
+    function: Tensor.is_cuda's rule (False in --cuda-available=truth)."""
+    if s.cuda_available == "truth" or s.target.device_type == "cuda":
+        return lambda depth: False
+    from torchport.runtime._callers import CallerPolicy
+
+    policy = CallerPolicy(s.cuda_available, s.target.name)
+
+    def sees(depth: int) -> bool:
+        return policy.sees_target(depth + 1)
+
+    return sees
+
+
+def _typed_storage_class(
+    s: Session, name: str, dtype: torch.dtype, orig_cls: type, sees_target: Callable[[int], bool]
+) -> type:
+    """torch.cuda.<name> (FloatStorage, ...) as a class. Calling it gives a TypedStorage of that dtype on the
+    target (logged); isinstance(st, it) is True for a storage of that dtype on CUDA, or on the target when
+    Tensor.is_cuda answers True for the target (--cuda-available target/user; in truth mode False, as plain
+    CPU torch answers); issubclass sees torch's class."""
+    api = f"torch.cuda.{name}"
+    hit = s.log.hit
+    dst = s.mapper.device
+    target_type = s.target.device_type
+    fp64 = dtype in (torch.float64, torch.complex128)
+
+    class _Meta(type(orig_cls)):  # type: ignore[misc]
+        def __instancecheck__(cls, obj: Any) -> bool:
+            if cls is not proxy:
+                return bool(super().__instancecheck__(obj))
+            if not isinstance(obj, torch.TypedStorage) or obj.dtype != dtype:
+                return False
+            kind = obj.device.type
+            if kind == "cuda":
+                return True
+            if s.live and kind == target_type and sees_target(1):
+                hit(
+                    f"isinstance({api})",
+                    f"isinstance(<storage on {target_type}>, {api})",
+                    "True",
+                    MODIFIED,
+                    f"answers for {target_type} (--cuda-available={s.cuda_available}), as Tensor.is_cuda",
+                )
+                return True
+            return False
+
+        def __subclasscheck__(cls, sub: type) -> bool:
+            if cls is not proxy:
+                return bool(super().__subclasscheck__(sub))
+            return sub is cls or issubclass(sub, orig_cls)
+
+        def __call__(cls, *a: Any, **k: Any) -> Any:
+            if cls is not proxy or not s.live:
+                return orig_cls(*a, **k)
+            if fp64 and not s.target.float64:
+                s.float64(api)
             hit(
-                _api,
-                (CALL, _api, a, k),
-                f"torch.TypedStorage(..., dtype={_dtype}, device={str(dst)!r})",
+                api,
+                (CALL, api, a, k),
+                f"torch.TypedStorage(..., dtype={dtype}, device={str(dst)!r})",
                 MATCH,
             )
-            return torch.TypedStorage(*a, dtype=_dtype, device=dst, **k)
+            return torch.TypedStorage(*a, dtype=dtype, device=dst, **k)
 
-        make.__name__ = make.__qualname__ = name
-        p.set(torch.cuda, name, make)
+    proxy = _Meta(name, (orig_cls,), {"__module__": "torch.cuda", "__doc__": orig_cls.__doc__})
+    proxy.__qualname__ = name
+    return proxy
 
 
 def _install_lazy(s: Session) -> None:
@@ -320,6 +401,170 @@ def _same_name(s: Session, api: str, impl: Any, shown: str) -> Any:
         return impl(*a, **k)
 
     return call
+
+
+# torch.cuda's submodules whose names torch.cuda re-exports (`from .memory import *`, ...): a script may call
+# either path (torch.cuda.random.manual_seed, torch.cuda.streams.Stream, torch.cuda.memory.memory_allocated).
+SUBMODULES: tuple[str, ...] = ("random", "memory", "streams", "graphs", "nvtx")
+
+
+def _alias_submodules(s: Session) -> None:
+    """Every torch.cuda.<sub>.<name> that is the very object torch.cuda.<name> was before enable() gets the
+    same replacement: both paths answer alike and log alike (issue 33: torch.cuda.random.manual_seed reached
+    torch._C._cuda_getDevice; on the npu rehearsal torch.cuda.memory.memory_allocated() was 0 while
+    torch.cuda.memory_allocated() was 4 MiB)."""
+    import importlib
+
+    p = s.patcher
+    replaced = [(name, before) for owner, name, before in p.records if owner is torch.cuda]
+    for subname in SUBMODULES:
+        try:
+            sub = importlib.import_module(f"torch.cuda.{subname}")
+        except ImportError:
+            continue
+        for name, before in replaced:
+            if sub.__dict__.get(name, None) is before and before is not None:
+                p.set(sub, name, getattr(torch.cuda, name))
+
+
+def _empty_snapshot() -> dict[str, Any]:
+    return {"segments": [], "device_traces": [[]], "allocator_settings": {}}
+
+
+def _install_memory_history(s: Session) -> None:
+    """torch.cuda.memory._record_memory_history / _snapshot / _dump_snapshot (the recipe of PyTorch's
+    "Understanding CUDA Memory Usage" page): the device module's own where it has them (torch_npu), else the
+    history is not recorded (no device caching allocator to record) and the snapshot is empty, logged
+    mismatch."""
+    import pickle
+
+    import torch.cuda.memory as cmem
+
+    own = getattr(s.devmod, "memory", None) if not s.is_cpu else None
+    dst = s.target.device_type
+    hit = s.log.hit
+    why = f"{dst} has no device caching allocator: no allocation history is recorded, the snapshot is empty"
+
+    def record(*a: Any, **k: Any) -> None:
+        hit(
+            "torch.cuda.memory._record_memory_history",
+            (CALL, "torch.cuda.memory._record_memory_history", a, k),
+            "nothing recorded",
+            MISMATCH,
+            why,
+        )
+
+    def snapshot(*a: Any, **k: Any) -> dict[str, Any]:
+        hit(
+            "torch.cuda.memory._snapshot",
+            (CALL, "torch.cuda.memory._snapshot", a, k),
+            "{'segments': [], ...}",
+            MISMATCH,
+            why,
+        )
+        return _empty_snapshot()
+
+    def dump(filename: Any = "dump_snapshot.pickle", *a: Any, **k: Any) -> None:
+        hit(
+            "torch.cuda.memory._dump_snapshot",
+            (CALL, "torch.cuda.memory._dump_snapshot", (filename, *a), k),
+            "an empty snapshot written",
+            MISMATCH,
+            why,
+        )
+        with open(filename, "wb") as f:
+            pickle.dump(_empty_snapshot(), f)
+
+    for name, emul in (("_record_memory_history", record), ("_snapshot", snapshot), ("_dump_snapshot", dump)):
+        if not hasattr(cmem, name):
+            continue
+        impl = getattr(own, name, None) if own is not None else None
+        shown = f"{s.target.device_module}.memory.{name}"
+        s.patcher.set(cmem, name, _same_name(s, f"torch.cuda.memory.{name}", impl, shown) if impl else emul)
+
+
+def _install_comm(s: Session, comm: Any) -> None:
+    """torch.cuda.comm (single-process copies between GPUs: broadcast, scatter, gather, reduce_add): served
+    with Tensor.to on every target, devices mapped (on a one-device target every copy lands on that device);
+    torch's own versions call CUDA-only kernels (torch._C._broadcast, ...)."""
+    mapf = s.mapper.map
+    hit = s.log.hit
+    dst = s.target.device_type
+    why = f"copies made with Tensor.to on {dst} (no NCCL); torch.cuda.comm's result shapes"
+
+    def dev(d: Any) -> Any:
+        if d is None:
+            return s.mapper.device
+        if isinstance(d, int) and not isinstance(d, bool):
+            return s.mapper.torch_device(d)
+        return mapf(d)
+
+    def log(name: str, a: tuple[Any, ...], k: dict[str, Any], out: Any) -> None:
+        hit(
+            f"torch.cuda.comm.{name}", (CALL, f"torch.cuda.comm.{name}", a, k), (VALUE, out), MODIFIED, why, 3
+        )
+
+    def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> Any:
+        if out is not None:
+            for o in out:
+                o.copy_(tensor)
+            res = tuple(out)
+        else:
+            res = tuple(tensor.to(dev(d), copy=True) for d in devices)
+        log("broadcast", (tensor, devices), {"out": out} if out is not None else {}, res)
+        return res
+
+    def broadcast_coalesced(tensors: Any, devices: Any, buffer_size: int = 10485760) -> Any:
+        res = tuple(tuple(t.to(dev(d), copy=True) for t in tensors) for d in devices)
+        log("broadcast_coalesced", (tensors, devices), {}, res)
+        return res
+
+    def reduce_add(inputs: Any, destination: Any = None) -> torch.Tensor:
+        target = dev(destination)
+        res = inputs[0].to(target, copy=True)
+        for t in inputs[1:]:
+            if t.shape != res.shape:
+                raise ValueError(f"input {tuple(t.shape)} does not match the first input {tuple(res.shape)}")
+            res.add_(t.to(target))
+        log("reduce_add", (inputs, destination), {}, res)
+        return res
+
+    def reduce_add_coalesced(inputs: Any, destination: Any = None, buffer_size: int = 10485760) -> Any:
+        res = tuple(reduce_add(list(col), destination) for col in zip(*inputs))
+        return res
+
+    def scatter(
+        tensor: torch.Tensor,
+        devices: Any = None,
+        chunk_sizes: Any = None,
+        dim: int = 0,
+        streams: Any = None,
+        *,
+        out: Any = None,
+    ) -> Any:
+        if out is not None:
+            sizes = [o.shape[dim] for o in out]
+            for o, c in zip(out, tensor.split(sizes, dim)):
+                o.copy_(c)
+            res = tuple(out)
+        else:
+            chunks = tensor.split(list(chunk_sizes), dim) if chunk_sizes else tensor.chunk(len(devices), dim)
+            res = tuple(c.to(dev(d)) for c, d in zip(chunks, devices))
+        log("scatter", (tensor, devices), {"dim": dim} if dim else {}, res)
+        return res
+
+    def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = None) -> torch.Tensor:
+        if out is not None:
+            res = torch.cat([t.to(out.device) for t in tensors], dim, out=out)
+        else:
+            target = torch.device("cpu") if destination == -1 else dev(destination)
+            res = torch.cat([t.to(target) for t in tensors], dim)
+        log("gather", (tensors,), {"dim": dim} if dim else {}, res)
+        return res
+
+    for fn in (broadcast, broadcast_coalesced, reduce_add, reduce_add_coalesced, scatter, gather):
+        if hasattr(comm, fn.__name__):
+            s.patcher.set(comm, fn.__name__, fn)
 
 
 __all__ = ["STORAGES", "coverage_rows", "install", "refuser"]
