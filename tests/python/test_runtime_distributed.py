@@ -102,3 +102,43 @@ def test_fsdp_is_patched_when_imported_and_restored() -> None:
         wrapped = FSDP.__init__
         assert getattr(wrapped, "__wrapped__", None) is not None  # patched at its (first) import
     assert FSDP.__init__ is wrapped.__wrapped__  # the original is back
+
+
+def test_nccl_options_high_priority_stream_are_passed_on_and_logged() -> None:
+    # how large-model trainers (Megatron-LM's parallel_state, DeepSpeed) ask NCCL for high-priority streams
+    before = getattr(dist, "ProcessGroupNCCL", None)
+    with enabled("cpu") as s:
+        opts = dist.ProcessGroupNCCL.Options()
+        opts.is_high_priority_stream = True
+        assert isinstance(opts, dist.ProcessGroupNCCL.Options)
+        dist.init_process_group(
+            "nccl", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1, pg_options=opts
+        )
+        try:
+            group = dist.new_group([0], backend="nccl", pg_options=dist.ProcessGroupNCCL.Options(True))
+            t = torch.full((2,), 3.0, device="cuda")
+            dist.all_reduce(t, group=group)
+            assert t.tolist() == [3.0, 3.0] and dist.get_backend() == "gloo"
+        finally:
+            dist.destroy_process_group()
+        lines = [site for site in sites(s) if site.api == "pg_options"]
+        made = [site for site in sites(s) if site.api == "ProcessGroupNCCL.Options"]
+    assert len(lines) == 2  # init_process_group's line and new_group's line
+    for line in lines:
+        assert line.before == "pg_options=ProcessGroupNCCL.Options(is_high_priority_stream=True)"
+        assert line.after == "pg_options=None"
+        assert line.cls == "modified" and "not applied: is_high_priority_stream=True" in line.why
+    assert made and made[0].cls == "modified"
+    assert getattr(dist, "ProcessGroupNCCL", None) is before  # torch's own once disabled
+
+
+def test_nccl_options_without_high_priority_pass_on_cleanly() -> None:
+    with enabled("cpu") as s:
+        opts = dist.ProcessGroupNCCL.Options()
+        assert opts.is_high_priority_stream is False
+        dist.init_process_group(
+            "nccl", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1, pg_options=opts
+        )
+        dist.destroy_process_group()
+        line = next(site for site in sites(s) if site.api == "pg_options")
+    assert line.cls == "match" and line.after == "pg_options=None"

@@ -64,6 +64,8 @@ def install(s: Session) -> None:
                     MODIFIED if nd is None else MATCH,
                 )
                 kw["device_id"] = nd
+        if isinstance(kw.get("pg_options"), NcclOptions):
+            kw["pg_options"] = translate_options(s, kw["pg_options"], backend_cls_of(s))
         out = orig_init(new, *a, **kw)
         s.log.rank_known()  # an mp.spawn child learns its rank here: it can choose its log file now
         return out
@@ -84,6 +86,10 @@ def install(s: Session) -> None:
             if nb != b:
                 hit("new_group", ("backend", b), ("backend", nb), MATCH)
                 a = (*a[:2], nb, *a[3:])
+        if isinstance(kw.get("pg_options"), NcclOptions):
+            kw["pg_options"] = translate_options(s, kw["pg_options"], backend_cls_of(s))
+        elif len(a) >= 4 and isinstance(a[3], NcclOptions):
+            a = (*a[:3], translate_options(s, a[3], backend_cls_of(s)), *a[4:])
         return orig_new_group(*a, **kw)
 
     orig_nccl_available = getattr(dist, "is_nccl_available", None)
@@ -150,7 +156,12 @@ def _install_internals(s: Session, dist: Any, c10d: Any) -> None:
                 f"process group with init_process_group(backend={target.backend!r}) [torchport]"
             )
 
-    alias = _Meta("ProcessGroupNCCL", (), {"__module__": "torch.distributed", "Options": None})
+    options_cls = _options_class(s, backend_cls)
+    alias = _Meta(
+        "ProcessGroupNCCL",
+        (),
+        {"__module__": "torch.distributed", "Options": options_cls, "NCCLConfig": _NcclConfig},
+    )
     for mod in (dist, c10d):
         p.set(mod, "ProcessGroupNCCL", alias)
 
@@ -168,3 +179,118 @@ def _install_internals(s: Session, dist: Any, c10d: Any) -> None:
             p.set(pg, "_get_backend", _get_backend)
         except (TypeError, AttributeError):  # a pybind class that refuses new attributes: leave it
             pass
+
+
+def backend_cls_of(s: Session) -> Any:
+    """The target's process-group class (ProcessGroupGloo on cpu), or None."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    b = s.target.backend
+    return getattr(c10d, f"ProcessGroup{b.upper()}", None) or getattr(
+        dist, f"ProcessGroup{b.capitalize()}", None
+    )
+
+
+class _NcclConfig:
+    """torch.distributed.ProcessGroupNCCL.NCCLConfig under the redirect: holds what the script sets (blocking,
+    cga_cluster_size, min_ctas, max_ctas, net_name, ...); no NCCL reads it."""
+
+    def __repr__(self) -> str:
+        return f"NCCLConfig({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+class NcclOptions:
+    """torch.distributed.ProcessGroupNCCL.Options under the redirect: keeps what the script sets
+    (is_high_priority_stream, config, _timeout, ...), so that init_process_group / new_group can pass on what
+    the target's backend takes and log what it does not."""
+
+    def __init__(self, is_high_priority_stream: bool = False) -> None:
+        object.__setattr__(self, "_set", {})
+        object.__setattr__(self, "config", _NcclConfig())
+        self.is_high_priority_stream = is_high_priority_stream
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name != "config":
+            self._set[name] = value
+
+    def user_settings(self) -> dict[str, Any]:
+        """What the script asked for: the attributes it set (is_high_priority_stream only when True) and the
+        NCCLConfig fields."""
+        out = {k: v for k, v in self._set.items() if not (k == "is_high_priority_stream" and v is False)}
+        out.update({f"config.{k}": v for k, v in vars(self.config).items()})
+        return out
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.user_settings().items())
+        return f"ProcessGroupNCCL.Options({inner})"
+
+
+def _options_class(s: Session, backend_cls: Any) -> type:
+    hit = s.log.hit
+    backend = s.target.backend
+
+    class Options(NcclOptions):
+        def __init__(self, is_high_priority_stream: bool = False) -> None:
+            super().__init__(is_high_priority_stream)
+            hit(
+                "ProcessGroupNCCL.Options",
+                "ProcessGroupNCCL.Options(is_high_priority_stream=True)"
+                if is_high_priority_stream
+                else "ProcessGroupNCCL.Options()",
+                "torchport ProcessGroupNCCL.Options (kept for init_process_group / new_group)",
+                MODIFIED,
+                f"no NCCL: what the {backend} backend takes is passed on there, the rest is logged",
+            )
+
+    Options.__qualname__ = "ProcessGroupNCCL.Options"
+    Options.__module__ = "torch.distributed"
+    return Options
+
+
+def translate_options(s: Session, opts: NcclOptions, backend_cls: Any) -> Any:
+    """pg_options for the target's backend: gloo takes none (torch's init_process_group ignores them), so
+    None; a backend with its own Options class gets the attributes it has. Logged with what was dropped, at
+    the user's init_process_group / new_group line (depth: translate <- wrapper <- user)."""
+    wanted = opts.user_settings()
+    target_opts_cls = getattr(backend_cls, "Options", None) if s.target.backend != "gloo" else None
+    out: Any = None
+    kept: dict[str, Any] = {}
+    if target_opts_cls is not None:
+        try:
+            out = target_opts_cls()
+        except Exception:
+            out = None
+        if out is not None:
+            for k, v in wanted.items():
+                if "." in k or not hasattr(out, k):
+                    continue
+                try:
+                    setattr(out, k, v)
+                    kept[k] = v
+                except Exception:  # noqa: BLE001 - a read-only or differently typed field: dropped, logged
+                    continue
+    dropped = {k: v for k, v in wanted.items() if k not in kept}
+    b = s.target.backend
+    if out is None:
+        after = "pg_options=None"
+        why = (
+            f"{b} takes no process-group options (torch's init_process_group ignores them for gloo)"
+            if b == "gloo"
+            else f"{b}'s backend class has no Options"
+        )
+    else:
+        after = f"pg_options={type(out).__qualname__}({', '.join(f'{k}={v!r}' for k, v in kept.items())})"
+        why = f"passed on to {b}"
+    if dropped:
+        why += ": not applied: " + ", ".join(f"{k}={v!r}" for k, v in dropped.items())
+    s.log.hit(
+        "pg_options",
+        f"pg_options={opts!r}",
+        after,
+        MODIFIED if dropped else MATCH,
+        why,
+        3,
+    )
+    return out
