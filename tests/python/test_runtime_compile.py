@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from runtime_testlib import FIXTURES, enabled, run_torchport
+from runtime_testlib import FIXTURES, enabled, run_python, run_torchport
 
 GPT = str(FIXTURES / "gpt_compile.py")
 
@@ -126,3 +126,43 @@ def test_compiled_branch_on_is_available_matches_eager() -> None:
             assert f(x).item() == want
             assert torch.compile(f, backend="eager")(x).item() == want, mode
     torch._dynamo.reset()
+
+
+_CAPABILITY_SCRIPT = """
+import sys, torch
+import torchport.runtime as rt
+
+def f(a):
+    # the usual feature checks: bf16 / flash attention on Ampere and newer, a name for the log
+    if torch.cuda.get_device_capability()[0] >= 8:
+        a = a * 2
+    major, minor = torch.cuda.get_device_capability(0)
+    name = torch.cuda.get_device_name()
+    return a + major + minor + len(name), torch.cuda.get_device_properties(0).major
+
+if sys.argv[1] == "compiled-before":  # dynamo's rule map built before the redirect starts
+    torch.compile(lambda a: a + 1, backend="eager")(torch.ones(1))
+rt.enable("cpu", track_sites=True)
+x = torch.ones(2, device="cuda")
+eager = f(x)
+for backend in ("eager", "aot_eager"):
+    torch._dynamo.reset()
+    got = torch.compile(f, backend=backend)(x)
+    assert torch.equal(got[0], eager[0]) and got[1] == eager[1], (backend, got, eager)
+print("ok", eager[0].tolist(), len(torch.cuda.get_device_name()))
+print("sites", sorted({s.api for s in rt._active.log.sites.values() if "get_device" in s.api}))
+"""
+
+
+def test_compiled_function_reading_capability_and_name_matches_eager() -> None:
+    # issue 33 §6: dynamo traced these into the graph and fake tensors failed (TorchRuntimeError); they are
+    # constants to dynamo now, answered as to the user's eager code, in both orders of dynamo and enable()
+    for order in ("enabled-first", "compiled-before"):
+        done = run_python(["-c", _CAPABILITY_SCRIPT, order])
+        assert done.returncode == 0, done.stderr[-3000:]
+        ok = next(line for line in done.stdout.splitlines() if line.startswith("ok"))
+        values, name_len = ok[3:].rsplit(" ", 1)
+        assert values == str([1.0 + int(name_len)] * 2)  # capability (0, 0): the < 8 branch, as eager
+        assert (
+            "torch.cuda.get_device_capability" in done.stdout and "torch.cuda.get_device_name" in done.stdout
+        )

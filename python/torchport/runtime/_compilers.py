@@ -10,8 +10,9 @@ serves, with a `modified` log line and one warning; every other script stays com
 are registered in jit's builtin table under their aten ops, see _args.py).
 
 `torch.jit.trace` needs nothing: the traced calls run through the redirect, so the graph records the target's
-device. torch.compile needs nothing either: its internals see the truth about CUDA (data/runtime/callers.json)
-and the tensors they compile for are already on the target.
+device. torch.compile needs little: its internals see the truth about CUDA (data/runtime/callers.json), the
+tensors they compile for are already on the target, and the device questions a compiled function may branch
+on are constants to dynamo (_install_dynamo_constants).
 """
 
 from __future__ import annotations
@@ -88,3 +89,59 @@ def install(s: Session) -> None:
     s.patcher.set(torch.jit, "script", script)
     if js.script is orig_script:
         s.patcher.set(js, "script", script)
+
+    _install_dynamo_constants(s)
+
+
+# torch.cuda questions whose answer a compiled function may branch on (`if torch.cuda.get_device_capability()
+# >= (8, 0)`). dynamo constant-folds get_device_properties itself (torch/_dynamo/variables/torch.py,
+# constant_fold_functions) and traces the other two into the graph, where fake tensors call them: on CUDA the
+# non-tensor result graph-breaks; under the redirect the call reached torch's truth (no CUDA) and failed with
+# TorchRuntimeError (issue 33 §6).
+CONSTANT_QUESTIONS = ("get_device_capability", "get_device_name", "get_device_properties")
+
+
+def _install_dynamo_constants(s: Session) -> None:
+    """The redirected torch.cuda questions are constants to dynamo while enabled: it calls them once while
+    tracing (as the user's code: callers.json gives torch._dynamo.variables the user's answer, so the compiled
+    function takes the eager branch) and guards nothing (a device's capability does not change). The entries
+    are removed by disable()."""
+
+    def patch(vt: Any) -> None:
+        folds = getattr(vt, "constant_fold_functions", None)
+        if not isinstance(folds, dict):
+            return
+        added = []
+        for name in CONSTANT_QUESTIONS:
+            fn = getattr(torch.cuda, name, None)
+            if fn is not None and fn not in folds:
+                folds[fn] = None
+                added.append(fn)
+        rule_map = None
+        try:
+            from torch._dynamo import trace_rules
+
+            cached = trace_rules.get_torch_obj_rule_map
+            if cached.cache_info().currsize:  # built already (before enable()): it does not know our wrappers
+                rule_map = cached()
+        except Exception:  # noqa: BLE001 - another torch version: constant folding alone still applies
+            rule_map = None
+        mapped = []
+        if isinstance(rule_map, dict):
+            from torch._dynamo.variables import TorchInGraphFunctionVariable
+
+            for fn in added:
+                if fn not in rule_map:
+                    rule_map[fn] = TorchInGraphFunctionVariable
+                    mapped.append(fn)
+
+        def undo() -> None:
+            for fn in added:
+                folds.pop(fn, None)
+            if isinstance(rule_map, dict):
+                for fn in mapped:
+                    rule_map.pop(fn, None)
+
+        s.patcher.undo.append(undo)
+
+    s.when_imported("torch._dynamo.variables.torch", patch)

@@ -609,7 +609,8 @@ def install(s: Session) -> None:
         if not hasattr(cuda, name) or name == "device_count":
             continue
         impl, cls, why, shown = resolve(s, name)
-        w = _redirect(s, name, pos, impl, cls, why, shown)
+        # the call site is the caller of the wrapper, or of _truth_for_internals' wrapper around it
+        w = _redirect(s, name, pos, impl, cls, why, shown, 2 if name in TRUTH_FOR_INTERNALS else 1)
         if name in TRUTH_FOR_INTERNALS:
             w = _truth_for_internals(s, getattr(cuda, name), w)
         p.set(cuda, name, w)
@@ -867,6 +868,7 @@ def _redirect(
     cls: str,
     why: str,
     shown: str,
+    depth: int = 1,
 ) -> Callable[..., Any]:
     """torch.cuda.<name>: device arguments mapped, then the device module's function (`shown`) or an
     emulation (shown ""). The log line shows the call with its arguments and, for an emulation, the value it
@@ -894,7 +896,7 @@ def _redirect(
                 kwargs = {**kwargs, "device": mapf(d)}
         new = False
         if track:  # a seen call site only counts; a new one is rendered once, with its arguments
-            f = getframe(1)
+            f = getframe(depth)
             if not (quiet_from_torch and f.f_code.co_filename == _TORCH_RANDOM):
                 site = sites_get((f.f_code, f.f_lineno, api))
                 if site is None:
@@ -903,15 +905,15 @@ def _redirect(
                     site.count += 1
         if impl is None:
             if new:
-                hit(api, (CALL, api, a0, k0), "error", cls, why)
+                hit(api, (CALL, api, a0, k0), "error", cls, why, depth + 1)
             raise NotImplementedError(f"{api} has no equivalent on target {target.name} ({why}) [torchport]")
         if shown:  # the device module's function: the line says what it was called with
             if new:
-                hit(api, (CALL, api, a0, k0), (CALL, shown, args, kwargs), cls, why)
+                hit(api, (CALL, api, a0, k0), (CALL, shown, args, kwargs), cls, why, depth + 1)
             return impl(*args, **kwargs)
         out = impl(*args, **kwargs)
         if new:  # an emulation: the line gives the value it returned
-            hit(api, (CALL, api, a0, k0), (VALUE, out), cls, why)
+            hit(api, (CALL, api, a0, k0), (VALUE, out), cls, why, depth + 1)
         return out
 
     wrapper.__name__ = name
