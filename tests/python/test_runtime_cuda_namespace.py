@@ -74,6 +74,9 @@ def test_device_management() -> None:
         assert isinstance(torch.cuda.get_device_name(0), str)
         torch.cuda.synchronize()
         assert _site(s, "torch.cuda.get_device_capability").cls == "mismatch"
+        # the user's line, not the wrapper that gives torch's internals the truth (issue 33)
+        assert _site(s, "torch.cuda.get_device_capability").filename == __file__
+        assert _site(s, "torch.cuda.get_device_name").filename == __file__
         assert _site(s, "torch.cuda.synchronize").cls == "match"
 
 

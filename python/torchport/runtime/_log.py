@@ -246,6 +246,16 @@ class CallLog:
             cls, why = self.classify(before[1] if isinstance(before, tuple) and len(before) == 2 else before)
         return self._new_site(key, frame.f_code.co_filename, frame.f_lineno, api, before, after, cls, why)
 
+    def static(
+        self, filename: str, lineno: int, api: str, before: object, after: object, cls: str, why: str = ""
+    ) -> Site:
+        """A site found in the source before it runs (the device-type comparisons a patch cannot see)."""
+        key = (filename, lineno, api)
+        site = self.sites.get(key)
+        if site is not None:
+            return site
+        return self._new_site(key, filename, lineno, api, before, after, cls, why)
+
     def event(self, where: str, api: str, before: object, after: object, cls: str, why: str = "") -> Site:
         """A redirect with no call site (environment variables, imports)."""
         key = (where, 0, api)

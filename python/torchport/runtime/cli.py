@@ -157,6 +157,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     }
     saved = {k: os.environ.get(k) for k in exported}
     os.environ.update(exported)
+    rank = os.environ.get("RANK")
+    if session.log.track and rank in (None, "", "0") and session.target.device_type != "cuda":
+        # what no patch can see: the script's own device-type comparisons, found by the C++ analyzer
+        from torchport.runtime._comparisons import log_comparisons, project_of
+
+        project = project_of(script, module)
+        if project is not None:
+            log_comparisons(session, project)
     recorder = None
     if shapes is not None:
         from torchport.runtime._shapes import ShapeRecorder
