@@ -2,13 +2,15 @@
 
 1. the cost added per redirected call: `torch.zeros(16, device="cuda")` under the redirect against
    `torch.zeros(16, device="cpu")` with nothing patched (goal: <= 200 ns, torchada's claim); the same for
-   `Tensor.to("cuda")` and for a patched call that needs no redirect (`device="cpu"`);
+   `Tensor.to("cuda")`, `x.cuda()`, `x.cuda(non_blocking=True)`, `x.to(torch.device("cuda", 0))`,
+   `model.cuda()` of a 10-layer MLP (per parameter), `torch.cuda.current_stream()` (issue 33 §4) and a
+   patched call that needs no redirect (`device="cpu"`);
 2. the import time of `torchport.auto` once torch is imported (goal: <= 30 ms), in fresh interpreters with
    bytecode caches warm (a pip-installed package has them);
 3. a small training step (MLP, SGD, batch moved with .cuda()/.to("cpu")) with and without the shim
    (goal: < 1% difference).
 
-usage: python bench/runtime_bench.py [--quick]
+usage: python bench/runtime_bench.py [--quick] [--calls-only]
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import tempfile
 import time
 import timeit
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -30,25 +33,54 @@ sys.path.insert(0, str(HERE.parent / "python"))
 import torchport.runtime as rt  # noqa: E402
 
 QUICK = "--quick" in sys.argv
+CALLS_ONLY = "--calls-only" in sys.argv  # only the per-call figures (issue 33's)
+
+
+MLP_LAYERS = 10
+
+
+def mlp() -> torch.nn.Module:
+    """The 10-layer MLP of issue 33 §4 (20 parameters): model.cuda() is reported per parameter."""
+    layers: list[torch.nn.Module] = []
+    for _ in range(MLP_LAYERS):
+        layers += [torch.nn.Linear(16, 16), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers)
+
+
+MODEL = mlp()
+N_PARAMS = len(list(MODEL.parameters()))
 
 
 def per_call_ns(stmt: str, setup: str = "", number: int = 20000, repeat: int = 15) -> float:
-    glb = {"torch": torch, "x": torch.ones(16)}
+    glb = {"torch": torch, "x": torch.ones(16), "model": MODEL}
     t = timeit.Timer(stmt, setup=setup, globals=glb, timer=time.process_time)  # CPU time: robust to load
     return min(t.repeat(repeat=repeat, number=number)) / number * 1e9
 
 
-def calls() -> list[tuple[str, float, float, float]]:
-    """(label, unpatched ns, redirected ns, redirected with the per-call log ns), best of alternating runs."""
+# (label, the plain CPU torch statement, the CUDA statement under the redirect; None: the plain one, patched)
+CALLS: tuple[tuple[str, str, Optional[str]], ...] = (
+    ("torch.zeros(16, device=...)", 'torch.zeros(16, device="cpu")', 'torch.zeros(16, device="cuda")'),
+    ("x.to(...)", 'x.to("cpu")', 'x.to("cuda")'),
+    ("x.cuda() / x.to('cpu')", 'x.to("cpu")', "x.cuda()"),
+    ("x.cuda(non_blocking=True)", 'x.to("cpu", non_blocking=True)', "x.cuda(non_blocking=True)"),
+    ("x.to(torch.device('cuda', 0)) / x.to(torch.device('cpu'))", 'x.to(torch.device("cpu"))',
+     'x.to(torch.device("cuda", 0))'),
+    (f"model.cuda() / model.to('cpu'), per parameter ({N_PARAMS})", 'model.to("cpu")', "model.cuda()"),
+    ("torch.cuda.current_stream() / torch.cpu.current_stream()", "torch.cpu.current_stream()",
+     "torch.cuda.current_stream()"),
+    ("torch.zeros(16, device='cpu') (patched, no redirect)", 'torch.zeros(16, device="cpu")', None),
+)  # fmt: skip
+
+
+def calls() -> list[tuple[str, float, float, float, list[float]]]:
+    """(label, unpatched ns, redirected ns, redirected with the per-call log ns, the added ns of each run):
+    best of alternating runs; each run is the best of `repeat` timings, unpatched and redirected back to back
+    (so machine load hits both alike), and its added cost is their difference."""
     n = 5000 if QUICK else 20000
     rows = []
-    for label, plain_stmt, cuda_stmt in (
-        ("torch.zeros(16, device=...)", 'torch.zeros(16, device="cpu")', 'torch.zeros(16, device="cuda")'),
-        ("x.to(...)", 'x.to("cpu")', 'x.to("cuda")'),
-        ("torch.zeros(16, device='cpu') (patched, no redirect)", 'torch.zeros(16, device="cpu")', None),
-    ):
+    for label, plain_stmt, cuda_stmt in CALLS:
         base, shim, logged = [], [], []
-        for _ in range(3 if QUICK else 7):  # alternate so machine load hits all alike
+        for _ in range(5 if QUICK else 7):  # alternate so machine load hits all alike
             base.append(per_call_ns(plain_stmt, number=n))
             for track, out in ((False, shim), (True, logged)):
                 rt.enable("cpu", track_sites=track)
@@ -56,7 +88,9 @@ def calls() -> list[tuple[str, float, float, float]]:
                     out.append(per_call_ns(cuda_stmt or plain_stmt, number=n))
                 finally:
                     rt.disable()
-        rows.append((label, min(base), min(shim), min(logged)))
+        per = N_PARAMS if label.startswith("model.cuda()") else 1
+        added = [(b2 - b1) / per for b1, b2 in zip(base, shim)]
+        rows.append((label, min(base) / per, min(shim) / per, min(logged) / per, added))
     return rows
 
 
@@ -128,12 +162,22 @@ def train_step_ms() -> tuple[float, float, float]:
 
 def main() -> int:
     print(f"torch {torch.__version__}, python {sys.version.split()[0]}, {os.cpu_count()} cpus")
-    print(f"\n{'per call, CPU ns (best of runs)':<54} unpatched  redirected  added   with log  added")
-    for label, base, shim, logged in calls():
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(
+        f"\n{'per call, CPU ns (best of runs)':<62} unpatched  redirected  added   with log  added"
+        "   added per run: median [min, max]"
+    )
+    for label, base, shim, logged, added in calls():
         print(
-            f"  {label:<52} {base:8.0f} {shim:10.0f} {shim - base:6.0f} {logged:10.0f} {logged - base:6.0f}"
+            f"  {label:<60} {base:8.0f} {shim:10.0f} {shim - base:6.0f} {logged:10.0f} {logged - base:6.0f}"
+            f"   {statistics.median(added):6.0f} [{min(added):.0f}, {max(added):.0f}] over {len(added)} runs"
         )
-    print("  goal: <= 200 ns added per call (torchada's claim)")
+    print("  goal: <= 200 ns added per call (torchada's claim; issue 33 §4: every call above)")
+    if CALLS_ONLY:
+        load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+        print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        return 0
     runs = import_ms()
     wall = [w for w, _ in runs]
     cpu = [c for _, c in runs]

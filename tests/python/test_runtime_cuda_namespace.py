@@ -172,3 +172,23 @@ def test_typed_tensors() -> None:
         assert torch.cuda.LongTensor([3]).dtype == torch.int64
         assert torch.cuda.DoubleTensor([1.0]).dtype == torch.float64  # never downgraded
         assert torch.cuda.default_generators[0] is torch.default_generator
+
+
+def test_untracked_fast_path_answers_as_the_logged_one() -> None:
+    # without a log (import torchport.auto), a torch.cuda call without arguments takes a shorter path
+    got = {}
+    for track in (False, True):
+        with enabled("cpu", track_sites=track):
+            got[track] = (
+                isinstance(torch.cuda.current_stream(), torch.Stream),
+                torch.cuda.current_stream() == torch.cuda.default_stream(0),
+                torch.cuda.synchronize(),
+                torch.cuda.memory_allocated(),
+                torch.cuda.memory_allocated(0),
+                torch.cuda.current_device(),
+                torch.cuda.get_device_capability(),
+            )
+            captured = torch.cuda.current_stream
+    assert got[False] == got[True] == (True, True, None, 0, 0, 0, (0, 0))
+    with pytest.raises((RuntimeError, AssertionError)):  # captured while enabled: torch's own after disable()
+        captured()

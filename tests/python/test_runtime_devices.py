@@ -145,7 +145,28 @@ def _calls() -> list[tuple[str, object]]:
         ("to device kw", lambda: x.to(device="cuda:0", dtype=torch.float64)),
         ("layer positional device", lambda: nn.Linear(2, 2, True, "cuda").weight),
         ("to_empty", lambda: m.to_empty(device="cuda").weight.device),  # uninitialised memory: no values
+        # issue 33 §4: the fast paths of .cuda() and of torch.device arguments
+        ("cuda()", lambda: x.cuda()),
+        ("cuda(non_blocking)", lambda: x.cuda(non_blocking=True)),
+        ("cuda(0)", lambda: x.cuda(0)),
+        ("cuda(memory_format)", lambda: torch.ones(1, 2, 2, 2).cuda(memory_format=torch.channels_last)),
+        ("to torch.device cuda 0", lambda: x.to(torch.device("cuda", 0))),
+        ("to torch.device cuda 0 + dtype", lambda: x.to(torch.device("cuda", 0), torch.float64, False)),
+        ("to torch.device cpu", lambda: x.to(torch.device("cpu"))),
+        ("to torch.device + kw", lambda: x.to(torch.device("cuda"), dtype=torch.int64)),
+        (
+            "model.cuda()",
+            lambda: nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).double().cuda()[1].running_mean,
+        ),
+        ("model.cuda() weight", lambda: nn.Linear(2, 3).cuda().weight),
+        ("model.cuda(0)", lambda: nn.Linear(2, 3).cuda(0).bias),
+        ("lazy module .cuda()", lambda: _lazy_cuda()),
     ]
+
+
+def _lazy_cuda() -> torch.Tensor:
+    lazy = nn.LazyLinear(3).cuda()
+    return lazy(torch.ones(1, 2, device="cuda"))
 
 
 def _fingerprint(t: object) -> tuple[object, ...]:
@@ -167,6 +188,20 @@ def test_fast_path_gives_what_the_logged_path_gives(name: str) -> None:
             got[track] = _fingerprint(call())  # type: ignore[operator]
     assert got[False] == got[True]
     assert got[False][0] == "cpu"
+
+
+def test_cuda_fast_path_returns_the_same_objects_as_torch() -> None:
+    # x.cuda() of a tensor already on the device is the tensor itself (as on CUDA); model.cuda() returns the
+    # module; after disable() the CUDA originals are back
+    x = torch.ones(2)
+    model = nn.Linear(2, 2)
+    w = model.weight
+    with enabled("cpu", track_sites=False):
+        assert x.cuda() is x and x.to(torch.device("cuda", 0)) is x
+        assert model.cuda() is model and model.weight is w
+    for call in (x.cuda, lambda: x.to(torch.device("cuda", 0))):
+        with pytest.raises((RuntimeError, AssertionError), match="CUDA"):  # torch's own "not compiled" error
+            call()
 
 
 def test_to_keeps_torch_s_own_keyword_errors() -> None:

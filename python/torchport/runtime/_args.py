@@ -219,11 +219,25 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
         return _wraps(to, fn)
     general = to
 
-    # nothing logged or checked: the common `x.to("cuda")` (a string already mapped) and `x.to(torch.float16)`
-    # are served here, everything else by the general wrapper
+    devobj = s.mapper.devobj
+    device_t = torch.device
+
+    # nothing logged or checked: the common `x.to("cuda")` (a string already mapped), `x.to(torch.float16)`
+    # and a torch.device already seen (`x.to(torch.device("cuda", 0))`, and Module.to's per-parameter
+    # `t.to(device, dtype, non_blocking)`) are served here, everything else by the general wrapper
     def fast(self: Any, _tp_arg0: Any = absent, *args: Any, **kwargs: Any) -> Any:
+        t = type(_tp_arg0)
+        if t is device_t:
+            try:
+                nd = devobj[_tp_arg0]
+            except KeyError:
+                return general(self, _tp_arg0, *args, **kwargs)
+            if nd is None:
+                nd = _tp_arg0
+            if kwargs:
+                return fn(self, nd, *args, **kwargs)
+            return fn(self, nd, *args) if args else fn(self, nd)
         if not args and not kwargs:
-            t = type(_tp_arg0)
             if t is str_t:
                 try:
                     nd = cache[_tp_arg0]
@@ -320,6 +334,32 @@ def install(s: Session) -> None:
         if not s.target.float64 and fp64_on(out, dst):
             s.float64("Module.cuda")
         return out
+
+    if not log.track and s.target.float64:
+        # nothing logged or checked: `x.cuda()` / `model.cuda()` without arguments go straight to Tensor.to /
+        # Module.to with the target device (bench/runtime_bench.py: ~1,300 ns added before)
+        general_tensor_cuda, general_module_cuda = tensor_cuda, module_cuda
+        target_dev = mapper.device
+        preserve = torch.preserve_format
+
+        def tensor_cuda_fast(
+            self: torch.Tensor, device: Any = None, non_blocking: bool = False, memory_format: Any = preserve
+        ) -> torch.Tensor:
+            if device is None and memory_format is preserve:
+                return orig_tensor_to(self, target_dev, None, non_blocking)
+            return general_tensor_cuda(self, device, non_blocking, memory_format)
+
+        def to_target(t: torch.Tensor) -> torch.Tensor:
+            return orig_tensor_to(t, target_dev)
+
+        def module_cuda_fast(self: torch.nn.Module, device: Any = None) -> torch.nn.Module:
+            # what torch's Module.cuda does, `self._apply(lambda t: t.cuda(device))`, with the target's
+            # device and torch's own Tensor.to: no redirect per parameter
+            if device is None:
+                return self._apply(to_target)
+            return general_module_cuda(self, device)
+
+        tensor_cuda, module_cuda = tensor_cuda_fast, module_cuda_fast  # type: ignore[assignment]
 
     p.set(torch.Tensor, "cuda", tensor_cuda)
     p.set(torch.nn.Module, "cuda", module_cuda)

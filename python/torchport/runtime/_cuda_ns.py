@@ -916,9 +916,21 @@ def _redirect(
             hit(api, (CALL, api, a0, k0), (VALUE, out), cls, why, depth + 1)
         return out
 
+    doc = f"torchport: {api} -> {shown or 'emulated' if impl else 'unsupported'} ({cls})"
+    if not track and impl is not None:
+        # nothing logged: a call without arguments (torch.cuda.current_stream(), synchronize(), ...) goes
+        # straight to the implementation (bench/runtime_bench.py)
+        general = wrapper
+
+        def fast(*args: Any, **kwargs: Any) -> Any:
+            if args or kwargs:
+                return general(*args, **kwargs)
+            return impl()
+
+        wrapper = fast
     wrapper.__name__ = name
     wrapper.__qualname__ = name
-    wrapper.__doc__ = f"torchport: {api} -> {shown or 'emulated' if impl else 'unsupported'} ({cls})"
+    wrapper.__doc__ = doc
     return wrapper
 
 
