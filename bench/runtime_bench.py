@@ -52,7 +52,13 @@ N_PARAMS = len(list(MODEL.parameters()))
 
 
 def per_call_ns(stmt: str, setup: str = "", number: int = 20000, repeat: int = 15) -> float:
-    glb = {"torch": torch, "x": torch.ones(16), "model": MODEL}
+    glb = {
+        "torch": torch,
+        "x": torch.ones(16),
+        "model": MODEL,
+        "dcuda": torch.device("cuda", 0),
+        "dcpu": torch.device("cpu"),
+    }
     t = timeit.Timer(stmt, setup=setup, globals=glb, timer=time.process_time)  # CPU time: robust to load
     return min(t.repeat(repeat=repeat, number=number)) / number * 1e9
 
@@ -65,6 +71,7 @@ CALLS: tuple[tuple[str, str, Optional[str]], ...] = (
     ("x.cuda(non_blocking=True)", 'x.to("cpu", non_blocking=True)', "x.cuda(non_blocking=True)"),
     ("x.to(torch.device('cuda', 0)) / x.to(torch.device('cpu'))", 'x.to(torch.device("cpu"))',
      'x.to(torch.device("cuda", 0))'),
+    ("x.to(d), d = torch.device('cuda', 0) built once / the cpu device", "x.to(dcpu)", "x.to(dcuda)"),
     (f"model.cuda() / model.to('cpu'), per parameter ({N_PARAMS})", 'model.to("cpu")', "model.cuda()"),
     ("torch.cuda.current_stream() / torch.cpu.current_stream()", "torch.cpu.current_stream()",
      "torch.cuda.current_stream()"),
@@ -80,12 +87,13 @@ def calls() -> list[tuple[str, float, float, float, list[float]]]:
     rows = []
     for label, plain_stmt, cuda_stmt in CALLS:
         base, shim, logged = [], [], []
+        number = max(n // 200, 20) if label.startswith("model.") else n  # model.cuda() costs ~150 us
         for _ in range(5 if QUICK else 7):  # alternate so machine load hits all alike
-            base.append(per_call_ns(plain_stmt, number=n))
+            base.append(per_call_ns(plain_stmt, number=number))
             for track, out in ((False, shim), (True, logged)):
                 rt.enable("cpu", track_sites=track)
                 try:
-                    out.append(per_call_ns(cuda_stmt or plain_stmt, number=n))
+                    out.append(per_call_ns(cuda_stmt or plain_stmt, number=number))
                 finally:
                     rt.disable()
         per = N_PARAMS if label.startswith("model.cuda()") else 1

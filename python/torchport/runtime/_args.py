@@ -225,18 +225,17 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
     # nothing logged or checked: the common `x.to("cuda")` (a string already mapped), `x.to(torch.float16)`
     # and a torch.device already seen (`x.to(torch.device("cuda", 0))`, and Module.to's per-parameter
     # `t.to(device, dtype, non_blocking)`) are served here, everything else by the general wrapper
+    devobj_get = devobj.get
+
     def fast(self: Any, _tp_arg0: Any = absent, *args: Any, **kwargs: Any) -> Any:
         t = type(_tp_arg0)
         if t is device_t:
-            try:
-                nd = devobj[_tp_arg0]
-            except KeyError:
-                return general(self, _tp_arg0, *args, **kwargs)
+            nd = devobj_get(_tp_arg0)  # the target device, or an equal device when not CUDA
             if nd is None:
-                nd = _tp_arg0
-            if kwargs:
+                return general(self, _tp_arg0, *args, **kwargs)
+            if args or kwargs:
                 return fn(self, nd, *args, **kwargs)
-            return fn(self, nd, *args) if args else fn(self, nd)
+            return fn(self, nd)
         if not args and not kwargs:
             if t is str_t:
                 try:

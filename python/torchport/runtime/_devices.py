@@ -32,10 +32,10 @@ class DeviceMapper:
         self.indexed = target.has_device_index
         self._cache: dict[str, str] = {}
         self._dev_cache: dict[tuple[str, Optional[int]], torch.device] = {}
-        # torch.device -> its target device, or None when it is not a CUDA device (kept as is). Reading
-        # `device.type` costs ~200 ns (torch builds the string each time); a dict lookup by the device costs
-        # ~30 ns (bench/runtime_bench.py: x.to(torch.device("cuda", 0)), model.cuda()).
-        self.devobj: dict[torch.device, Optional[torch.device]] = {}
+        # torch.device -> its target device, or an equal device when it is not a CUDA device (kept as is).
+        # Reading `device.type` costs ~200 ns (torch builds the string each time); a dict lookup by the device
+        # costs ~30 ns (bench/runtime_bench.py: x.to(torch.device("cuda", 0)), model.cuda()).
+        self.devobj: dict[torch.device, torch.device] = {}
         self.off = False  # after disable(): wrappers captured earlier map nothing (see _patcher.py)
 
     def switch_off(self) -> None:
@@ -74,12 +74,11 @@ class DeviceMapper:
                 self._cache[d] = r
             return d if r == d else r  # unchanged: the caller's own object
         if t is torch.device:
-            try:
-                nd = self.devobj[d]
-            except KeyError:
-                nd = self.torch_device(d.index) if d.type == "cuda" else None
+            nd = self.devobj.get(d)
+            if nd is None:
+                nd = self.torch_device(d.index) if d.type == "cuda" else d
                 self.devobj[d] = nd
-            return d if nd is None else nd
+            return d if nd == d else nd  # unchanged: the caller's own object
         if t is _int:  # a bare int means a CUDA ordinal to torch
             return self.torch_device(d)
         return d
