@@ -108,8 +108,9 @@ def get_device_name(device: DevLike = None) -> str:
 class _Props:
     def __init__(self, index: int) -> None:
         self.name = get_device_name(index)
-        cap = _ext().capacity()
-        self.total_memory = int(cap) if cap >= 0 else 0
+        # the same total as mem_get_info(): the capacity, or the host's memory when it is unlimited (issue
+        # 33: `1 - free / total` and `total_memory` must agree)
+        self.total_memory = _mem_get_info(index)[1]
         self.index = index
 
     def __repr__(self) -> str:
