@@ -124,6 +124,18 @@ TYPED_TENSORS: tuple[str, ...] = (
 NVTX: tuple[str, ...] = ("range_push", "range_pop", "range", "mark", "range_start", "range_end")
 
 _TORCH_RANDOM = os.path.join(os.path.dirname(torch.__file__), "random.py")
+_DYNAMO = os.path.join(os.path.dirname(torch.__file__), "_dynamo") + os.sep
+
+
+def _traced_line() -> Optional[tuple[Any, int]]:
+    """(code, line) of the user's function that dynamo is tracing now, or None."""
+    sc = sys.modules.get("torch._dynamo.symbolic_convert")
+    try:
+        tx = sc.InstructionTranslator.current_tx()  # type: ignore[union-attr]
+        return tx.f_code, int(tx.lineno)
+    except Exception:  # noqa: BLE001 - not tracing, or another torch version: dynamo's own line is logged
+        return None
+
 
 # On cpu the device module's Stream/Event are placeholders without timing or synchronize(): use ours.
 _CPU_OWN = {
@@ -875,6 +887,7 @@ def _redirect(
     returned."""
     api = f"torch.cuda.{name}"
     hit = s.log.hit
+    log_at = s.log.at
     sites_get = s.log.sites.get
     track = s.log.track
     getframe = sys._getframe
@@ -895,25 +908,37 @@ def _redirect(
             if d is not None and type(d) is not int:
                 kwargs = {**kwargs, "device": mapf(d)}
         new = False
+        traced = None
         if track:  # a seen call site only counts; a new one is rendered once, with its arguments
             f = getframe(depth)
-            if not (quiet_from_torch and f.f_code.co_filename == _TORCH_RANDOM):
+            if depth == 2 and f.f_code.co_filename.startswith(_DYNAMO):
+                traced = _traced_line()  # dynamo constant-folds it while tracing: the user's line
+            if traced is not None:
+                new = True  # log.at() counts a seen site itself
+            elif not (quiet_from_torch and f.f_code.co_filename == _TORCH_RANDOM):
                 site = sites_get((f.f_code, f.f_lineno, api))
                 if site is None:
                     new = True
                 else:
                     site.count += 1
+
+        def emit(after: Any) -> None:
+            if traced is None:
+                hit(api, (CALL, api, a0, k0), after, cls, why, depth + 2)
+            else:
+                log_at(traced[0], traced[1], api, (CALL, api, a0, k0), after, cls, why)
+
         if impl is None:
             if new:
-                hit(api, (CALL, api, a0, k0), "error", cls, why, depth + 1)
+                emit("error")
             raise NotImplementedError(f"{api} has no equivalent on target {target.name} ({why}) [torchport]")
         if shown:  # the device module's function: the line says what it was called with
             if new:
-                hit(api, (CALL, api, a0, k0), (CALL, shown, args, kwargs), cls, why, depth + 1)
+                emit((CALL, shown, args, kwargs))
             return impl(*args, **kwargs)
         out = impl(*args, **kwargs)
         if new:  # an emulation: the line gives the value it returned
-            hit(api, (CALL, api, a0, k0), (VALUE, out), cls, why, depth + 1)
+            emit((VALUE, out))
         return out
 
     doc = f"torchport: {api} -> {shown or 'emulated' if impl else 'unsupported'} ({cls})"

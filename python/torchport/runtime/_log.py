@@ -246,6 +246,19 @@ class CallLog:
             cls, why = self.classify(before[1] if isinstance(before, tuple) and len(before) == 2 else before)
         return self._new_site(key, frame.f_code.co_filename, frame.f_lineno, api, before, after, cls, why)
 
+    def at(
+        self, code: object, lineno: int, api: str, before: object, after: object, cls: str, why: str
+    ) -> Site:
+        """A call site named by its code object and line, not by a frame on the stack (a torch.cuda question
+        that dynamo asks while it traces the user's function: the line is the user's)."""
+        key = (code, lineno, api)
+        site = self.sites.get(key)
+        if site is not None:
+            site.count += 1
+            return site
+        filename = getattr(code, "co_filename", str(code))
+        return self._new_site(key, filename, lineno, api, before, after, cls, why)
+
     def static(
         self, filename: str, lineno: int, api: str, before: object, after: object, cls: str, why: str = ""
     ) -> Site:
