@@ -896,6 +896,14 @@ def _redirect(
     # torch.manual_seed()/torch.seed() call torch.cuda.manual_seed_all() themselves: not the user's call site
     quiet_from_torch = name in ("manual_seed_all", "seed_all")
 
+    def emit(traced: Any, a0: tuple[Any, ...], k0: dict[str, Any], after: Any) -> None:
+        """A new site's line: at the caller (emit <- wrapper [<- truth wrapper] <- user), or at the line
+        dynamo is tracing."""
+        if traced is None:
+            hit(api, (CALL, api, a0, k0), after, cls, why, depth + 2)
+        else:
+            log_at(traced[0], traced[1], api, (CALL, api, a0, k0), after, cls, why)
+
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         a0, k0 = args, kwargs
         if pos is not None:
@@ -921,24 +929,17 @@ def _redirect(
                     new = True
                 else:
                     site.count += 1
-
-        def emit(after: Any) -> None:
-            if traced is None:
-                hit(api, (CALL, api, a0, k0), after, cls, why, depth + 2)
-            else:
-                log_at(traced[0], traced[1], api, (CALL, api, a0, k0), after, cls, why)
-
         if impl is None:
             if new:
-                emit("error")
+                emit(traced, a0, k0, "error")
             raise NotImplementedError(f"{api} has no equivalent on target {target.name} ({why}) [torchport]")
         if shown:  # the device module's function: the line says what it was called with
             if new:
-                emit((CALL, shown, args, kwargs))
+                emit(traced, a0, k0, (CALL, shown, args, kwargs))
             return impl(*args, **kwargs)
         out = impl(*args, **kwargs)
         if new:  # an emulation: the line gives the value it returned
-            emit((VALUE, out))
+            emit(traced, a0, k0, (VALUE, out))
         return out
 
     doc = f"torchport: {api} -> {shown or 'emulated' if impl else 'unsupported'} ({cls})"
