@@ -9,8 +9,8 @@ a second recording (with another core) is then compared with the first:
     tools/same_output.py record --core NEW/torchport --out /tmp/new
     tools/same_output.py compare /tmp/old /tmp/new
 
-Inputs: every project folder of ../shared/corpus (or --corpus DIR) and of examples/, and the
-single-file inputs listed in SINGLE_FILES. Targets: the eight of data/targets.json. Modes:
+Inputs: every project folder of ../shared/corpus (or --corpus DIR; repeatable) and of examples/,
+and the single-file inputs listed in SINGLE_FILES. Targets: the eight of data/targets.json. Modes:
 
     migrate    migrate INPUT -t T -o OUT                     (the tree, its reports, stdout)
     analyze    analyze INPUT -t T -o REPORTS                 (the reports, stdout)
@@ -20,6 +20,8 @@ single-file inputs listed in SINGLE_FILES. Targets: the eight of data/targets.js
     nounsafe   migrate INPUT -t T -o OUT -q --no-unsafe-fixes
     keepflags  migrate INPUT -t T -o OUT -q --keep-device-flags
     specify    migrate INPUT -t T -o OUT -q -s               (a refusal on most targets)
+    select     migrate INPUT -t T -o OUT -q --ignore ... --per-file-ignores ... --exclude ...
+    rules      migrate INPUT -t T -o OUT -q -r tests/fixtures/rules/ascend_func_name/rules.json
 
 Every run gets the same absolute work paths (WORK/<case>/...), whichever core runs, so that the
 paths the reports print need no rewriting. For each case the exit code, stdout, stderr and every
@@ -65,7 +67,13 @@ SINGLE_FILES = [
     "examples/single_device/train.py",
     "examples/cuda_project/train.py",
 ]
-MODES = ["migrate", "analyze", "diff", "inplace", "distributed", "nounsafe", "keepflags", "specify"]
+MODES = ["migrate", "analyze", "diff", "inplace", "distributed", "nounsafe", "keepflags", "specify",
+         "select", "rules"]
+# select: the user's rule selection, applied to both passes' findings.
+SELECT = ["--ignore", "TP310", "--ignore", "TP5", "--per-file-ignores", "pkg/*.py:TP100",
+          "--per-file-ignores", "models/*.py:TP301", "--exclude", "*/utils.py"]
+# rules: a custom rules file (Ascend's format) on top of the catalogue.
+RULES = ROOT / "tests" / "fixtures" / "rules" / "ascend_func_name" / "rules.json"
 
 LOG_TIME = re.compile(rb"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", re.M)
 PID = re.compile(rb"\.torchport-(tmp|old)-\d+")
@@ -77,10 +85,11 @@ def normalise(data: bytes, is_log: bool) -> bytes:
     return PID.sub(rb".torchport-\1-<pid>", data)
 
 
-def inputs(corpus: Path) -> list[tuple[str, Path]]:
+def inputs(corpora: list[str]) -> list[tuple[str, Path]]:
     out = []
-    if corpus.is_dir():
-        out += [(p.name, p) for p in sorted(corpus.iterdir()) if p.is_dir()]
+    for corpus in map(Path, corpora):
+        if corpus.is_dir():
+            out += [(p.name, p) for p in sorted(corpus.iterdir()) if p.is_dir()]
     out += [(p.name, p) for p in sorted((ROOT / "examples").iterdir()) if p.is_dir()]
     out += [(f.replace("/", "_"), ROOT / f) for f in SINGLE_FILES]
     return out
@@ -107,14 +116,16 @@ def command(core: str, mode: str, name: str, src: Path, target: str, work: Path)
         return [core, "migrate", str(copy), "-t", target, "--inplace", "-q"], [work / "in"]
     if mode == "distributed":
         if src.is_dir():
-            entry = ENTRIES.get(name)
+            entry = ENTRIES.get(name) or next(
+                (e for e in ("train.py", "input.py") if (src / e).is_file()), None)
             if not entry:
                 return None
             argv = [core, "migrate", str(src), "-t", target, "-o", str(out), "--distributed"]
             return argv + ["--main", entry], [out]
         return [core, "migrate", str(src), "-t", target, "-o", str(out), "--distributed"], [out]
-    flag = {"nounsafe": "--no-unsafe-fixes", "keepflags": "--keep-device-flags", "specify": "-s"}
-    return [core, "migrate", str(src), "-t", target, "-o", str(out), "-q", flag[mode]], [out]
+    flags = {"nounsafe": ["--no-unsafe-fixes"], "keepflags": ["--keep-device-flags"],
+             "specify": ["-s"], "select": SELECT, "rules": ["-r", str(RULES)]}
+    return [core, "migrate", str(src), "-t", target, "-o", str(out), "-q", *flags[mode]], [out]
 
 
 def manifest(dirs: list[Path], work: Path) -> dict[str, str]:
@@ -149,7 +160,7 @@ def record(args) -> int:
     dest.mkdir(parents=True, exist_ok=True)
     work_root = Path(args.work)
     n = 0
-    for name, src in inputs(Path(args.corpus)):
+    for name, src in inputs(args.corpus or [str(ROOT.parent / "shared" / "corpus")]):
         if args.only and name not in args.only:
             continue
         for target in TARGETS:
@@ -219,7 +230,8 @@ def main() -> int:
     r = sub.add_parser("record", help="run one core over every case and record its outputs")
     r.add_argument("--core", required=True, help="the torchport core executable")
     r.add_argument("--out", required=True, help="where the records go")
-    r.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
+    r.add_argument("--corpus", action="append",
+                   help="a folder of projects (repeatable; default: ../shared/corpus)")
     r.add_argument("--work", default="/tmp/same-output-work",
                    help="the work directory (the same for both recordings: paths in outputs)")
     r.add_argument("--mode", dest="modes", action="append", choices=MODES,
