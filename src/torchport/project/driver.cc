@@ -53,9 +53,9 @@ RunResult run(const Options& opts, const catalogue::Catalogue& builtin, std::ost
   if (!plan.refusal.empty()) return result(plan, {}, plan.refusal, opts);
   Selected selected = select_files(plan, opts);
   Processed processed = process_files(plan, selected, opts);
-  ProjectFindings generated = run_project_rules(plan, selected, processed, opts);
-  write_tree(plan, selected, processed, std::move(generated), opts);
-  Reports reports = build_reports(plan, processed.works, selected.excluded, opts, progress);
+  ProjectFindings project = run_project_rules(plan, selected, std::move(processed), opts);
+  Written written = write_tree(plan, selected, std::move(project), opts);
+  Reports reports = build_reports(plan, selected, std::move(written), opts, progress);
   std::string error = write_reports(plan, reports, max_jobs(opts) > 1);
   if (error.empty()) error = move_into_place(plan);
   return result(plan, std::move(reports), std::move(error), opts);

@@ -75,11 +75,11 @@ FileWork write_generated(const Plan& plan, GeneratedFile& g, const Options& opts
 }
 
 /// --inplace: back up every original that changes, then replace each file atomically.
-void replace_in_place(const Plan& plan, const Selected& selected, Processed& processed) {
+void replace_in_place(const Plan& plan, const Selected& selected, std::vector<FileWork>& works) {
   std::error_code ec;
   for (std::size_t i = 0; i < selected.files.size(); ++i) {
     const ProjectFile& f = selected.files[i];
-    FileWork& w = processed.works[i];
+    FileWork& w = works[i];
     if (!w.entry.changed) continue;
     std::string error;
     fs::path bak = plan.backup_dir / fs::path(f.rel);
@@ -100,17 +100,18 @@ void replace_in_place(const Plan& plan, const Selected& selected, Processed& pro
 
 }  // namespace
 
-void write_tree(const Plan& plan, const Selected& selected, Processed& processed,
-                ProjectFindings generated, const Options& opts) {
-  if (opts.inplace) replace_in_place(plan, selected, processed);
-  if (plan.tmp_dir.empty()) return;
+Written write_tree(const Plan& plan, const Selected& selected, ProjectFindings project,
+                   const Options& opts) {
+  Written out{std::move(project.works)};
+  if (opts.inplace) replace_in_place(plan, selected, out.works);
+  if (plan.tmp_dir.empty()) return out;
   make_directories(plan, selected, opts);
   std::vector<std::size_t> all(selected.files.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
   for_each_file(selected.files, all, max_jobs(opts),
-                [&](std::size_t i) { write_file(plan, selected.files[i], processed.works[i]); });
-  for (GeneratedFile& g : generated.generated)
-    processed.works.push_back(write_generated(plan, g, opts));
+                [&](std::size_t i) { write_file(plan, selected.files[i], out.works[i]); });
+  for (GeneratedFile& g : project.generated) out.works.push_back(write_generated(plan, g, opts));
+  return out;
 }
 
 std::string move_into_place(const Plan& plan) {

@@ -10,10 +10,15 @@
 
 namespace torchport::project {
 
-/// Input: the processed files and the generated ones. Output: the works, with a Failure where
-/// a file could not be written, and one more work per generated file.
-void write_tree(const Plan& plan, const Selected& selected, Processed& processed,
-                ProjectFindings generated, const Options& opts);
+/// Output of write_tree: the works, with a Failure where a file could not be written, and one
+/// more work per generated file (after the project's files).
+struct Written {
+  std::vector<FileWork> works;
+};
+
+/// Input: the processed files and the generated ones.
+Written write_tree(const Plan& plan, const Selected& selected, ProjectFindings project,
+                   const Options& opts);
 
 /// After the reports (phase 12): the result directory replaces any earlier one. Returns "" or
 /// why not (the scratch directory is removed).

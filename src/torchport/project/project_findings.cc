@@ -12,10 +12,11 @@ namespace {
 
 /// What the project's requirements must follow, from the processed files: the torch the
 /// migrated Python files need, and which of them import the target's vendor package.
-rules::ProjectRequirements requirements_of(const Selected& selected, const Processed& processed) {
+rules::ProjectRequirements requirements_of(const Selected& selected,
+                                           const std::vector<FileWork>& works) {
   rules::ProjectRequirements req;
   for (std::size_t i = 0; i < selected.files.size(); ++i) {
-    const FileWork& w = processed.works[i];
+    const FileWork& w = works[i];
     req.min_torch = report::max_version(req.min_torch, w.entry.min_torch);
     if (w.imports_package && w.entry.outcome == Outcome::Success)
       req.importers.push_back(selected.files[i].rel);
@@ -40,19 +41,20 @@ void follow_requirements(const ProjectFile& f, const catalogue::Target& target,
 
 }  // namespace
 
-ProjectFindings run_project_rules(const Plan& plan, const Selected& selected, Processed& processed,
+ProjectFindings run_project_rules(const Plan& plan, const Selected& selected, Processed processed,
                                   const Options& opts) {
+  ProjectFindings out;
+  out.works = std::move(processed.works);
   // Requirements follow the output (TP902).
-  const rules::ProjectRequirements req = requirements_of(selected, processed);
+  const rules::ProjectRequirements req = requirements_of(selected, out.works);
   for (std::size_t i = 0; i < selected.files.size(); ++i) {
     if (req.min_torch.empty() && req.importers.empty()) break;
     const ProjectFile& f = selected.files[i];
-    if (f.kind != FileKind::Scanned || processed.works[i].entry.outcome != Outcome::Success)
-      continue;
-    follow_requirements(f, plan.target(), req, opts, processed.works[i]);
+    if (f.kind != FileKind::Scanned || out.works[i].entry.outcome != Outcome::Success) continue;
+    follow_requirements(f, plan.target(), req, opts, out.works[i]);
   }
   // --distributed: the launchers, in the result's root (TP410).
-  ProjectFindings out;
+
   if (opts.distributed && !plan.tmp_dir.empty())
     for (Launcher& l : distributed_launchers(plan.target(), plan.dist.main)) {
       rules::Finding f = rules::launcher_finding(l.name, l.text, plan.dist.main, opts.rules.target);

@@ -18,14 +18,14 @@ struct GeneratedFile {
   std::vector<rules::Finding> findings;  ///< on `text`; they describe the file itself
 };
 
-/// Output of run_project_rules (besides the requirement files' updated works).
+/// Output of run_project_rules.
 struct ProjectFindings {
+  std::vector<FileWork> works;  ///< Processed::works, the requirement files' with TP902 applied
   std::vector<GeneratedFile> generated;
 };
 
-/// Input: the plan, the selection and the processed files; the works of requirement files are
-/// updated in place (their rows, new text and diff).
-ProjectFindings run_project_rules(const Plan& plan, const Selected& selected, Processed& processed,
+/// Input: the plan, the selection and the processed files.
+ProjectFindings run_project_rules(const Plan& plan, const Selected& selected, Processed processed,
                                   const Options& opts);
 
 }  // namespace torchport::project

@@ -129,9 +129,9 @@ void warn_specify_device(const Plan& plan, const std::vector<FileWork>& works,
 
 }  // namespace
 
-Reports build_reports(const Plan& plan, std::vector<FileWork>& works,
-                      const std::vector<std::string>& excluded, const Options& opts,
-                      std::ostream* progress) {
+Reports build_reports(const Plan& plan, const Selected& selected, Written written,
+                      const Options& opts, std::ostream* progress) {
+  std::vector<FileWork>& works = written.works;
   Reports out;
   report::Report& rep = out.report;
   rep.command = opts.analyze_only ? "analyze" : "migrate";
@@ -142,7 +142,7 @@ Reports build_reports(const Plan& plan, std::vector<FileWork>& works,
   std::string& log = out.log;
   log.reserve(256 + works.size() * 96);
   Stamp now;
-  log_header(rep, excluded, opts, now, log);
+  log_header(rep, selected.excluded, opts, now, log);
   for (std::size_t i = 0; i < works.size(); ++i) {
     FileWork& w = works[i];
     if (!text::is_valid_utf8(w.entry.file)) name_not_utf8(w);

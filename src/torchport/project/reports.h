@@ -3,8 +3,7 @@
 // (into the scratch tree for migrate, so that the result moves into place with them).
 #pragma once
 
-#include <torchport/project/prepare.h>
-#include <torchport/project/work.h>
+#include <torchport/project/output_tree.h>
 
 #include <iosfwd>
 #include <string>
@@ -19,11 +18,10 @@ struct Reports {
   std::string diff;  ///< every file's diff, in file order (Options::diff)
 };
 
-/// Input: the works (moved into the report), the default-excluded directories (for the log).
-/// A file that is not migrated is also a warning on `progress`, if given.
-Reports build_reports(const Plan& plan, std::vector<FileWork>& works,
-                      const std::vector<std::string>& excluded, const Options& opts,
-                      std::ostream* progress);
+/// Input: the written works (moved into the report) and the selection (its default-excluded
+/// directories go to the log). A file that is not migrated is also a warning on `progress`.
+Reports build_reports(const Plan& plan, const Selected& selected, Written written,
+                      const Options& opts, std::ostream* progress);
 
 /// Writes every report file where the plan says. Returns "" or an error (the scratch tree is
 /// then removed). With `parallel`, report.json (the largest) is rendered and written on a
