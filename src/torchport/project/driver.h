@@ -2,6 +2,7 @@
 // (in parallel), applies the safe fixes, re-parses every rewritten file, writes the output tree
 // atomically and the reports. A rewrite never aborts the run: every file ends as Success,
 // Failure or Skip with a reason, and files that cannot be handled are still copied.
+// run() is the list of phases, one file each under project/ (docs/architecture.md).
 #pragma once
 
 #include <torchport/fix/edit.h>

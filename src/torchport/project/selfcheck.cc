@@ -1,4 +1,6 @@
+#include <torchport/project/diff.h>
 #include <torchport/project/selfcheck.h>
+#include <torchport/syntax/limits.h>
 #include <torchport/syntax/parser.h>
 
 #include <algorithm>
@@ -78,6 +80,55 @@ bool edited_statements_parse(const std::string& rel, std::string_view original,
     k = j;
   }
   return true;
+}
+
+namespace {
+
+/// Why the output of `f` does not parse (the original is kept).
+std::string does_not_parse(const ProjectFile& f, const syntax::Tree& check) {
+  const bool too_deep =
+      !check.diagnostics().empty() && check.diagnostics().front().message == syntax::kTooDeep;
+  const std::string where = check.diagnostics().empty() ? std::string("syntax error")
+                                                        : check.format(check.diagnostics().front());
+  // A file near the depth limit whose rewrite adds a level is not a bug: say so.
+  return too_deep ? f.rel + ": the rewritten file would nest deeper than " +
+                        std::to_string(syntax::kMaxNesting) + " levels (" + where +
+                        "); the original is kept"
+                  : f.rel + ": internal error: the rewritten file does not parse (" + where +
+                        "); the original is kept";
+}
+
+}  // namespace
+
+void self_check(const ProjectFile& f, OutputPassed passed, const FileContext& ctx, FileWork& w) {
+  const PythonText& p = passed.file;
+  const std::string& after = passed.after;
+  w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
+  if (after == p.text) {
+    w.imports_package = p.imports_package;
+    return;
+  }
+  // Without a tree of the output pass, the edited module-level statements are parsed on their
+  // own first; the whole text is parsed when that proves nothing (or its model is needed).
+  const bool proven = !passed.ran && ctx.package.empty() &&
+                      edited_statements_parse(f.rel, p.text, after, p.cuts, passed.applied);
+  std::optional<syntax::Tree> check;
+  if (passed.tree)
+    check.emplace(std::move(*passed.tree));
+  else if (!proven)
+    check.emplace(syntax::parse(f.rel, after));
+  passed.tree.reset();
+  if (check && !check->ok()) {
+    w.entry.outcome = report::Outcome::Failure;
+    w.entry.reason = does_not_parse(f, *check);
+    for (report::Row& r : w.rows) r.applied = false;
+    return;
+  }
+  w.entry.changed = true;
+  if (!ctx.package.empty())
+    w.imports_package = imports_module(semantic::Model(*check), ctx.package);
+  w.output = text::encode(p.meta, after);
+  if (ctx.opts.diff) w.diff = unified_diff(f.rel, p.text, after, passed.applied);
 }
 
 }  // namespace torchport::project

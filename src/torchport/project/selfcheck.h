@@ -1,6 +1,7 @@
-// The migrate self-check's shortcut: the output of a file must parse (else the original is
-// kept). When the rules edited a few module-level statements of a large file, parsing those
-// statements on their own proves it, without parsing the whole output again.
+// Phase 9 of the driver for a Python file, the self-check: the output of a file must parse
+// (else the original is kept, and the file is a Failure). When the rules edited a few
+// module-level statements of a large file, parsing those statements on their own proves it,
+// without parsing the whole output again.
 //
 // Why it is sound: a module-level statement begins at the start of a line where the tokenizer
 // has nothing open (no bracket, string, continuation or indented block). The output is the
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <torchport/fix/apply.h>
+#include <torchport/project/output_pass.h>
 #include <torchport/syntax/tree.h>
 
 #include <cstdint>
@@ -31,5 +33,9 @@ std::vector<std::uint32_t> statement_cuts(const syntax::Tree& tree);
 bool edited_statements_parse(const std::string& rel, std::string_view original,
                              std::string_view after, const std::vector<std::uint32_t>& cuts,
                              const std::vector<fix::AppliedEdit>& edits);
+
+/// The self-check phase. Input: the file with every pass's fixes. Output, in `w`: the new bytes
+/// (encoded as the original was) and the diff, or the Failure that keeps the original.
+void self_check(const ProjectFile& f, OutputPassed passed, const FileContext& ctx, FileWork& w);
 
 }  // namespace torchport::project

@@ -167,6 +167,7 @@ void run_cuda_leftover(Context& ctx);      // TP700 cuda_leftover.cc
 void run_specify_device(Context& ctx);     // TP303 specify_device.cc
 void run_custom_rules(Context& ctx);       // TP801-TP804 custom_rules.cc
 void run_ddp(Context& ctx);                // TP410-TP417 ddp.cc (--distributed only)
+void run_idiom(Context& ctx);              // TP310 idiom.cc, on the output (output_pass.cc)
 /// The first token of a use of torch.distributed / DDP (an import or a reference), if any.
 std::optional<semantic::TokenIndex> uses_torch_distributed(const semantic::Model& m);
 void run_device_value(Context& ctx);  // TP304 device_value.cc

@@ -193,8 +193,8 @@ constexpr FamilyInfo kFamilies[] = {
      NeedModel | NeedCatalogue,
      {"device"},
      run_specify_device},
-    // Runs on the output of all the others (the driver's second pass, port_device_idiom()).
-    {"idiom", Input::PythonOutput, NeedTree | NeedModel | NeedCatalogue, {}, nullptr},
+    // Runs on the output of all the others (check_output(), the driver's output pass).
+    {"idiom", Input::PythonOutput, NeedTree | NeedModel | NeedCatalogue, {}, run_idiom},
     // tools/new_rule.py: families
     {"insertions",
      Input::PythonFile,

@@ -1,0 +1,41 @@
+#include <torchport/project/output_pass.h>
+#include <torchport/rules/project_rules.h>
+#include <torchport/semantic/model.h>
+#include <torchport/syntax/parser.h>
+
+namespace torchport::project {
+
+OutputPassed output_pass(const ProjectFile& f, Fixed fixed, const FileContext& ctx, FileWork& w) {
+  OutputPassed out;
+  out.file = std::move(fixed.file);
+  out.applied = std::move(fixed.applied);
+  if (!out.file.output_pass) {
+    out.after = std::move(fixed.after);
+    return out;
+  }
+  out.ran = true;
+  syntax::Tree t2 = syntax::parse(f.rel, fixed.after);
+  std::vector<rules::Finding> fs;
+  if (t2.ok()) {
+    const semantic::Model m2(t2);
+    fs = rules::check_output(t2, m2, ctx.cat, out.file.ropts).findings;
+    drop_ignored(f.rel, ctx.opts, fs, w);
+  }
+  if (fs.empty()) {  // unchanged (or the first pass's output does not parse: the self-check
+                     // says so)
+    out.after = std::move(fixed.after);
+    out.tree.emplace(std::move(t2));
+    return out;
+  }
+  Applied second = apply_findings(f.rel, fixed.after, fs, ctx.opts, w,
+                                  {.lines = &*out.file.lines, .earlier = &out.applied});
+  if (second.text != fixed.after) {
+    out.applied = fix::compose(out.applied, second.edits, second.text);
+  } else {
+    out.tree.emplace(std::move(t2));  // every fix was left out: the text is the one parsed
+  }
+  out.after = std::move(second.text);
+  return out;
+}
+
+}  // namespace torchport::project
