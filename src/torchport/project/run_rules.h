@@ -2,8 +2,8 @@
 // model, rules::check_other on a scanned file), then the user's selection (--ignore,
 // --per-file-ignores). The rules are the only source of findings.
 //
-// (Where the device-value analysis of the semantic layer comes in, it runs between the model
-// and this phase, and the rules ask it; the driver has no part in it.)
+// The device-value analysis (flow/device_values.h) runs inside this phase: the rules build it
+// from the tree on first use (rules::Context::values()) and ask it; the driver has no part in it.
 #pragma once
 
 #include <torchport/catalogue/catalogue.h>
