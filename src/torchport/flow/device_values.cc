@@ -1,4 +1,5 @@
 #include <torchport/flow/device_values.h>
+#include <torchport/semantic/model.h>
 
 #include <algorithm>
 #include <array>
@@ -13,12 +14,6 @@ namespace torchport::flow {
 using syntax::Node;
 using syntax::NodeKind;
 using syntax::Role;
-
-bool is_cuda_device(std::string_view s) {
-  if (s == "cuda") return true;
-  if (!s.starts_with("cuda:") || s.size() == 5) return false;
-  return std::all_of(s.begin() + 5, s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
 
 void Value::merge(const Value& o) {
   sources |= o.sources;
@@ -463,7 +458,7 @@ struct DeviceValues::Impl {
         if (!t.is_string(e) || e.has(syntax::kBytes)) return unknown_;
         auto s = t.string_value(e);
         if (!s) return unknown_;
-        if (is_cuda_device(*s)) return one(Source::DeviceString, &e);
+        if (semantic::is_cuda_device_string(*s)) return one(Source::DeviceString, &e);
         if (*s == "cpu") return one(Source::HostString, &e);
         if (*s == "nccl") return one(Source::Backend, &e);
         return one(Source::Text, &e);

@@ -88,7 +88,4 @@ class DeviceValues {
   std::unique_ptr<Impl> impl_;
 };
 
-/// The value of a string literal that is a CUDA device: "cuda" or "cuda:<digits>".
-bool is_cuda_device(std::string_view s);
-
 }  // namespace torchport::flow

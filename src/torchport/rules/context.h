@@ -135,6 +135,11 @@ class Context {
   mutable std::unique_ptr<flow::DeviceValues> values_;
 };
 
+/// The catalogue's target `name`, or `fallback` filled as a device string with no facts (a
+/// target the catalogue does not have: the driver refuses one, the library does not).
+const catalogue::Target& target_or_fallback(const catalogue::Catalogue& cat,
+                                            const std::string& name, catalogue::Target& fallback);
+
 /// Compares "X.Y[.Z]" versions: <0, 0, >0.
 int compare_versions(std::string_view a, std::string_view b);
 

@@ -242,7 +242,7 @@ class DeviceValueRule {
   void device_literal(const Node& lit) {
     if (!free(lit) || in_message(lit)) return;
     auto s = t_.string_value(lit);
-    if (!s || !flow::is_cuda_device(*s)) return;
+    if (!s || !semantic::is_cuda_device_string(*s)) return;
     const auto r = t_.byte_range(lit);
     const std::string index = s->size() > 4 ? s->substr(5) : std::string();
     std::string repl;
@@ -430,14 +430,14 @@ class DeviceValueRule {
         formatted(*lit);
       } else if (lit->kind() == NodeKind::Constant && t_.is_string(*lit)) {
         auto sv = t_.string_value(*lit);
-        if (sv && flow::is_cuda_device(*sv)) device_literal(*lit);
+        if (sv && semantic::is_cuda_device_string(*sv)) device_literal(*lit);
       }
     }
     return std::all_of(v.literals.begin(), v.literals.end(), [&](const Node* lit) {
       if (lit->kind() == NodeKind::JoinedStr) return rewritten(*lit);
       auto sv = lit->kind() == NodeKind::Constant && t_.is_string(*lit) ? t_.string_value(*lit)
                                                                         : std::nullopt;
-      return !sv || !flow::is_cuda_device(*sv) || rewritten(*lit);
+      return !sv || !semantic::is_cuda_device_string(*sv) || rewritten(*lit);
     });
   }
 

@@ -684,17 +684,18 @@ FileResult check(const syntax::Tree& tree, const catalogue::Catalogue& cat, cons
   return check(tree, model, cat, opts);
 }
 
+const catalogue::Target& target_or_fallback(const catalogue::Catalogue& cat,
+                                            const std::string& name, catalogue::Target& fallback) {
+  if (const catalogue::Target* target = cat.target(name)) return *target;
+  fallback.name = name;
+  fallback.device = name;
+  return fallback;
+}
+
 FileResult check(const syntax::Tree& tree, const semantic::Model& model,
                  const catalogue::Catalogue& cat, const Options& opts) {
-  const catalogue::Target* target = cat.target(opts.target);
   catalogue::Target fallback;
-  if (!target) {
-    // Not in the catalogue (the driver refuses such a target): a device string and no facts.
-    fallback.name = opts.target;
-    fallback.device = opts.target;
-    target = &fallback;
-  }
-  Context ctx(tree, model, cat, *target, opts);
+  Context ctx(tree, model, cat, target_or_fallback(cat, opts.target, fallback), opts);
   if (!tree.ok()) return std::move(ctx.result);
   if (ctx.accelerator() && !ctx.version_ok(kAcceleratorMinTorch)) {
     // torch.accelerator does not exist before 2.6: nothing device-agnostic can be written.

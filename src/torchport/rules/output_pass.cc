@@ -16,14 +16,8 @@ bool output_pass_needed(const syntax::Tree& original, const Options& opts) {
 
 FileResult check_output(const syntax::Tree& tree, const semantic::Model& model,
                         const catalogue::Catalogue& cat, const Options& opts) {
-  const catalogue::Target* target = cat.target(opts.target);
   catalogue::Target fallback;
-  if (!target) {
-    fallback.name = opts.target;
-    fallback.device = opts.target;
-    target = &fallback;
-  }
-  Context ctx(tree, model, cat, *target, opts);
+  Context ctx(tree, model, cat, target_or_fallback(cat, opts.target, fallback), opts);
   for (const FamilyInfo* f : families())
     if (f->input == Input::PythonOutput && f->run) f->run(ctx);
   return std::move(ctx.result);
