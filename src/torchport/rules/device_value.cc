@@ -200,9 +200,18 @@ class DeviceValueRule {
       return;
     // A literal at the position itself is TP300's where it rewrote or reported it (taken);
     // one it does not know (device_map="cuda") is this rule's.
+    // torch.load cannot restore to "cpu:0": on accelerator (whose fallback is the CPU) a built
+    // string that reaches map_location becomes the device itself, without an index.
+    const bool map_location = where == Position::Keyword && e.parent() &&
+                              e.parent()->kind() == NodeKind::keyword &&
+                              t_.name(*e.parent()) == "map_location";
     for (const Node* lit : v.literals) {
       if (lit->kind() == NodeKind::Constant && t_.is_string(*lit)) device_literal(*lit);
-      if (lit->kind() == NodeKind::JoinedStr) formatted(*lit);
+      if (lit->kind() == NodeKind::JoinedStr && !(map_location && ctx_.accelerator()))
+        formatted(*lit);
+      if (lit->kind() == NodeKind::Call || lit->kind() == NodeKind::BinOp ||
+          (lit->kind() == NodeKind::JoinedStr && map_location && ctx_.accelerator()))
+        built(*lit, map_location);
     }
   }
 
@@ -289,6 +298,60 @@ class DeviceValueRule {
                   hr.begin, hr.begin + 4, repl);
     }
     take(js);
+  }
+
+  /// "cuda:{}".format(i) and "cuda:%d" % i: the format string's "cuda" becomes the device on
+  /// the indexed targets; on cpu and mps the whole value is the one device; on accelerator
+  /// torch.device(<the device's type>, i).
+  void built(const Node& n, bool map_location) {
+    if (!free(n) || in_message(n)) return;
+    if (map_location && ctx_.accelerator()) {
+      const auto r = t_.byte_range(n);
+      const std::string repl = ctx_.device_expr(r.begin);
+      ctx_.modify("TP304", "\"cuda:...\"",
+                  "change the device string " + std::string(t_.text(n)) + " to " + repl +
+                      " (it reaches torch.load's map_location, which cannot restore to a CPU "
+                      "index on the CPU fallback: the current device)",
+                  r.begin, r.end, repl);
+      take(n);
+      return;
+    }
+    const Node* fmt = nullptr;
+    const Node* index = nullptr;
+    if (n.kind() == NodeKind::Call && n.func() && n.func()->kind() == NodeKind::Attribute) {
+      fmt = n.func()->value();
+      if (n.args().size() == 1 && n.keywords().empty()) index = *n.args().begin();
+    } else if (n.kind() == NodeKind::BinOp) {
+      fmt = n.left();
+      index = n.right();
+    }
+    if (!fmt || fmt->kind() != NodeKind::Constant || fmt->first_token() != fmt->last_token())
+      return;
+    auto sv = semantic::string_value(ctx_.m.text(), ctx_.m.tokens()[fmt->first_token()]);
+    if (!sv || !sv->value.starts_with("cuda:")) return;
+    const auto r = t_.byte_range(n);
+    const std::string old(t_.text(n));
+    if (ctx_.accelerator()) {
+      if (!index || index->kind() == NodeKind::Tuple) return;
+      const std::string repl = ctx_.torch_name() + ".device(" + ctx_.device_type_expr(r.begin) +
+                               ", " + std::string(t_.text(*index)) + ")";
+      ctx_.modify("TP304", "\"cuda:...\"",
+                  "change the device string " + old + " to " + repl +
+                      " (its value reaches a device position)",
+                  r.begin, r.end, repl);
+    } else if (!ctx_.target.device_index) {
+      const std::string repl = "\"" + ctx_.target.device + "\"";
+      ctx_.modify("TP304", "\"cuda:...\"",
+                  "change the device string " + old + " to " + repl + " (" + ctx_.target.name +
+                      " has one device: the index is dropped)",
+                  r.begin, r.end, repl);
+    } else {
+      ctx_.modify("TP304", "\"cuda:...\"",
+                  "change the device type cuda in " + old + " to " + ctx_.target.device +
+                      " (its value reaches a device position)",
+                  sv->value_begin, sv->value_begin + 4, ctx_.target.device);
+    }
+    take(n);
   }
 
   // ---- the backend ----
