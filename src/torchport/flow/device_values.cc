@@ -81,8 +81,8 @@ struct DeviceValues::Impl {
   std::unordered_map<std::string, std::vector<const Node*>> option_values;  ///< dest -> defaults
 
   mutable std::unordered_map<const Node*, Value> memo;
-  mutable bool cut = false;                             ///< the current walk hit a cut
-  mutable std::vector<std::unique_ptr<Value>> scratch;  ///< values not memoised (stable refs)
+  mutable bool cut = false;                                   ///< the current walk hit a cut
+  mutable std::unordered_map<const Node*, Value> query_memo;  ///< cut values, this query only
   mutable std::unordered_set<const Node*> active;
   Value unknown_;
 
@@ -522,9 +522,11 @@ struct DeviceValues::Impl {
   }
 
   /// A value computed under a cut (the step bound, or a cycle) depends on where the walk
-  /// started: it is returned but not memoised, so that every query gets the same answer.
+  /// started: it is kept only for the current query (query_memo, cleared by of()), so that
+  /// every query gets the same answer and no query walks a node twice.
   const Value& eval(const Node& e, int steps) const {
     if (auto it = memo.find(&e); it != memo.end()) return it->second;
+    if (auto it = query_memo.find(&e); it != query_memo.end()) return it->second;
     if (steps >= kMaxSteps || active.contains(&e)) {
       cut = true;
       return unknown_;
@@ -537,8 +539,7 @@ struct DeviceValues::Impl {
     const bool this_cut = cut;
     cut = outer_cut || this_cut;
     if (!this_cut) return memo.emplace(&e, std::move(v)).first->second;
-    scratch.push_back(std::make_unique<Value>(std::move(v)));
-    return *scratch.back();
+    return query_memo.emplace(&e, std::move(v)).first->second;
   }
 };
 
@@ -567,7 +568,12 @@ bool DeviceValues::user_attribute(const syntax::Node& a) const {
 DeviceValues::DeviceValues(const syntax::Tree& tree) : impl_(std::make_unique<Impl>(tree)) {}
 DeviceValues::~DeviceValues() = default;
 
-const Value& DeviceValues::of(const syntax::Node& e) const { return impl_->eval(e, 0); }
+Value DeviceValues::of(const syntax::Node& e) const {
+  Value v = impl_->eval(e, 0);
+  impl_->query_memo.clear();
+  impl_->cut = false;
+  return v;
+}
 
 bool DeviceValues::is_index(const syntax::Node& e) const {
   const Value& v = of(e);

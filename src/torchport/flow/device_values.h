@@ -69,7 +69,7 @@ class DeviceValues {
   DeviceValues& operator=(const DeviceValues&) = delete;
 
   /// Where the value of expression `e` comes from.
-  const Value& of(const syntax::Node& e) const;
+  Value of(const syntax::Node& e) const;
 
   /// True when every source of `e` is an integer device index (None allowed: `default=None`
   /// options used under `if args.gpu is not None`).
