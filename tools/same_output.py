@@ -67,11 +67,31 @@ SINGLE_FILES = [
     "examples/single_device/train.py",
     "examples/cuda_project/train.py",
 ]
-MODES = ["migrate", "analyze", "diff", "inplace", "distributed", "nounsafe", "keepflags", "specify",
-         "select", "rules"]
+MODES = [
+    "migrate",
+    "analyze",
+    "diff",
+    "inplace",
+    "distributed",
+    "nounsafe",
+    "keepflags",
+    "specify",
+    "select",
+    "rules",
+]
 # select: the user's rule selection, applied to both passes' findings.
-SELECT = ["--ignore", "TP310", "--ignore", "TP5", "--per-file-ignores", "pkg/*.py:TP100",
-          "--per-file-ignores", "models/*.py:TP301", "--exclude", "*/utils.py"]
+SELECT = [
+    "--ignore",
+    "TP310",
+    "--ignore",
+    "TP5",
+    "--per-file-ignores",
+    "pkg/*.py:TP100",
+    "--per-file-ignores",
+    "models/*.py:TP301",
+    "--exclude",
+    "*/utils.py",
+]
 # rules: a custom rules file (Ascend's format) on top of the catalogue.
 RULES = ROOT / "tests" / "fixtures" / "rules" / "ascend_func_name" / "rules.json"
 
@@ -95,15 +115,15 @@ def inputs(corpora: list[str]) -> list[tuple[str, Path]]:
     return out
 
 
-def command(core: str, mode: str, name: str, src: Path, target: str, work: Path):
+def command(
+    core: str, mode: str, name: str, src: Path, target: str, work: Path
+) -> tuple[list[str], list[Path]] | None:
     """The argv of one case and the directories whose contents it records (or None: n/a)."""
     out = work / "out"
     if mode == "migrate":
         return [core, "migrate", str(src), "-t", target, "-o", str(out)], [out]
     if mode == "analyze":
-        return [core, "analyze", str(src), "-t", target, "-o", str(work / "reports")], [
-            work / "reports"
-        ]
+        return [core, "analyze", str(src), "-t", target, "-o", str(work / "reports")], [work / "reports"]
     if mode == "diff":
         return [core, "migrate", str(src), "-t", target, "-o", str(out), "--diff", "-q"], [out]
     if mode == "inplace":
@@ -117,14 +137,20 @@ def command(core: str, mode: str, name: str, src: Path, target: str, work: Path)
     if mode == "distributed":
         if src.is_dir():
             entry = ENTRIES.get(name) or next(
-                (e for e in ("train.py", "input.py") if (src / e).is_file()), None)
+                (e for e in ("train.py", "input.py") if (src / e).is_file()), None
+            )
             if not entry:
                 return None
             argv = [core, "migrate", str(src), "-t", target, "-o", str(out), "--distributed"]
             return argv + ["--main", entry], [out]
         return [core, "migrate", str(src), "-t", target, "-o", str(out), "--distributed"], [out]
-    flags = {"nounsafe": ["--no-unsafe-fixes"], "keepflags": ["--keep-device-flags"],
-             "specify": ["-s"], "select": SELECT, "rules": ["-r", str(RULES)]}
+    flags = {
+        "nounsafe": ["--no-unsafe-fixes"],
+        "keepflags": ["--keep-device-flags"],
+        "specify": ["-s"],
+        "select": SELECT,
+        "rules": ["-r", str(RULES)],
+    }
     return [core, "migrate", str(src), "-t", target, "-o", str(out), "-q", *flags[mode]], [out]
 
 
@@ -154,7 +180,7 @@ def manifest(dirs: list[Path], work: Path) -> dict[str, str]:
     return out
 
 
-def record(args) -> int:
+def record(args: argparse.Namespace) -> int:
     core = str(Path(args.core).resolve())
     dest = Path(args.out)
     dest.mkdir(parents=True, exist_ok=True)
@@ -195,7 +221,7 @@ def record(args) -> int:
     return 0
 
 
-def compare(args) -> int:
+def compare(args: argparse.Namespace) -> int:
     a, b = Path(args.a), Path(args.b)
     names_a = {p.name for p in a.glob("*.json")}
     names_b = {p.name for p in b.glob("*.json")}
@@ -219,8 +245,10 @@ def compare(args) -> int:
             if fa.get(path) != fb.get(path):
                 print(f"  {path}: {fa.get(path)} != {fb.get(path)}")
     total = len(names_a | names_b)
-    print(f"{total} cases ({files} files in A's trees): {same} identical, {differ} different, "
-          f"{len(names_a ^ names_b)} missing on one side")
+    print(
+        f"{total} cases ({files} files in A's trees): {same} identical, {differ} different, "
+        f"{len(names_a ^ names_b)} missing on one side"
+    )
     return 0 if same == total else 1
 
 
@@ -230,12 +258,21 @@ def main() -> int:
     r = sub.add_parser("record", help="run one core over every case and record its outputs")
     r.add_argument("--core", required=True, help="the torchport core executable")
     r.add_argument("--out", required=True, help="where the records go")
-    r.add_argument("--corpus", action="append",
-                   help="a folder of projects (repeatable; default: ../shared/corpus)")
-    r.add_argument("--work", default="/tmp/same-output-work",
-                   help="the work directory (the same for both recordings: paths in outputs)")
-    r.add_argument("--mode", dest="modes", action="append", choices=MODES,
-                   help="only these modes (repeatable; default: all)")
+    r.add_argument(
+        "--corpus", action="append", help="a folder of projects (repeatable; default: ../shared/corpus)"
+    )
+    r.add_argument(
+        "--work",
+        default="/tmp/same-output-work",
+        help="the work directory (the same for both recordings: paths in outputs)",
+    )
+    r.add_argument(
+        "--mode",
+        dest="modes",
+        action="append",
+        choices=MODES,
+        help="only these modes (repeatable; default: all)",
+    )
     r.add_argument("--only", action="append", help="only this input (repeatable)")
     r.add_argument("--keep", action="store_true", help="also keep every output tree")
     r.add_argument("-v", "--verbose", action="store_true")
