@@ -738,6 +738,8 @@ class Checker:
                 continue
             if e["kind"] == "string" and repl == e["api"]:
                 continue  # a string kept as it is (`device_types="cuda"`) names nothing of torch_npu
+            if m.get("rewritten_by"):
+                continue  # a rewrite of the code by a rule (comparisons), not a name of torch_npu
             rows.append(self.row(e, m, e["api"], repl))
             for api, moved in m.get("moves_with", {}).items():  # names the vendor moves with this one
                 rows.append(self.row(e, m, api, moved, moved_with=e["api"]))

@@ -161,10 +161,12 @@ class Generator:
         vr = self.overrides["vendor_returns"]
         if name not in vr["npu"] or not mapping.get("replacement"):
             return mapping
-        value, note = vr["npu"][name]
+        value, if_none, note = vr["npu"][name]
         mapping["status"] = "partial"
         mapping["note"] = f"{mapping['note']}; {note}" if mapping.get("note") else note
         mapping["returns"] = value
+        if if_none:  # what the code gets instead (a call used as a value: `(f() or if_none)`)
+            mapping["if_none"] = if_none
         mapping["source"] += f"; {vr['source']}"
         return mapping
 
@@ -257,6 +259,12 @@ class Generator:
             return _m(repl, status, ov["source"], note)
         if name in self.mps_names:
             return _m(f"torch.mps.{name}", "supported", f"{self.intro}: torch.mps.{name}")
+        mv = self.overrides["mps_values"]
+        if name in mv["names"]:  # the single device: the call becomes its value
+            value, note = mv["names"][name]
+            mapping = _m("", "partial", mv["source"], note)
+            mapping["without_device"] = value
+            return mapping
         rng = self.overrides["torch_level_rng"]
         if name in rng["names"]:
             repl, status, note = rng["names"][name]
@@ -325,6 +333,9 @@ class Generator:
     def _accelerator(self, name: str) -> Mapping:
         if name == "Event":
             return self.host_event("accelerator")
+        unlike = self.overrides["accelerator_unlike"]
+        if name in unlike["names"]:  # the device-agnostic API of that name returns something else
+            return _m("", "unsupported", unlike["source"], unlike["names"][name])
         acc = self.overrides["accelerator_api"]
         versions: dict[str, str] = acc["names"]
         target_name = acc["renames"].get(name, name)
@@ -382,6 +393,8 @@ class Generator:
         if value and value != "None" and name not in self.overrides["cpu_no_accelerator"]["names"]:
             group = "host_values" if name in self.overrides["host_values"]["names"] else "without_device"
             mapping["changes"] = self.overrides[group]["changes"]
+            if mapping["source"] == self.overrides["mps_values"]["source"]:
+                mapping["changes"] = self.overrides["mps_values"]["changes"]
         rng = self.overrides["torch_level_rng"]
         if name in rng["changes"] and mapping["replacement"] == rng["names"][name][0]:
             mapping["changes"] = rng["changes"][name]

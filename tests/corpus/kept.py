@@ -8,6 +8,9 @@ left in the output; docs/fidelity.md lists these entries (`python -m tests.corpu
 A string the oracle names by its keyword (`device_types="cuda"` of torch.library.custom_op) is
 kept when the catalogue has that keyword and value as an entry kept as is.
 
+A comparison with "cuda" (the oracle's device-compare) is kept on a target whose catalogue has
+the entry `comparison with "cuda"` kept as is (cpu: false there, as on a machine without CUDA).
+
 An import of a CUDA module counts as kept when the catalogue keeps something under it and every
 other reference to the module in the same file is kept: it is there for those uses.
 """
@@ -22,6 +25,7 @@ from pathlib import Path
 from . import oracle
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "data" / "catalogue"
+COMPARISON = 'comparison with "cuda"'  # the catalogue entry of the device-compare references
 
 
 @dataclass(frozen=True)
@@ -87,4 +91,7 @@ def unfixed(refs: list[oracle.Reference], target: str) -> list[oracle.Reference]
             return kept_api(r) or kept_import(r)
         return r.kind == "device-string" and kept_api(r)  # device_types="cuda"
 
-    return [r for r in refs if not is_kept(r)]
+    def kept_comparison(r: oracle.Reference) -> bool:
+        return r.kind == "device-compare" and COMPARISON in kept
+
+    return [r for r in refs if not (is_kept(r) or kept_comparison(r))]

@@ -208,6 +208,9 @@ Mapping parse_mapping(const Json& m, const std::string& where) {
   out.changes = str_field(m, "changes", where, false);
   out.refused_keywords = str_list(m, "refused_keywords", where);
   out.returns = str_field(m, "returns", where, false);
+  out.if_none = str_field(m, "if_none", where, false);
+  if (!out.if_none.empty() && out.returns != "None")
+    throw DataError(where + ".if_none: needs \"returns\": \"None\"");
   out.read_by = str_field(m, "read_by", where, false);
   if (auto mw = m.find("moves_with"); mw != m.end()) {
     if (!mw->is_object()) throw DataError(where + ".moves_with: expected an object");

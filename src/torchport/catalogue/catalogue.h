@@ -63,6 +63,9 @@ struct Mapping {
   /// Checked against the vendor's source by tools/check_vendor_npu.py; a rule adapts the code
   /// or reports it.
   std::string returns;
+  /// With returns "None": the value the code gets instead, as a Python expression ("(0, 0)"): a
+  /// call used as a value becomes `(replacement(...) or if_none)`, labelled.
+  std::string if_none;
   /// Names the vendor moves together with this one ({CUDA API, replacement}, sorted by API):
   /// torch_npu's profiler works only as a unit (ProfilerActivity.NPU with torch_npu's profile).
   std::vector<std::pair<std::string, std::string>> moves_with;

@@ -281,6 +281,39 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
   return true;
 }
 
+// The replacement returns None where the CUDA API returns a value (the catalogue's returns,
+// read from the vendor's source: torch_npu.npu.get_device_capability() without
+// TORCH_NPU_DEVICE_CAPABILITY): a call used as a value becomes `(replacement(...) or if_none)`,
+// so `capability >= (8, 0)` takes its fallback path instead of raising TypeError. Labelled: the
+// value changes where the vendor's function gives None. True when done.
+bool none_guarded(Context& ctx, const semantic::Reference& ref, std::size_t n,
+                  const std::string& prefix, const catalogue::Mapping& mp,
+                  const std::string& message, const std::string& text) {
+  const semantic::Model& m = ctx.m;
+  if (n != ref.names.size()) return false;
+  const auto lpar = m.next(ref.last);
+  if (!lpar || m.kind(*lpar) != syntax::TokenKind::LPar) return false;
+  const auto rpar = m.match(*lpar);
+  if (!rpar || ctx.statement_call(ref.first, *rpar)) return false;
+  Finding f;
+  f.code = "TP100";
+  f.op = Operation::Modify;
+  f.api = prefix;
+  f.message = message + "; where it returns None the call gives " + mp.if_none;
+  f.begin = m.tokens()[ref.first].begin;
+  f.end = m.tokens()[*rpar].end;
+  fix::Fix fx;
+  fx.edits.push_back(fix::Edit{f.begin, m.tokens()[ref.last].end, "(" + text});
+  fx.edits.push_back(fix::Edit{f.end, f.end, " or " + mp.if_none + ")"});
+  fx.applicability = fix::Applicability::Unsafe;
+  f.changes = "changes behaviour: " + mp.if_none + " where " + mp.replacement + " returns None";
+  f.fix = std::move(fx);
+  ctx.result.findings.push_back(std::move(f));
+  ctx.changed = true;
+  ctx.require_torch(mp.min_torch);
+  return true;
+}
+
 // `torch.manual_seed(s)` on the line before, in the same block: the seed call at `ref`, which
 // becomes torch.manual_seed(s) on the target, would repeat it (nanoGPT, minGPT's set_seed).
 // The whole line is deleted instead: the generator's state is the same. True when done.
@@ -579,6 +612,7 @@ void run_cuda_api(Context& ctx) {
     if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
     std::string message = ctx.spell_host_event("change " + prefix + " to " + mp.replacement);
     if (!mp.note.empty()) message += " (" + ctx.spell_host_event(mp.note) + ")";
+    if (!mp.if_none.empty() && none_guarded(ctx, ref, n, prefix, mp, message, text)) continue;
     ctx.modify("TP100", prefix, message, begin, end, text);
     if (!mp.changes.empty()) ctx.label_last(mp.changes, fix::Applicability::Unsafe);
     if (mp.status == catalogue::Status::Unknown) {

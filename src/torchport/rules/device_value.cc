@@ -133,6 +133,9 @@ class DeviceValueRule {
       if (!ctx_.accelerator() && !ctx_.target.host) {
         if (cuda_literal(b) && move(a)) literal_type(b, "a comparison with a device value");
         if (cuda_literal(a) && move(b)) literal_type(a, "a comparison with a device value");
+      } else if (ctx_.accelerator() &&
+                 ((cuda_literal(b) && move(a)) || (cuda_literal(a) && move(b)))) {
+        assert_not_cpu(c, *f, cuda_literal(b) ? b : a, last == "assertEqual");
       }
     }
     for (const Node* k : c.keywords()) {
@@ -482,6 +485,16 @@ class DeviceValueRule {
     if (o.kind() == NodeKind::Attribute && t_.name(o) == "type" && o.value() &&
         o.role() != syntax::Role::Func)
       return true;
+    // `str(x.device)` (`"cuda" in str(x.device)`, `str(x.device).startswith("cuda")`): the text
+    // of a tensor's or module's device, where nothing says `.device` is the user's own value.
+    if (o.kind() == NodeKind::Call && o.func() && o.func()->kind() == NodeKind::Name &&
+        t_.name(*o.func()) == "str" && o.args().size() == 1 && o.keywords().empty()) {
+      const Node& a = **o.args().begin();
+      if (a.kind() == NodeKind::Attribute && t_.name(a) == "device" && !dv_.user_attribute(a) &&
+          dv_.of(a).only({Source::Unknown}))
+        return true;
+      return move(a);
+    }
     const flow::Value& v = dv_.of(o);
     if (!v.only({Source::DeviceString, Source::HostString, Source::Formatted, Source::None,
                  Source::Text}) ||
@@ -535,6 +548,35 @@ class DeviceValueRule {
                     "to the CPU)",
                 r.begin, r.end, repl);
     take(c);
+  }
+
+  /// accelerator: `assertEqual(p.device.type, "cuda")` -> `assertNotEqual(p.device.type, "cpu")`
+  /// ("on the GPU" is "not on the CPU" where the accelerator falls back to the CPU), and
+  /// assertNotEqual the other way round.
+  void assert_not_cpu(const Node& call, const Node& method, const Node& lit, bool equal) {
+    if (!free(call)) return;
+    auto sv = semantic::string_value(ctx_.m.text(), ctx_.m.tokens()[lit.first_token()]);
+    if (!sv || lit.first_token() != lit.last_token() || method.token() == syntax::kNoToken) return;
+    const syntax::Token& name = ctx_.m.tokens()[method.token()];
+    const std::string to = equal ? "assertNotEqual" : "assertEqual";
+    const auto r = t_.byte_range(call);
+    Finding f;
+    f.code = "TP304";
+    f.op = Operation::Modify;
+    f.api = "device comparison";
+    f.message =
+        "change " + std::string(t_.name(method)) + "(..., \"cuda\") to " + to +
+        "(..., \"cpu\") (\"on the GPU\" is \"not on the CPU\" on the accelerator, which falls "
+        "back to the CPU)";
+    f.begin = r.begin;
+    f.end = r.end;
+    fix::Fix fx;
+    fx.edits.push_back(fix::Edit{name.begin, name.end, to});
+    fx.edits.push_back(fix::Edit{sv->value_begin, sv->value_begin + 4, "cpu"});
+    f.fix = std::move(fx);
+    ctx_.result.findings.push_back(std::move(f));
+    ctx_.changed = true;
+    take(call);
   }
 
   /// "cuda" -> the target's device type, in place (the quotes kept).
