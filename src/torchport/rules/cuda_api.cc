@@ -11,7 +11,9 @@
 //   Where the target has no typed tensor class, a legacy constructor becomes the CPU class,
 //   which takes the same arguments (sizes or data) and gives the same dtype, moved to the
 //   device: `torch.cuda.FloatTensor(x)` -> `torch.FloatTensor(x).to("xpu")` (cpu: the CPU
-//   class alone, also in set_default_tensor_type). On cpu and accelerator,
+//   class alone). In set_default_tensor_type the CPU class of the same dtype is the default on
+//   every such target (on a device, labelled: tensors made under it are built on the CPU and
+//   go where the script moves them). On cpu and accelerator,
 //   `assert torch.cuda.is_available()` goes (a requirement the target removes: it runs without
 //   CUDA), labelled as a change of behaviour, instead of becoming `assert False`.
 // Why:
@@ -439,14 +441,26 @@ bool legacy_constructor(Context& ctx, const semantic::Reference& ref) {
     }
     return true;
   }
-  // torch.set_default_tensor_type(torch.cuda.XTensor): a type, only the CPU's on cpu.
+  // torch.set_default_tensor_type(torch.cuda.XTensor): a type. The target has no class to
+  // name, so the default becomes the CPU's of the same dtype: on cpu that is the whole answer;
+  // on a device the tensors made under it are built on the CPU and go to the device where the
+  // script moves them (`model = Model(); ... model.to(device)`), labelled. set_default_device
+  // would not do: set_default_tensor_type(<a CPU type>), the usual way to restore the default,
+  // does not undo it.
   const syntax::Node* call = attr->parent();
-  if (!ctx.target.host || attr->role() != syntax::Role::Arg || !call || !call->func() ||
+  if (attr->role() != syntax::Role::Arg || !call || !call->func() ||
       ctx.tree.name(*call->func()) != "set_default_tensor_type")
     return false;
   ctx.modify("TP100", q,
-             "change " + q + " to " + cpu_class + " (the default tensor type on the CPU)", b, e,
-             cpu_class);
+             "change " + q + " to " + cpu_class + " (the default tensor type on the CPU" +
+                 (ctx.target.host ? std::string(")")
+                                  : std::string(": the tensors made under it are built on the "
+                                                "CPU, in the same dtype, and go to the device "
+                                                "where the script moves them)")),
+             b, e, cpu_class);
+  if (!ctx.target.host)
+    ctx.label_last("changes behaviour: tensors made under the default type are built on the CPU",
+                   fix::Applicability::Unsafe);
   return true;
 }
 

@@ -53,6 +53,10 @@ constexpr RuleInfo kRegistry[] = {
      "imports"},
     {"TP100", "cuda-module-api",
      "torch.cuda.*, torch.backends.cudnn/cuda and other catalogued APIs", "cuda_api"},
+    {"TP110", "sdpa-kernel",
+     "torch.backends.cuda.sdp_kernel(enable_...=) becomes "
+     "torch.nn.attention.sdpa_kernel([backends])",
+     "sdpa_kernel"},
     {"TP200", "cuda-amp", "torch.cuda.amp autocast/GradScaler become torch.amp with a device type",
      "amp"},
     {"TP201", "amp-default-dtype",
@@ -147,10 +151,11 @@ constexpr FamilyInfo kFamilies[] = {
     {"profiler_activity", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_profiler_activity},
     // ProfilerActivity.CUDA, the amp names and the float64 tensor types (dtypes) are claimed
     // (Context::handled) before the generic torch.cuda mappings.
+    {"sdpa_kernel", Input::PythonFile, NeedTree | NeedModel, {}, run_sdpa_kernel},
     {"cuda_api",
      Input::PythonFile,
      NeedModel | NeedCatalogue,
-     {"amp", "profiler_activity", "dtypes"},
+     {"amp", "profiler_activity", "dtypes", "sdpa_kernel"},
      run_cuda_api},
     // A dropped device index takes the findings inside it along (`.cuda(torch.cuda.x())`).
     {"device", Input::PythonFile, NeedModel | NeedCatalogue, {"cuda_api"}, run_device},

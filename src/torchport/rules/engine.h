@@ -194,7 +194,7 @@ struct FamilyInfo {
   std::uint8_t needs = 0;  ///< Need bits
   /// Families whose claims (Context::handled, their findings) this one respects: they run
   /// first. Every other order between families is free.
-  std::array<std::string_view, 3> after{};
+  std::array<std::string_view, 4> after{};
   void (*run)(Context&) = nullptr;  ///< Python-file families; check_other() runs the others
 };
 
