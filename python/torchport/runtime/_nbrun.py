@@ -199,7 +199,8 @@ def _execute(
                 except CellTimeoutError:
                     ran.add(index)
                     _echo(cell)
-                    failure = Failure(index + 1, count, "timeout", f"did not finish within {timeout} s", "", 1)
+                    late = f"did not finish within {timeout} s"
+                    failure = Failure(index + 1, count, "timeout", late, "", 1)
                     break
                 except DeadKernelError:
                     ran.add(index)
