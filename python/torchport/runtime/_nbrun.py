@@ -3,12 +3,12 @@
 The kernel is this Python (ipykernel), started in the notebook's directory as Jupyter starts it, with the
 TORCHPORT_* variables of the command line. Before the first cell a hidden cell (no history, no execution
 count, not in the written copy) names the cells for the log and loads the extension
-(torchport/runtime/notebook.py); a target that cannot run here stops the run there, exit status 2. Cells run
-in order; the first one that raises stops the run, and the exit status is 1 (a cell's `sys.exit(N)`: N, as
-for a script). After the last cell a hidden cell prints the summary and undoes the redirect (which ends the
---log file). The executed copy is written beside the notebook, `NAME.torchport-TARGET.ipynb` (or --output),
-never over the input; cells after a failure have their outputs and execution counts cleared there, so that
-every output in it is this run's.
+(torchport/runtime/notebook.py); a target that cannot run here stops the run there, exit status 2, nothing
+written. Cells run in order; the first one that raises stops the run, and the exit status is 1 (a cell's
+`sys.exit(N)`: N, as for a script). After the last cell a hidden cell prints the summary and undoes the
+redirect (which ends the --log file). The executed copy is written beside the notebook,
+`NAME.torchport-TARGET.ipynb` (or --output), never over the input; cells after a failure have their outputs
+and execution counts cleared there, so that every output in it is this run's.
 
 nbclient, nbformat and ipykernel are imported only here: `pip install 'torchport[notebook]'`.
 """
@@ -29,6 +29,7 @@ import torchport
 
 NEEDED = ("nbclient", "nbformat", "ipykernel")
 KERNEL_NAME = "torchport-python"
+EXIT_REFUSED = 2  # the redirect could not be enabled in the kernel (as for a script: the target cannot run)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -126,6 +127,8 @@ def run_notebook(
         raise NotebookRunError(f"{path}: cannot read the notebook: {type(e).__name__}: {e}") from None
     name = os.path.basename(path)
     code, ran, failure, summary = _execute(nb, path, name, exported, timeout, quiet)
+    if code == EXIT_REFUSED and failure is None:  # the redirect could not start: nothing ran, nothing written
+        return code
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "code" and index not in ran:  # not run: no output of an earlier run stays
             cell.outputs = []
@@ -152,7 +155,7 @@ def _execute(
     """Runs the cells in a fresh kernel: (exit status, indexes of the cells run, the failure, the summary)."""
     from ipykernel.kernelspec import get_kernel_dict
     from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
+    from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -166,7 +169,9 @@ def _execute(
         spec = get_kernel_dict(extra_arguments=["--IPKernelApp.log_level=ERROR"])
         with open(os.path.join(spec_dir, "kernel.json"), "w", encoding="utf-8") as f:
             json.dump(spec, f)
-        km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[kdir]))
+        # the asynchronous manager, as nbclient expects: a kernel that dies mid-cell is then noticed
+        ksm = KernelSpecManager(kernel_dirs=[kdir])
+        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm)
         client = NotebookClient(
             nb,
             km=km,
@@ -183,7 +188,7 @@ def _execute(
             err = _hidden(client, setup)
             if err is not None:
                 print(f"torchport run: error: {err} (the notebook did not run)", file=sys.stderr)
-                return 2, ran, None, ""
+                return EXIT_REFUSED, ran, None, ""
             count = 0
             for index, cell in enumerate(nb.cells):
                 if not _runs(cell):
@@ -235,7 +240,9 @@ def _hidden(client: Any, code: str, want_stdout: bool = False) -> Optional[str]:
     try:
         client.execute_cell(cell, index, store_history=False)
     except CellExecutionError as e:
-        return f"{e.evalue}" if e.ename == "UsageError" else f"{e.ename}: {e.evalue}"
+        if e.ename == "UsageError":  # the extension's own one-line message
+            return e.evalue[len("torchport: ") :] if e.evalue.startswith("torchport: ") else e.evalue
+        return f"{e.ename}: {e.evalue}"
     finally:
         client.nb.cells.pop(index)
     if want_stdout:
