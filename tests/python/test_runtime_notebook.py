@@ -280,14 +280,17 @@ def test_run_executes_a_cuda_notebook_and_writes_the_executed_copy(tmp_path: Pat
 
 
 @pytest.mark.parametrize(
-    ("third", "code", "what"),
+    ("third", "code", "what", "args"),
     [
-        ("print('third')\nraise ValueError('boom in three')", 1, "failed: ValueError: boom in three"),
-        ("import sys\nsys.exit(3)", 3, "called sys.exit(3)"),
-        ("import os\nos._exit(5)", 1, "failed: the kernel died"),  # noticed, not waited for
+        ("print('third')\nraise ValueError('boom in three')", 1, "failed: ValueError: boom in three", []),
+        ("import sys\nsys.exit(3)", 3, "called sys.exit(3)", []),
+        ("import os\nos._exit(5)", 1, "failed: the kernel died", []),  # noticed, not waited for
+        ("import time\ntime.sleep(120)", 1, "failed: timeout: did not finish within 5.0 s", ["--timeout=5"]),
     ],
 )
-def test_run_stops_at_the_first_failing_cell(tmp_path: Path, third: str, code: int, what: str) -> None:
+def test_run_stops_at_the_first_failing_cell(
+    tmp_path: Path, third: str, code: int, what: str, args: list[str]
+) -> None:
     cells = [
         ("code", 'import torch\nx = torch.zeros(2, device="cuda")\nprint("first", x.device)'),
         ("code", 'y = x.to("cuda") + 1\nprint("second", y.device)'),
@@ -295,14 +298,14 @@ def test_run_stops_at_the_first_failing_cell(tmp_path: Path, third: str, code: i
         ("code", 'print("fourth ran")'),
     ]
     nb = write_nb(tmp_path / "fails.ipynb", cells)
-    done = run_torchport(["run", "--target", "cpu", str(nb)], cwd=str(tmp_path))
+    done = run_torchport(["run", "--target", "cpu", *args, str(nb)], cwd=str(tmp_path))
     assert done.returncode == code, done.stderr
     assert f"torchport run: {nb}: cell 3 (In[3]) {what}; 1 later code cell(s) not run" in done.stderr
     assert "first cpu" in done.stdout and "second cpu" in done.stdout and "fourth ran" not in done.stdout
     executed = nbformat.read(str(tmp_path / "fails.torchport-cpu.ipynb"), as_version=4)
     third_cell, fourth = executed.cells[2], executed.cells[3]
     assert third_cell.execution_count == 3
-    if "_exit" not in third:
+    if "raise" in third or "exit(3)" in third:
         assert any(o.get("output_type") == "error" for o in third_cell.outputs)
     assert fourth.outputs == [] and fourth.execution_count is None  # not run: nothing of an earlier run
     if "ValueError" in third:

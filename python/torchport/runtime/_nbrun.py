@@ -156,6 +156,7 @@ def _execute(
     from ipykernel.kernelspec import get_kernel_dict
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -202,12 +203,15 @@ def _execute(
                     failure = _failure(index, count, cell, e.ename, e.evalue)
                     break
                 except CellTimeoutError:
+                    cell.execution_count = count  # nbclient sets it only for a cell that finished
+                    run_sync(client.km.interrupt_kernel)()  # the cell stops; the summary can still come
                     ran.add(index)
                     _echo(cell)
                     late = f"did not finish within {timeout} s"
                     failure = Failure(index + 1, count, "timeout", late, "", 1)
                     break
                 except DeadKernelError:
+                    cell.execution_count = count
                     ran.add(index)
                     _echo(cell)
                     failure = Failure(index + 1, count, "the kernel died", "", "", 1)
@@ -215,8 +219,10 @@ def _execute(
                 ran.add(index)
                 _echo(cell)
             if failure is None or failure.ename != "the kernel died":
-                report = _hidden(client, _REPORT.format(quiet=quiet), want_stdout=True)
-                summary = report or ""
+                try:
+                    summary = _hidden(client, _REPORT.format(quiet=quiet), want_stdout=True) or ""
+                except (CellTimeoutError, DeadKernelError) as e:  # the run's result stands without it
+                    summary = f"torchport: no summary: the kernel did not answer ({type(e).__name__})"
     code = 0 if failure is None else failure.exit_code
     return code, ran, failure, summary
 
@@ -237,6 +243,7 @@ def _hidden(client: Any, code: str, want_stdout: bool = False) -> Optional[str]:
     cell = new_code_cell(code)
     client.nb.cells.append(cell)
     index = len(client.nb.cells) - 1
+    timeout, client.timeout = client.timeout, None  # --timeout is for the notebook's cells
     try:
         client.execute_cell(cell, index, store_history=False)
     except CellExecutionError as e:
@@ -244,6 +251,7 @@ def _hidden(client: Any, code: str, want_stdout: bool = False) -> Optional[str]:
             return e.evalue[len("torchport: ") :] if e.evalue.startswith("torchport: ") else e.evalue
         return f"{e.ename}: {e.evalue}"
     finally:
+        client.timeout = timeout
         client.nb.cells.pop(index)
     if want_stdout:
         return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
