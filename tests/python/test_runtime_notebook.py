@@ -298,6 +298,12 @@ def test_run_stops_at_the_first_failing_cell(
         ("code", 'print("fourth ran")'),
     ]
     nb = write_nb(tmp_path / "fails.ipynb", cells)
+    # the fourth cell keeps the output of an earlier run in the input: the executed copy must not show it
+    earlier = nbformat.read(str(nb), as_version=4)
+    earlier.cells[3].outputs = [nbformat.v4.new_output("stream", name="stdout", text="fourth ran\n")]
+    earlier.cells[3].execution_count = 7
+    nbformat.write(earlier, str(nb))
+    before = digest(nb)
     done = run_torchport(["run", "--target", "cpu", *args, str(nb)], cwd=str(tmp_path))
     assert done.returncode == code, done.stderr
     assert f"torchport run: {nb}: cell 3 (In[3]) {what}; 1 later code cell(s) not run" in done.stderr
@@ -308,6 +314,7 @@ def test_run_stops_at_the_first_failing_cell(
     if "raise" in third or "exit(3)" in third:
         assert any(o.get("output_type") == "error" for o in third_cell.outputs)
     assert fourth.outputs == [] and fourth.execution_count is None  # not run: nothing of an earlier run
+    assert digest(nb) == before
     if "ValueError" in third:
         assert "ValueError: boom in three" in done.stderr  # the cell's traceback, without colour codes
         assert "\x1b[" not in done.stderr
