@@ -140,6 +140,8 @@ def test_load_ext_magic_switch_log_off_in_a_live_kernel(kernel_factory: Any) -> 
     # a misspelt target: did you mean; an absent vendor package; an absent device: the redirect to cpu stays
     bad = k.run("%torchport npuu")
     assert bad["error"][0] == "UsageError" and "did you mean 'npu'?" in bad["error"][1]
+    agnostic = k.run("%torchport accelerator")  # listed by `torchport targets`: a migrate target
+    assert agnostic["error"][0] == "UsageError" and "`%torchport auto`" in agnostic["error"][1]
     npu = k.run("%torchport npu")
     assert npu["error"][0] == "UsageError" and "torch_npu" in npu["error"][1]
     assert "the redirect to cpu stays on" in npu["error"][1]

@@ -218,6 +218,7 @@ def _execute(
                     break
                 ran.add(index)
                 _echo(cell)
+            client.set_widgets_metadata()  # as nbclient's own execute() ends
             if failure is None or failure.ename != "the kernel died":
                 try:
                     summary = _hidden(client, _REPORT.format(quiet=quiet), want_stdout=True) or ""

@@ -26,6 +26,7 @@ from typing import Any, Optional
 
 import torchport.runtime as rt
 from torchport.targets import (
+    MIGRATION_TARGETS,
     TARGET_NAMES,
     TargetUnavailable,
     get_target,
@@ -151,6 +152,11 @@ def _magic(line: str) -> None:
         _enable(rt.env_target())
     elif word in TARGET_NAMES:
         _enable(word)
+    elif word in MIGRATION_TARGETS:  # `torchport targets` lists it: say what the runtime has instead
+        _usage(
+            f"{word!r} is a migrate target (code rewritten to be device-agnostic); at run time "
+            "`%torchport auto` redirects CUDA to the accelerator that is present, else cpu"
+        )
     else:
         close = difflib.get_close_matches(word, [*TARGET_NAMES, *_COMMANDS], n=1, cutoff=0.5)
         hint = f"did you mean '{close[0]}'? " if close else ""
