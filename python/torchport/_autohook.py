@@ -20,7 +20,11 @@ def _enable(_torch: object = None) -> None:
         import torchport.auto  # noqa: F401 - enables the redirect
     except SystemExit as e:  # a clear message was printed; stop like the script would
         if _in_ipython():  # but never kill a Jupyter kernel: `%torchport TARGET` can still turn it on
-            print("torchport: the redirect is off in this kernel (`%load_ext torchport`)", file=sys.stderr)
+            print(
+                "torchport: the redirect is off in this kernel; `%load_ext torchport` then `%torchport cpu` "
+                "(or another target that runs here) turns it on",
+                file=sys.stderr,
+            )
             return
         sys.stderr.flush()
         os._exit(e.code if isinstance(e.code, int) else 2)
