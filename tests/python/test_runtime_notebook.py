@@ -174,14 +174,17 @@ def test_load_ext_magic_switch_log_off_in_a_live_kernel(kernel_factory: Any) -> 
     assert gone["status"] == "error" and "not found" in gone["error"][1]
 
 
-def test_import_torchport_auto_in_a_cell_brings_the_magic(kernel_factory: Any) -> None:
-    k = kernel_factory(TORCHPORT_TARGET="cpu", TORCHPORT_AUTOHOOK="0")
+def test_import_torchport_auto_in_a_cell_brings_the_magic(kernel_factory: Any, tmp_path: Path) -> None:
+    file = tmp_path / "calls.log"
+    k = kernel_factory(TORCHPORT_TARGET="cpu", TORCHPORT_AUTOHOOK="0", TORCHPORT_LOG=str(file))
     k.ok(CAPTURE)
     k.ok("import torchport.auto")
     cell = k.ok(CUDA_CELL)
     assert cell["stdout"].strip() == "devices cpu cpu cpu"
     log = k.ok("%torchport log")["stdout"]
     assert {int(m["line"]) for m in log_lines(log) if m["where"] == f"In[{cell['count']}]"} == {2, 3, 4, 5}
+    # the same lines as the log file (which gets its `# summary` block when the redirect ends)
+    assert log.split("# summary\n")[0] == file.read_text()
     k.ok("%torchport off")
     assert k.ok("print(_restored())")["stdout"].strip() == "[]"
 
@@ -332,6 +335,7 @@ def test_run_refuses_before_any_kernel_starts(tmp_path: Path) -> None:
         (["--target", "cpu", "--output", str(nb), str(nb)], "would overwrite the notebook itself"),
         (["--target", "cpu", "--shapes", str(nb)], "--shapes is for scripts"),
         (["--target", "cpu", "--timeout", "0", str(nb)], "--timeout takes a number of seconds > 0"),
+        (["--target", "cpu", "--output", "no/such/dir/x.ipynb", str(nb)], "cannot write the executed copy"),
     ]
     for args, message in cases:
         p = run_torchport(["run", *args], cwd=str(tmp_path))

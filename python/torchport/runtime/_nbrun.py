@@ -121,6 +121,9 @@ def run_notebook(
     out = output if output is not None else default_output(path, target)
     if os.path.abspath(out) == os.path.abspath(path) or (os.path.exists(out) and os.path.samefile(out, path)):
         raise NotebookRunError(f"{out}: the executed copy would overwrite the notebook itself")
+    out_dir = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK):
+        raise NotebookRunError(f"{out}: cannot write the executed copy there (no such writable directory)")
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as e:  # noqa: BLE001 - broken JSON, not a notebook, an unreadable file: one line
@@ -133,7 +136,13 @@ def run_notebook(
         if cell.cell_type == "code" and index not in ran:  # not run: no output of an earlier run stays
             cell.outputs = []
             cell.execution_count = None
-    _write(nb, out)
+    try:
+        _write(nb, out)
+    except OSError as e:
+        why = e.strerror or str(e)
+        print(f"torchport run: error: cannot write the executed copy {out}: {why}", file=sys.stderr)
+        out = "(not written)"
+        code = code or 2
     if failure is not None and failure.traceback:
         print(failure.traceback.rstrip("\n"), file=sys.stderr)
     if summary:
