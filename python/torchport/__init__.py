@@ -18,4 +18,10 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f"torchport.{name}")
+    if name in ("load_ipython_extension", "unload_ipython_extension"):
+        # `%load_ext torchport` in a Jupyter kernel (torchport/runtime/notebook.py); `import torchport` stays
+        # free of IPython and torch
+        import importlib
+
+        return getattr(importlib.import_module("torchport.runtime.notebook"), name)
     raise AttributeError(f"module 'torchport' has no attribute {name!r}")

@@ -19,8 +19,21 @@ def _enable(_torch: object = None) -> None:
     try:
         import torchport.auto  # noqa: F401 - enables the redirect
     except SystemExit as e:  # a clear message was printed; stop like the script would
+        if _in_ipython():  # but never kill a Jupyter kernel: `%torchport TARGET` can still turn it on
+            print(
+                "torchport: the redirect is off in this kernel; `%load_ext torchport` then `%torchport cpu` "
+                "(or another target that runs here) turns it on",
+                file=sys.stderr,
+            )
+            return
         sys.stderr.flush()
         os._exit(e.code if isinstance(e.code, int) else 2)
+
+
+def _in_ipython() -> bool:
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    return get is not None and get() is not None
 
 
 def _main() -> None:

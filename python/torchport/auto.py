@@ -6,12 +6,12 @@ log file), TORCHPORT_STRICT=1 (fail on float64 where the target has none), TORCH
 TORCHPORT_SHIMS (comma-separated, default "apex,pynvml"; empty: none), TORCHPORT_QUIET=1 (no summary on
 stderr). `torchport run` sets all of them for the processes the script starts.
 
-`torchport.auto.disable()` restores every original; `torchport.auto.enable()` turns it on again.
+`torchport.auto.disable()` restores every original; `torchport.auto.enable()` turns it on again. In a Jupyter
+kernel it also registers the `%torchport` magic (docs/runtime.md, "In a notebook").
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 from torchport.runtime import disable, is_cuda_device, is_enabled, summary
@@ -24,22 +24,22 @@ def enable() -> None:
     """Enable the redirect from the TORCHPORT_* environment variables (what importing this module does)."""
     import torchport.runtime as rt
 
-    log = os.environ.get("TORCHPORT_LOG") or None
-    shims = os.environ.get("TORCHPORT_SHIMS")
-    rt.enable(
-        os.environ.get("TORCHPORT_TARGET") or "auto",
-        log=log,
-        strict=_flag("TORCHPORT_STRICT"),
-        cuda_available=os.environ.get("TORCHPORT_CUDA_AVAILABLE") or "user",
-        log_all_ranks=_flag("TORCHPORT_LOG_ALL_RANKS"),
-        shims=("apex", "pynvml") if shims is None else tuple(x for x in shims.split(",") if x),
-    )
+    options = rt.env_options()
+    rt.enable(rt.env_target(), **options)
     # the summary at exit (rank 0 only) when a log is written, unless TORCHPORT_QUIET=1
-    rt.print_summary_at_exit(bool(log) and not _flag("TORCHPORT_QUIET"))
+    rt.print_summary_at_exit(bool(options["log"]) and not rt.env_flag("TORCHPORT_QUIET"))
+    shell = _ipython()
+    if shell is not None:  # in a Jupyter kernel: `%torchport` (log, off, switch), call sites named by cell
+        from torchport.runtime.notebook import attach
+
+        attach(shell)
 
 
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0")
+def _ipython() -> object:
+    """The running IPython shell, if this is a kernel (without importing IPython when it is not loaded)."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    return get() if get is not None else None
 
 
 def _enable_or_exit() -> None:

@@ -13,6 +13,8 @@ Public API (stable):
   `python path argv...` (sys.argv set, exit code returned, exceptions printed as python prints them).
 - ``is_cuda_device(device)``: True for "cuda" devices and for the target's device: use it where user code
   checks ``device.type == "cuda"``.
+- ``env_target()``, ``env_options()``: the target and the enable() options the TORCHPORT_* variables give
+  (what `import torchport.auto`, the .pth hook and the notebook extension enable with).
 
 Importing this package does not import torch; enable() does.
 """
@@ -34,6 +36,8 @@ __all__ = [
     "current_target",
     "disable",
     "enable",
+    "env_options",
+    "env_target",
     "is_cuda_device",
     "is_enabled",
     "print_summary_at_exit",
@@ -75,6 +79,30 @@ def enable(
             check=check,
             track_sites=track_sites,
         )
+
+
+def env_target() -> str:
+    """$TORCHPORT_TARGET, else "auto"."""
+    return os.environ.get("TORCHPORT_TARGET") or "auto"
+
+
+def env_options() -> dict[str, Any]:
+    """enable()'s keyword options from TORCHPORT_LOG, TORCHPORT_STRICT, TORCHPORT_CUDA_AVAILABLE (default
+    "user", as for `torchport run`), TORCHPORT_LOG_ALL_RANKS and TORCHPORT_SHIMS (comma-separated, default
+    "apex,pynvml"; empty: none)."""
+    shims = os.environ.get("TORCHPORT_SHIMS")
+    return {
+        "log": os.environ.get("TORCHPORT_LOG") or None,
+        "strict": env_flag("TORCHPORT_STRICT"),
+        "cuda_available": os.environ.get("TORCHPORT_CUDA_AVAILABLE") or "user",
+        "log_all_ranks": env_flag("TORCHPORT_LOG_ALL_RANKS"),
+        "shims": ("apex", "pynvml") if shims is None else tuple(x for x in shims.split(",") if x),
+    }
+
+
+def env_flag(name: str) -> bool:
+    """A TORCHPORT_* switch: set to anything but "" or "0"."""
+    return os.environ.get(name, "") not in ("", "0")
 
 
 def _enable(

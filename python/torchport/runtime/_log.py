@@ -85,15 +85,29 @@ def _no_classify(value: object) -> tuple[str, str]:
     return MATCH, ""
 
 
+def _same_name(filename: str) -> str:
+    return filename
+
+
 class Site:
     """One call site: where it is, what was redirected, how often."""
 
-    __slots__ = ("filename", "lineno", "api", "before", "after", "cls", "why", "count")
+    __slots__ = ("filename", "lineno", "api", "before", "after", "cls", "why", "count", "where")
 
     def __init__(
-        self, filename: str, lineno: int, api: str, before: str, after: str, cls: str, why: str
+        self,
+        filename: str,
+        lineno: int,
+        api: str,
+        before: str,
+        after: str,
+        cls: str,
+        why: str,
+        where: Optional[str] = None,
     ) -> None:
         self.filename = filename
+        # the name the log shows: the file name, or a notebook cell's (`In[3]`, `nb.ipynb:cell5`)
+        self.where = filename if where is None else where
         self.lineno = lineno
         self.api = api
         self.before = before
@@ -105,7 +119,7 @@ class Site:
     def line(self) -> str:
         source = linecache.getline(self.filename, self.lineno).strip() if self.lineno > 0 else ""
         why = f" ({self.why})" if self.why else ""
-        where = f"{self.filename}:{self.lineno}" if self.lineno > 0 else self.filename
+        where = f"{self.where}:{self.lineno}" if self.lineno > 0 else self.where
         text = f"{where}: [{self.cls}] {self.before} -> {self.after}{why}"
         return f"{text} | {source}" if source else text
 
@@ -156,6 +170,10 @@ class CallLog:
         self.sites: dict[tuple[object, int, str], Site] = {}
         self.notes: list[str] = []
         self.classify: Callable[[object], tuple[str, str]] = _no_classify
+        # the name a new site is shown under (a notebook kernel names its cells: `In[3]`, `nb.ipynb:cell5`)
+        self.label: Callable[[str], str] = _same_name
+        # every line written so far, in order (what `%torchport log` shows in a notebook kernel)
+        self.written: list[str] = []
         self.path: Optional[str] = None
         self.requested = path
         self.all_ranks = all_ranks
@@ -207,6 +225,7 @@ class CallLog:
         self._write(f"# {text}\n")
 
     def _write(self, line: str) -> None:
+        self.written.append(line)
         if self._stream is not None:
             self._stream.write(line)
         elif self._pending is not None:
@@ -291,12 +310,9 @@ class CallLog:
     ) -> Site:
         b = _render(api, before)
         a = _render(api, after)
-        site = Site(filename, lineno, api, b, a, cls, why)
+        site = Site(filename, lineno, api, b, a, cls, why, self.label(filename))
         self.sites[key] = site
-        if self._stream is not None:
-            self._stream.write(site.line() + "\n")
-        elif self._pending is not None:
-            self._write(site.line() + "\n")
+        self._write(site.line() + "\n")
         return site
 
     def counts(self) -> dict[str, int]:
@@ -318,13 +334,13 @@ class CallLog:
         # hide behind the most frequent matches. `top` bounds only the match sites shown.
         shown = sorted(
             (s for s in self.sites.values() if s.cls != MATCH),
-            key=lambda s: (s.cls != MISMATCH, s.filename, s.lineno),
+            key=lambda s: (s.cls != MISMATCH, s.where, s.lineno),
         )
         matches = sorted(
-            (s for s in self.sites.values() if s.cls == MATCH), key=lambda s: (-s.count, s.filename, s.lineno)
+            (s for s in self.sites.values() if s.cls == MATCH), key=lambda s: (-s.count, s.where, s.lineno)
         )
         for s in shown + matches[:top]:
-            where = f"{s.filename}:{s.lineno}" if s.lineno > 0 else s.filename
+            where = f"{s.where}:{s.lineno}" if s.lineno > 0 else s.where
             why = f" ({s.why})" if s.why and s.cls != MATCH else ""
             lines.append(f"torchport:   {s.count:>7}x {where} {s.api} [{s.cls}]{why}")
         if len(matches) > top:
@@ -339,8 +355,13 @@ class CallLog:
         if self._pending is not None:
             self._decide(self.rank if self.rank is not None else current_rank(), at_exit=True)
         if self._stream is not None:
-            self._stream.write("# summary\n")
-            for line in self.summary(top=20).splitlines():
-                self._stream.write("# " + line + "\n")
+            self._stream.write(self._summary_block())
             self._stream.close()
             self._stream = None
+
+    def _summary_block(self) -> str:
+        return "# summary\n" + "".join(f"# {line}\n" for line in self.summary(top=20).splitlines())
+
+    def text(self) -> str:
+        """The log so far as the log file has it (its lines, then the `# summary` block it ends with)."""
+        return "".join(self.written) + self._summary_block()

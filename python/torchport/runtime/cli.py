@@ -11,9 +11,12 @@ from torchport._command import UsageError, parse_program
 
 USAGE = """usage: torchport run [--target T] [--log FILE] [--strict] [--cuda-available MODE] [--log-all-ranks]
                      [--no-shims] [--quiet] [--] [python] (script.py | -m module) [args...]
+       torchport run [--target T] [--log FILE] [options] [--output FILE] [--timeout S] notebook.ipynb
 
 Run an unchanged CUDA PyTorch script on another target: CUDA APIs, device arguments, checkpoints, collectives,
 AMP, the profiler and CUDA environment variables are redirected at run time (docs/runtime.md).
+A notebook (.ipynb) runs top to bottom in a fresh Jupyter kernel with the redirect on; the executed copy is
+written beside it as NAME.torchport-TARGET.ipynb (needs `pip install 'torchport[notebook]'`).
 
 options:
   --target T            npu, mlu, musa, xpu, mps, hpu, cpu or auto (default: $TORCHPORT_TARGET, else auto)
@@ -30,9 +33,14 @@ options:
   --no-shims            do not serve apex / pynvml replacements
   --quiet               no summary on stderr at exit
   --shapes[=FILE]       dynamic-shape analysis: record each call site's tensor shapes across steps and write
-                        Ascend's report (default FILE: ./msft_dynamic_shape_analysis_report.csv)
+                        Ascend's report (default FILE: ./msft_dynamic_shape_analysis_report.csv); scripts only
+  --output FILE         notebooks: where to write the executed copy (default: NAME.torchport-TARGET.ipynb
+                        beside the notebook; never the notebook itself)
+  --timeout S           notebooks: stop when one cell runs longer than S seconds (default: no limit)
 
-exit status: the script's own (1 if it raised); 2 usage error; 4 internal error in torchport
+exit status: the script's own (1 if it raised); for a notebook, 0 when every cell ran, else that of the
+first failing cell (1 if it raised, N for sys.exit(N)), which is named on stderr; 2 usage error, or the
+target cannot run here; 4 internal error in torchport
 """
 
 
@@ -52,6 +60,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     shims: tuple[str, ...] = ("apex", "pynvml")
     quiet = False
     shapes: Optional[str] = None
+    output: Optional[str] = None
+    timeout: Optional[float] = None
     script: Optional[str] = None
     module: Optional[str] = None
     rest: list[str] = []
@@ -87,6 +97,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if v not in ("truth", "target", "user"):
                 return _error("--cuda-available takes truth, target or user")
             cuda_available = v
+        elif a == "--output" or a.startswith("--output="):
+            v = value("--output")
+            if not v:
+                return _error("--output needs a file name")
+            output = v
+        elif a == "--timeout" or a.startswith("--timeout="):
+            v = value("--timeout")
+            try:
+                timeout = float(v) if v is not None else -1.0
+            except ValueError:
+                timeout = -1.0
+            if timeout <= 0:
+                return _error("--timeout takes a number of seconds > 0")
         elif a == "--strict":
             strict = True
         elif a == "--log-all-ranks":
@@ -121,6 +144,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _error(f"unknown target {target!r}; choose one of: {', '.join(TARGET_NAMES)}")
     if script is not None and not os.path.isfile(script):
         return _error(f"{script}: no such script")
+    notebook = script is not None and script.endswith(".ipynb")
+    if not notebook and (output is not None or timeout is not None):
+        return _error("--output and --timeout are for notebooks (.ipynb)")
+    if notebook:
+        assert script is not None
+        if rest:
+            return _error(f"a notebook takes no arguments: {' '.join(rest)!r}")
+        if shapes is not None:
+            return _error("--shapes is for scripts, not notebooks")
+        return _run_notebook(
+            script,
+            target,
+            log=log,
+            strict=strict,
+            cuda_available=cuda_available,
+            all_ranks=all_ranks,
+            shims=shims,
+            quiet=quiet,
+            output=output,
+            timeout=timeout,
+        )
 
     import torchport.runtime as rt
     from torchport.targets import TargetUnavailable
@@ -194,3 +238,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(session.log.summary(), file=sys.stderr)
         rt.disable()
     return code
+
+
+def _run_notebook(
+    path: str,
+    target: str,
+    *,
+    log: Optional[str],
+    strict: bool,
+    cuda_available: str,
+    all_ranks: bool,
+    shims: tuple[str, ...],
+    quiet: bool,
+    output: Optional[str],
+    timeout: Optional[float],
+) -> int:
+    """`torchport run nb.ipynb`: the kernel gets the options as the TORCHPORT_* variables (as the processes a
+    script starts do) and enables the redirect itself; this process does not import torch."""
+    from torchport.runtime._nbrun import NotebookRunError, run_notebook
+    from torchport.targets import get_target, missing_package_message, vendor_package_missing
+
+    if target != "auto" and vendor_package_missing(get_target(target)):  # known before a kernel starts
+        return _error(missing_package_message(get_target(target)))
+    exported = {
+        "TORCHPORT_TARGET": target,
+        "TORCHPORT_CUDA_AVAILABLE": cuda_available,
+        "TORCHPORT_STRICT": "1" if strict else "0",
+        "TORCHPORT_LOG": os.path.abspath(log) if log else "",
+        "TORCHPORT_LOG_ALL_RANKS": "1" if all_ranks else "0",
+        "TORCHPORT_SHIMS": ",".join(shims),
+        "TORCHPORT_QUIET": "1" if quiet else "0",
+    }
+    try:
+        return run_notebook(
+            path, target=target, exported=exported, output=output, timeout=timeout, quiet=quiet
+        )
+    except NotebookRunError as e:
+        return _error(str(e))
