@@ -179,7 +179,8 @@ struct Catalogue::Impl {
   std::map<std::string, SupportLists, std::less<>> support;  // by target
   std::vector<ArgRule> arg_rules;
   CustomRules custom_rules;
-  std::map<std::string, AdviceTable, std::less<>> advice;  // by target
+  std::map<std::string, AdviceTable, std::less<>> advice;                 // by target
+  std::map<std::string, std::vector<Companion>, std::less<>> companions;  // by distribution
   std::string cuda_amp_dtype;  // targets.json "cuda": the source's facts
   std::vector<VersionChange> version_changes;
 };
@@ -619,6 +620,21 @@ void parse_support(Catalogue::Impl& impl, const std::string& name, const std::st
   }
 }
 
+void parse_companions(Catalogue::Impl& impl, const std::string& name, const std::string& text) {
+  const Json doc = Json::parse(text);
+  auto it = doc.find("companions");
+  if (it == doc.end() || !it->is_object()) throw DataError(name + ": expected \"companions\"");
+  for (const auto& [dist, rows] : it->items()) {
+    if (!rows.is_array()) throw DataError(name + ": companions." + dist + ": expected a list");
+    std::vector<Companion>& out = impl.companions[dist];
+    for (const Json& r : rows) {
+      const std::string where = name + ": companions." + dist;
+      out.push_back(
+          Companion{str_field(r, "version", where, true), str_field(r, "torch", where, true)});
+    }
+  }
+}
+
 void parse_advice(Catalogue::Impl& impl, const std::string& name, const std::string& text) {
   Json doc = Json::parse(text);
   std::string target = str_field(doc, "target", name, true);
@@ -710,6 +726,10 @@ std::optional<Catalogue> Catalogue::parse(const Documents& docs, std::string* er
       current = name;
       parse_advice(impl, name, text);
     }
+    for (const auto& [name, text] : docs.companions) {
+      current = name;
+      parse_companions(impl, name, text);
+    }
   } catch (const DataError& e) {
     if (error) *error = e.what();
     return std::nullopt;
@@ -758,6 +778,8 @@ std::optional<Catalogue::Documents> Catalogue::read_dir(const std::string& dir,
       docs.support.push_back(std::move(doc));
     else if (p.parent_path().filename() == "advice")
       docs.advice.push_back(std::move(doc));
+    else if (p.parent_path().filename() == "companions")
+      docs.companions.push_back(std::move(doc));
     else
       docs.entries.push_back(std::move(doc));
   }
@@ -786,6 +808,8 @@ const Catalogue& Catalogue::builtin() {
         docs.support.push_back(std::move(doc));
       else if (b->name.starts_with("catalogue/advice/"))
         docs.advice.push_back(std::move(doc));
+      else if (b->name.starts_with("catalogue/companions/"))
+        docs.companions.push_back(std::move(doc));
       else if (b->name.starts_with("catalogue/"))
         docs.entries.push_back(std::move(doc));
     }
@@ -868,6 +892,11 @@ const Target* Catalogue::target(std::string_view name) const {
   for (const Target& t : impl_->targets)
     if (t.name == name) return &t;
   return nullptr;
+}
+
+const std::vector<Companion>* Catalogue::companions(std::string_view dist) const {
+  auto it = impl_->companions.find(dist);
+  return it == impl_->companions.end() ? nullptr : &it->second;
 }
 
 const AdviceTable* Catalogue::advice(std::string_view target) const {

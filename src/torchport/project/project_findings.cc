@@ -26,10 +26,11 @@ rules::ProjectRequirements requirements_of(const Selected& selected,
 
 /// TP902 on one requirements file: its findings applied to its text as migrated so far.
 void follow_requirements(const ProjectFile& f, const catalogue::Target& target,
-                         const rules::ProjectRequirements& req, const Options& opts, FileWork& w) {
+                         const catalogue::Catalogue& cat, const rules::ProjectRequirements& req,
+                         const Options& opts, FileWork& w) {
   std::string current = w.output, error;
   if (!w.entry.changed && !read_file(f.path, current, error)) return;
-  std::vector<rules::Finding> found = rules::follow_requirements(f.rel, current, target, req);
+  std::vector<rules::Finding> found = rules::follow_requirements(f.rel, current, target, req, &cat);
   if (found.empty()) return;
   Applied a = apply_findings(f.rel, current, found, opts, w);
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
@@ -51,7 +52,7 @@ ProjectFindings run_project_rules(const Plan& plan, const Selected& selected, Pr
     if (req.min_torch.empty() && req.importers.empty()) break;
     const ProjectFile& f = selected.files[i];
     if (f.kind != FileKind::Scanned || out.works[i].entry.outcome != Outcome::Success) continue;
-    follow_requirements(f, plan.target(), req, opts, out.works[i]);
+    follow_requirements(f, plan.target(), plan.catalogue(), req, opts, out.works[i]);
   }
   // --distributed: the launchers, in the result's root (TP410).
 

@@ -129,6 +129,14 @@ FileResult check_other(std::string_view path, std::string_view text, const Optio
 /// bound below it is reported, not changed. No findings for other files.
 std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_view text,
                                              std::string_view min_torch);
+/// TP902 with a raised torch floor `min_torch`: a companion of torch (torchvision, torchaudio,
+/// torchtext: data/catalogue/companions) pinned (`==`, `~=`) to a release built for an older
+/// torch moves to its release for the floor (the newest release built for the floor's minor,
+/// else the first one built for a newer torch); where the companion has no such release, or an
+/// upper bound excludes it, a row says so and nothing changes.
+std::vector<Finding> move_torch_companions(std::string_view path, std::string_view text,
+                                           std::string_view min_torch,
+                                           const catalogue::Catalogue& cat);
 /// TP902 for a requirements*.txt or pyproject.toml of a project whose migrated Python files
 /// import the target's vendor package: adds `requirement` (data/targets.json, e.g. "torch_npu")
 /// after the torch requirement of a requirements*.txt (at the end of requirements.txt when it

@@ -17,7 +17,9 @@
 //   torch requirement is raised to the torch the output needs, and the target's vendor package
 //   (data/targets.json "requirement": torch_npu, torch_mlu, torch_musa) is added to
 //   requirements*.txt and pyproject.toml's [project] dependencies where a migrated file imports
-//   it.
+//   it. A torchvision / torchaudio / torchtext pinned to a release for an older torch moves to
+//   its release for the raised floor (data/catalogue/companions/torch.json), or is reported
+//   where there is none.
 // Why:
 //   Custom CUDA kernels must be ported by hand (the vendors' tools only list them too), and a
 //   CUDA-only requirement or launcher setting breaks the run before any Python executes.
@@ -370,6 +372,123 @@ std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_
       return;
     }
     // pyproject.toml: quoted requirement strings.
+    for (std::size_t q = line.find_first_of("\"'"); q != std::string_view::npos;) {
+      const std::size_t close = line.find(line[q], q + 1);
+      if (close == std::string_view::npos) break;
+      requirement(line.substr(q + 1, close - q - 1), at + q + 1);
+      q = line.find_first_of("\"'", close + 1);
+    }
+  });
+  return out;
+}
+
+namespace {
+
+// "2.9.1" -> "2.9".
+std::string_view minor_of(std::string_view v) {
+  const std::size_t a = v.find('.');
+  if (a == std::string_view::npos) return v;
+  const std::size_t b = v.find('.', a + 1);
+  return b == std::string_view::npos ? v : v.substr(0, b);
+}
+
+}  // namespace
+
+std::vector<Finding> move_torch_companions(std::string_view path, std::string_view text,
+                                           std::string_view min_torch,
+                                           const catalogue::Catalogue& cat) {
+  std::vector<Finding> out;
+  const std::string_view name = base_name(path);
+  const bool txt = name.starts_with("requirements") && ends_with(name, ".txt");
+  if (min_torch.empty() || !(txt || name == "pyproject.toml")) return out;
+  const std::string floor(minor_of(min_torch));
+  auto requirement = [&](std::string_view spec, std::size_t at) {
+    std::size_t n = 0;
+    while (n < spec.size() && (std::isalnum(static_cast<unsigned char>(spec[n])) ||
+                               spec[n] == '-' || spec[n] == '_' || spec[n] == '.')) {
+      ++n;
+    }
+    const std::string dist = normalize(spec.substr(0, n));
+    const std::vector<catalogue::Companion>* rows = cat.companions(dist);
+    if (!rows || rows->empty()) return;
+    std::size_t end = spec.find(';');
+    if (end == std::string_view::npos) end = spec.size();
+    // Each clause: "==0.20.0", "~=0.20", "<0.21".
+    for (std::size_t pos = n; pos < end;) {
+      std::size_t comma = spec.find(',', pos);
+      if (comma == std::string_view::npos || comma > end) comma = end;
+      std::string_view clause = spec.substr(pos, comma - pos);
+      const std::size_t lead = clause.find_first_not_of(" \t");
+      const std::size_t cb = pos + (lead == std::string_view::npos ? clause.size() : lead);
+      clause = spec.substr(cb, comma - cb);
+      pos = comma + 1;
+      std::size_t opn = 0;
+      while (opn < clause.size() &&
+             std::string_view("<>=!~").find(clause[opn]) != std::string_view::npos)
+        ++opn;
+      const std::string_view op = clause.substr(0, opn);
+      std::string_view ver = clause.substr(opn);
+      while (!ver.empty() && ver.front() == ' ') ver.remove_prefix(1);
+      while (!ver.empty() && (ver.back() == ' ' || ver.back() == '\t')) ver.remove_suffix(1);
+      if (ver.empty() || !(op == "==" || op == "~=" || op == "<" || op == "<=")) continue;
+      // The torch the pinned release is built for: the newest release at or below the pin.
+      const catalogue::Companion* pinned = nullptr;
+      for (const catalogue::Companion& c : *rows)
+        if (compare_versions(c.version, ver) <= 0) pinned = &c;
+      if (pinned && compare_versions(minor_of(pinned->torch), floor) >= 0) continue;
+      // Its release for the floor: the newest built for the floor's minor, else the first
+      // built for a newer torch.
+      const catalogue::Companion* want = nullptr;
+      for (const catalogue::Companion& c : *rows)
+        if (minor_of(c.torch) == floor) want = &c;
+      if (!want)
+        for (const catalogue::Companion& c : *rows)
+          if (compare_versions(c.torch, min_torch) >= 0) {
+            want = &c;
+            break;
+          }
+      const std::string have = dist + std::string(op) + std::string(ver);
+      const std::string why = (pinned ? " is built for torch " + pinned->torch
+                                      : " is older than " + dist + " " + rows->front().version +
+                                            " (built for torch " + rows->front().torch + ")") +
+                              ", below the torch >= " + std::string(min_torch) +
+                              " the migrated code needs (data/catalogue/companions/torch.json)";
+      const std::uint32_t b = static_cast<std::uint32_t>(at + cb);
+      // Up to the version's last character: the spaces before a `;` marker stay.
+      const std::uint32_t e =
+          static_cast<std::uint32_t>(at + (ver.data() + ver.size() - spec.data()));
+      if (!want) {
+        out.push_back(make("TP902", Operation::Unsupported, dist,
+                           have + why + "; no " + dist + " release is built for it (the last, " +
+                               rows->back().version + ", for torch " + rows->back().torch +
+                               "): drop the requirement or keep the older torch",
+                           b, e));
+        continue;
+      }
+      if (op == "<" || op == "<=") {
+        out.push_back(make("TP902", Operation::Unsupported, dist,
+                           "the upper bound " + have + " excludes " + dist + " " + want->version +
+                               ", the release for torch " + want->torch + why +
+                               "; change the bound by hand",
+                           b, e));
+        continue;
+      }
+      Finding f = make("TP902", Operation::Modify, dist,
+                       "change " + have + " to " + dist + "==" + want->version +
+                           " (its release for torch " + want->torch + "): " + have + why,
+                       b, e);
+      f.fix = fix::Fix{{fix::Edit{b, e, "==" + want->version}}, fix::Applicability::Safe};
+      out.push_back(std::move(f));
+    }
+  };
+  for_each_line(text, [&](std::string_view raw, std::size_t at) {
+    const std::string_view line = strip_comment(raw);
+    const std::size_t i = line.find_first_not_of(" \t");
+    if (i == std::string_view::npos) return;
+    if (txt) {
+      if (line[i] != '-') requirement(line.substr(i), at + i);
+      return;
+    }
     for (std::size_t q = line.find_first_of("\"'"); q != std::string_view::npos;) {
       const std::size_t close = line.find(line[q], q + 1);
       if (close == std::string_view::npos) break;

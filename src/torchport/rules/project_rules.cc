@@ -23,8 +23,12 @@ std::string importer_list(const std::vector<std::string>& importers) {
 
 std::vector<Finding> follow_requirements(std::string_view path, std::string_view text,
                                          const catalogue::Target& target,
-                                         const ProjectRequirements& req) {
+                                         const ProjectRequirements& req,
+                                         const catalogue::Catalogue* cat) {
   std::vector<Finding> found = raise_torch_requirement(path, text, req.min_torch);
+  if (cat)
+    for (Finding& f : move_torch_companions(path, text, req.min_torch, *cat))
+      found.push_back(std::move(f));
   if (req.importers.empty()) return found;
   const std::string why =
       "the migrated code imports " + target.package + ": " + importer_list(req.importers);

@@ -40,9 +40,11 @@ struct ProjectRequirements {
 /// torch requirement to `req.min_torch` (raise_torch_requirement) and, when a migrated file
 /// imports the target's vendor package, adds the target's distribution (add_vendor_requirement);
 /// where data/targets.json names no distribution, the place is reported, not changed.
+/// With `cat`, a companion pinned below the raised floor moves with it (move_torch_companions).
 std::vector<Finding> follow_requirements(std::string_view path, std::string_view text,
                                          const catalogue::Target& target,
-                                         const ProjectRequirements& req);
+                                         const ProjectRequirements& req,
+                                         const catalogue::Catalogue* cat = nullptr);
 
 /// TP410 for a launcher --distributed generates (`name`, whose whole `text` torchport wrote):
 /// an Insert finding over the file, without a fix (the file is the change).

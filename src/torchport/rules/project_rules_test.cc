@@ -46,6 +46,54 @@ TEST(OutputPass, RunsTheOutputFamiliesAsTheIdiomRuleDoes) {
   EXPECT_FALSE(output_pass_needed(syntax::parse("u.py", "import torch\n"), o));
 }
 
+// The companions' pairs in data/catalogue/companions/torch.json, from their wheels: torchvision
+// 0.20.0 is built for torch 2.5.0, 0.24.0/0.24.1 for 2.9.0/2.9.1, 0.28.0 for 2.13.0; torchaudio
+// 2.9.1 for 2.9.1; the last torchtext there is 0.17.2, for torch 2.2.2.
+TEST(FollowRequirements, CompanionsPinnedBelowTheRaisedFloorMoveWithIt) {
+  const std::string text =
+      "torch>=2.0\n"
+      "torchvision==0.20.0\n"
+      "torchaudio==2.5.1 ; python_version >= \"3.8\"\n"
+      "torchtext==0.17.2\n"
+      "torchvision<0.21\n"
+      "numpy==1.26.4\n";
+  std::vector<Finding> f = move_torch_companions("requirements.txt", text, "2.9", cat());
+  ASSERT_EQ(f.size(), 4u);
+  std::vector<fix::Fix> fixes;
+  int reported = 0;
+  for (const Finding& x : f) {
+    EXPECT_EQ(x.code, "TP902");
+    if (x.fix) fixes.push_back(*x.fix);
+    if (x.op == Operation::Unsupported) ++reported;
+  }
+  EXPECT_EQ(reported, 2);
+  EXPECT_EQ(fix::apply_fixes(text, fixes).text,
+            "torch>=2.0\n"
+            "torchvision==0.24.1\n"
+            "torchaudio==2.9.1 ; python_version >= \"3.8\"\n"
+            "torchtext==0.17.2\n"
+            "torchvision<0.21\n"
+            "numpy==1.26.4\n");
+  EXPECT_NE(f[0].message.find("is built for torch 2.5.0"), std::string::npos) << f[0].message;
+  EXPECT_NE(f[2].message.find("no torchtext release is built for it"), std::string::npos)
+      << f[2].message;
+  EXPECT_NE(f[3].message.find("the upper bound torchvision<0.21 excludes torchvision 0.24.1"),
+            std::string::npos)
+      << f[3].message;
+  // pyproject.toml's quoted requirements; a pin older than the table moves too.
+  const std::string toml = "dependencies = [\"torchvision==0.14.1\", \"torch\"]\n";
+  std::vector<Finding> g = move_torch_companions("pyproject.toml", toml, "2.13", cat());
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(fix::apply_fixes(toml, {*g[0].fix}).text,
+            "dependencies = [\"torchvision==0.28.0\", \"torch\"]\n");
+  // A release built for the floor or later, another file, or no floor: nothing.
+  EXPECT_TRUE(
+      move_torch_companions("requirements.txt", "torchvision==0.25.0\n", "2.9", cat()).empty());
+  EXPECT_TRUE(move_torch_companions("setup.py", "torchvision==0.20.0\n", "2.9", cat()).empty());
+  EXPECT_TRUE(
+      move_torch_companions("requirements.txt", "torchvision==0.20.0\n", "", cat()).empty());
+}
+
 TEST(FollowRequirements, TheTorchBoundAndTheVendorPackage) {
   ProjectRequirements req{"2.6", {"a.py", "b.py", "c.py", "d.py", "e.py"}};
   std::vector<Finding> f =
