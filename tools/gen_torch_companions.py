@@ -52,11 +52,14 @@ def release_of(version: str) -> tuple[int, ...] | None:
 
 def wheel_for(files: list[dict[str, Any]], name: str, version: str) -> dict[str, Any] | None:
     prefix = f"{name}-{version}-"
+
     def usable(fn: str) -> bool:
         linux = "cp311-cp311-manylinux" in fn and fn.endswith("x86_64.whl")
         return linux or fn.endswith("-py3-none-any.whl")
 
-    ok = [f for f in files if f["filename"].startswith(prefix) and not f.get("yanked") and usable(f["filename"])]
+    ok = [
+        f for f in files if f["filename"].startswith(prefix) and not f.get("yanked") and usable(f["filename"])
+    ]
     return sorted(ok, key=lambda f: f["filename"])[0] if ok else None
 
 
