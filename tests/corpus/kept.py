@@ -89,7 +89,8 @@ def unfixed(refs: list[oracle.Reference], target: str) -> list[oracle.Reference]
             return False
         if r.kind == "cuda-api":
             return kept_api(r) or kept_import(r)
-        return r.kind == "device-string" and kept_api(r)  # device_types="cuda"
+        # device_types="cuda"; "cuda" beside "rocm" (a GPU platform)
+        return r.kind in ("device-string", "device-compare") and kept_api(r)
 
     def kept_comparison(r: oracle.Reference) -> bool:
         return r.kind == "device-compare" and COMPARISON in kept

@@ -50,6 +50,10 @@ AMP_GPU_FUNCS = {"torch.get_autocast_gpu_dtype", "torch.set_autocast_gpu_dtype"}
 AMP_NO_ARG = {"torch.is_autocast_enabled"}
 
 
+# The catalogue entry (devices.json) of "cuda" as a GPU platform name beside "rocm".
+PLATFORM = '"cuda" beside "rocm"'
+
+
 @dataclass(frozen=True, order=True)
 class Reference:
     line: int
@@ -203,7 +207,18 @@ class _Finder(ast.NodeVisitor):
             return True
         return False
 
+    def _platform(self, node: ast.AST) -> None:
+        """ "cuda" beside "rocm" in one call or comparison (`choices=["cuda", "rocm"]`,
+        `getattr(args, "gpu_arch_type", "cuda") == "rocm"`) names the GPU platform a torch build
+        targets, not a device: the reference is named by that entry of the catalogue."""
+        strings = [n for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        if any(n.value == "rocm" for n in strings):
+            for n in strings:
+                if n.value == "cuda":
+                    self.keyword_strings[id(n)] = PLATFORM
+
     def visit_Call(self, node: ast.Call) -> None:
+        self._platform(node)
         for kw in node.keywords:
             if kw.arg == "device_types":
                 for v in [kw.value, *getattr(kw.value, "elts", [])]:
@@ -271,6 +286,7 @@ class _Finder(ast.NodeVisitor):
 
     # -- strings ----------------------------------------------------------------------------
     def visit_Compare(self, node: ast.Compare) -> None:
+        self._platform(node)
         for s in [node.left, *node.comparators]:
             for n in ast.walk(s):
                 if isinstance(n, (ast.Constant, ast.JoinedStr)):
