@@ -117,8 +117,7 @@ void ddp_device_ids(Context& ctx) {
         f.changes = "changes behaviour: " + std::string(arg.keyword) + " dropped";
         f.fix = std::move(fx);
         // The deleted argument takes the rewrites inside it along (device rules run first).
-        std::erase_if(ctx.result.findings,
-                      [&](const Finding& g) { return g.begin >= f.begin && g.end <= f.end; });
+        f.drops = {f.begin, f.end};
         ctx.result.findings.push_back(std::move(f));
         ctx.changed = true;
         continue;
