@@ -125,10 +125,11 @@ class Walker {
     } else if (device_string(*v) ||
                (v == "cuda:" && (n.kind() == NodeKind::JoinedStr ||
                                  (n.parent() && n.parent()->kind() == NodeKind::BinOp)))) {
-      if (compare && ctx_.target.name == "cpu") {
+      if (compare && ctx_.target.host) {
         report(n, api,
-               "a comparison with a CUDA device type is left as is: it is false on cpu, as on a "
-               "machine without CUDA, so the code runs its CPU path");
+               "a comparison with a CUDA device type is left as is: it is false on " +
+                   ctx_.target.name +
+                   ", as on a machine without CUDA, so the code runs its CPU path");
       } else if (compare) {
         report(n, api,
                "a comparison with a CUDA device type is left as is: it is true only on CUDA; "
