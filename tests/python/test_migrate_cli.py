@@ -369,3 +369,61 @@ def test_an_output_that_does_not_parse_keeps_the_original(tmp_path: Path) -> Non
     assert entry_row["outcome"] == "Failure"
     assert entry_row["changed"] is False
     assert "the original is kept" in entry_row["reason"]
+
+
+# Applicability (docs/cli.md "Which fixes are applied"): one default for the command line and
+# the library, unsafe fixes applied and labelled; display-only fixes never applied.
+APPLICABILITY = """\
+import torch
+
+choices = ("cuda", "cpu")
+with torch.autocast("cuda"):
+    y = torch.ones(2).cuda()
+print(torch.cuda.max_memory_allocated())
+"""
+ALL_FIXES = """\
+import torch
+
+choices = ("cuda", "cpu")
+with torch.autocast("cpu", dtype=torch.float16):
+    y = torch.ones(2).to("cpu")
+print(0)
+"""
+SAFE_FIXES = """\
+import torch
+
+choices = ("cuda", "cpu")
+with torch.autocast("cpu"):
+    y = torch.ones(2).to("cpu")
+print(torch.cuda.max_memory_allocated())
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "unsafe_applied", "output"),
+    [
+        ([], True, ALL_FIXES),
+        (["--unsafe-fixes"], True, ALL_FIXES),
+        (["--no-unsafe-fixes"], False, SAFE_FIXES),
+    ],
+)
+def test_unsafe_fixes_are_applied_by_default_and_display_only_ones_never(
+    tmp_path: Path, flags: list[str], unsafe_applied: bool, output: str
+) -> None:
+    script = tmp_path / "s.py"
+    script.write_text(APPLICABILITY)
+    r = torchport("migrate", str(script), "-t", "cpu", "-o", str(tmp_path / "out"), "-q", *flags)
+    assert r.returncode == 0, r.stderr
+    result = tmp_path / "out" / "s_cpu"
+    assert (result / "s.py").read_text() == output
+    report = json.loads((result / "torchport-report" / "report.json").read_text())
+    seen = {f["code"]: (f.get("applicability"), f["applied"]) for f in report["findings"]}
+    assert seen == {
+        "TP700": ("display-only", False),  # "cuda" in a tuple: its use as a device is not clear
+        "TP300": ("safe", True),
+        "TP201": ("unsafe", unsafe_applied),  # autocast's dtype pinned: a numerics choice
+        "TP301": ("safe", True),
+        "TP100": ("unsafe", unsafe_applied),  # a value replaced by a constant
+    }
+    tp700 = next(f for f in report["findings"] if f["code"] == "TP700")
+    assert tp700["message"].startswith("not applied (display-only fix): a CUDA device string")

@@ -27,7 +27,8 @@ struct CommonArgs {
   unsigned jobs = 0;
   std::vector<std::string> rules;
   std::vector<std::string> exclude, ignore, per_file_ignores;
-  bool unsafe_fixes = true;  // behaviour-changing fixes are applied, labelled, by default
+  // The library's default (fix::kDefaultApplied): behaviour-changing fixes applied, labelled.
+  bool unsafe_fixes = fix::kDefaultApplied == fix::Applicability::Unsafe;
   bool include_excluded = false;
   bool keep_device_flags = false;
   double max_file_mb = 0;
@@ -74,12 +75,14 @@ void add_common(CLI::App& app, CommonArgs& a) {
   // `--unsafe-fixes,--no-unsafe-fixes{false}`).
   app.add_flag_callback(
       "--unsafe-fixes", [&a] { a.unsafe_fixes = true; },
-      "apply the fixes that change behaviour (the default): a value replaced by a constant, "
-      "device_ids or a map_location index dropped, a seed call widened; each is labelled in "
-      "change_list.csv and report.json");
+      "apply the fixes that change behaviour or numerics (the default, unlike ruff: the output "
+      "must run on the target): a value replaced by a constant, device_ids or a map_location "
+      "index dropped, a seed call widened, an autocast dtype pinned; each is labelled in "
+      "change_list.csv and report.json (docs/cli.md)");
   app.add_flag_callback(
       "--no-unsafe-fixes", [&a] { a.unsafe_fixes = false; },
-      "leave out the fixes that change behaviour (they are still reported)");
+      "leave out the fixes that change behaviour or numerics: only safe fixes are applied (the "
+      "others are still reported)");
   app.add_flag("--keep-device-flags", a.keep_device_flags,
                "keep the command line's CUDA-shaped device flags (--cuda, --no-cuda, use_cuda): "
                "only the minimal edits inside them (TP310 ports them to the target's idiom, the "
@@ -112,7 +115,7 @@ project::Options to_options(const CommonArgs& a) {
     project::PathCodes pc;
     if (project::parse_path_codes(spec, pc).empty()) o.selection.per_file_ignores.push_back(pc);
   }
-  if (a.unsafe_fixes) o.fixes = fix::Applicability::Unsafe;
+  o.fixes = a.unsafe_fixes ? fix::Applicability::Unsafe : fix::Applicability::Safe;
   return o;
 }
 

@@ -31,7 +31,9 @@ struct ApplyResult {
   std::size_t applied() const;
 };
 
-/// Applies the fixes whose applicability is at most `allowed` (Safe < Unsafe < DisplayOnly).
+/// Applies the fixes whose applicability is at most `allowed` (Safe < Unsafe < DisplayOnly);
+/// by default kDefaultApplied, the one default of migrate (edit.h). DisplayOnly fixes are never
+/// applied unless `allowed` is DisplayOnly (a preview of what they would do).
 ///
 /// Fixes are taken in order of their first edit's offset (ties: input order). A fix is applied
 /// whole or not at all: if any of its edits overlaps an edit already accepted, it is skipped.
@@ -39,7 +41,7 @@ struct ApplyResult {
 /// replacement only strictly inside it. Several insertions at one offset keep their order.
 /// The text is rebuilt from slices of the original, so bytes outside the edits never change.
 ApplyResult apply_fixes(std::string_view text, const std::vector<Fix>& fixes,
-                        Applicability allowed = Applicability::Safe);
+                        Applicability allowed = kDefaultApplied);
 
 // Two passes of edits (the driver's second pass runs on the first pass's output).
 

@@ -69,9 +69,12 @@ TEST(Apply, IdenticalEditsFromTwoRulesAreAppliedOnce) {
 TEST(Apply, UnsafeAndDisplayOnlyFixesNeedPermission) {
   std::vector<Fix> fixes = {one(0, 1, "A", Applicability::Unsafe),
                             one(1, 2, "B", Applicability::DisplayOnly), one(2, 3, "C")};
-  EXPECT_EQ(apply_fixes("abc", fixes).text, "abC");
+  EXPECT_EQ(apply_fixes("abc", fixes, Applicability::Safe).text, "abC");
   EXPECT_EQ(apply_fixes("abc", fixes, Applicability::Unsafe).text, "AbC");
-  EXPECT_EQ(apply_fixes("abc", fixes).outcomes[0], FixOutcome::NotApplicable);
+  EXPECT_EQ(apply_fixes("abc", fixes, Applicability::Safe).outcomes[0], FixOutcome::NotApplicable);
+  // The default is migrate's (kDefaultApplied: Unsafe); display-only fixes are never applied.
+  EXPECT_EQ(apply_fixes("abc", fixes).text, "AbC");
+  EXPECT_EQ(apply_fixes("abc", fixes).outcomes[1], FixOutcome::NotApplicable);
 }
 
 TEST(Apply, InvalidRangesAreRejectedNotApplied) {

@@ -20,6 +20,15 @@ enum class Applicability : std::uint8_t {
   DisplayOnly,  ///< shown in reports, never applied
 };
 
+/// The highest applicability `migrate` applies unless told otherwise: the one default of the
+/// command line (--unsafe-fixes / --no-unsafe-fixes) and of the library (project::Options::fixes).
+/// Unsafe, unlike ruff, which applies only Safe fixes by default: the output of a migration must
+/// run on the target, where the original's CUDA calls fail, and the fixes that change behaviour
+/// (a value replaced by a constant, device_ids dropped, an autocast dtype pinned) are what make
+/// it run or keep its numerics. Each is labelled in the reports; --no-unsafe-fixes leaves them
+/// out. Display-only fixes are never applied. docs/cli.md says the same.
+inline constexpr Applicability kDefaultApplied = Applicability::Unsafe;
+
 struct Fix {
   std::vector<Edit> edits;
   Applicability applicability = Applicability::Safe;

@@ -43,9 +43,9 @@ struct Options {
   std::string command_line;      ///< for the log
   std::vector<std::filesystem::path> rule_files;  ///< --rules: custom rules on top of the catalogue
   Selection selection;                            ///< --exclude, --ignore, --per-file-ignores
-  /// The highest applicability migrate applies: Unsafe by default on the command line (the
-  /// fixes are labelled), Safe with --no-unsafe-fixes.
-  fix::Applicability fixes = fix::Applicability::Safe;
+  /// The highest applicability migrate applies: fix::kDefaultApplied (Unsafe: the fixes that
+  /// change behaviour are applied, labelled), as on the command line; Safe with --no-unsafe-fixes.
+  fix::Applicability fixes = fix::kDefaultApplied;
   /// A `\r`-rewritten "files done" line on stderr while the files are processed (the CLI sets
   /// it when stderr is a terminal and -q is not given).
   bool progress_line = false;

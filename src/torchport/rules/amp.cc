@@ -117,7 +117,7 @@ void pin_cuda_dtype(Context& ctx, const std::string& api, semantic::TokenIndex l
              at, at, ", dtype=" + ctx.render("torch." + cuda));
   ctx.label_last(
       "numerics: autocast dtype pinned to CUDA's default " + cuda + " (not " + theirs + ")",
-      fix::Applicability::Safe);
+      fix::Applicability::Unsafe);
 }
 
 // `enabled=False` (or False at the enabled parameter's position `at`) is passed.
@@ -240,7 +240,10 @@ void run_amp(Context& ctx) {
     ctx.modify("TP200", api, msg, at, at, insert);
     if (ctx.target.host && !passes_false(m, args, which == "autocast" ? 0 : 4)) {
       // On a machine without CUDA the original's CUDA autocast / GradScaler was off; the output
-      // runs the CPU's. Said, not changed: `torchport run` and verify keep it on too.
+      // runs the CPU's. Said, not changed: `torchport run` and verify keep it on too. Safe,
+      // although labelled: the edit is the device type torch.amp cannot do without (where TP001
+      // rewrote the import, leaving it out would write `autocast()`, which raises), not a choice
+      // of numerics as TP201's dtype is.
       ctx.label_last("numerics: the original's CUDA " + std::string(which) +
                          " was off on a machine without CUDA (a warning, then nothing); on " +
                          ctx.target.name + " it runs (enabled=False runs what the original ran)",

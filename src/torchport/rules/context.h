@@ -67,6 +67,11 @@ class Context {
               std::uint32_t end, std::string replacement);
   void flag(std::string_view code, Operation op, std::string api, std::string message,
             std::uint32_t begin, std::uint32_t end);
+  /// A finding whose fix is display-only: the edit a person would make, shown in the reports and
+  /// never applied (what cannot be rewritten mechanically: its meaning is not clear from the
+  /// code). The file does not count as changed.
+  void suggest(std::string_view code, Operation op, std::string api, std::string message,
+               std::uint32_t begin, std::uint32_t end, fix::Edit edit);
   /// Labels the last finding's fix: `changes` is what it changes ("changes behaviour: ...",
   /// "numerics: ..."), `a` its applicability (Unsafe for a change of behaviour).
   void label_last(std::string changes, fix::Applicability a);
@@ -75,6 +80,8 @@ class Context {
   std::set<semantic::TokenIndex> handled;
 
   bool need_torch_import = false;
+  /// TP900 inserts the target's import (target.import_stmt) into this file.
+  bool target_import_inserted = false;
   bool used_device_var = false;
   /// Where the rules wrote the inserted device variable: byte offsets in the original, nullopt
   /// for a use with no position (which needs the module-level variable).
@@ -140,6 +147,18 @@ class Context {
 const catalogue::Target& target_or_fallback(const catalogue::Catalogue& cat,
                                             const std::string& name, catalogue::Target& fallback);
 
+/// True for an incidental change: one made only next to other CUDA changes, so that a file that
+/// uses nothing CUDA-specific comes out byte-identical (TP900 drops a file's incidental
+/// changes when they are its only ones). Declared per (code, operation, api) in engine.cc's
+/// kIncidental: TP300's map_location inserted into torch.load.
+bool incidental(const Finding& f);
+
+/// Resolves the `drops` of the findings from `first_new` on (one family's): in the order they
+/// were made, each removes the findings made before it that lie inside its dropped range, fix
+/// included. check() calls it after each family, the one place where a rule's finding removes
+/// another's.
+void drop_superseded(std::vector<Finding>& findings, std::size_t first_new);
+
 /// Compares "X.Y[.Z]" versions: <0, 0, >0.
 int compare_versions(std::string_view a, std::string_view b);
 
@@ -165,7 +184,10 @@ void run_distributed(Context& ctx);     // TP400-TP402 distributed.cc
 void run_env(Context& ctx);             // TP500 env.cc
 void run_dtypes(Context& ctx);          // TP210 dtypes.cc
 void run_torch_versions(Context& ctx);  // TP960 torch_versions.cc
-void run_setup_requires(Context& ctx);
+void run_setup_requires(Context& ctx);  // TP902 setup_requires.cc
+/// TP902 for one requirement string of a Python file (setup.py), judged as a requirements.txt
+/// line is (other_files.cc); `at` is the byte offset of its value.
+void scan_requirement_string(Context& ctx, std::string_view value, std::uint32_t at);
 void run_custom_args(Context& ctx);        // TP800 custom_args.cc
 void run_profiler_activity(Context& ctx);  // TP600 profiler_activity.cc
 void run_cuda_leftover(Context& ctx);      // TP700 cuda_leftover.cc

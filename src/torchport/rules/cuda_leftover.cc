@@ -9,6 +9,9 @@
 //   "cuda:" taken apart by a str method (`device.replace("cuda:", "")`), and an
 //   integer device given to .to(), .cuda(), torch.device() or device= (a literal, or a name such
 //   as local_rank, gpu, gpu_id or device_id). Each becomes an UNKNOWN row saying what to check.
+//   A plain device string literal gets a display-only fix: the target's device string in its
+//   place ("cuda:1" -> "npu:1"; "mps" where the target has one device), shown, never applied;
+//   none for accelerator, whose device is chosen at run time.
 // Why:
 //   Where the meaning of a value is not clear from the code (a string stored in a tuple, a
 //   backend chosen in a helper, a guard that tests for CUDA), rewriting it could change what the
@@ -21,8 +24,9 @@
 // Becomes (npu):
 //   unchanged; three UNKNOWN rows (the print message is text for people and is not reported)
 // Safety:
-//   Display only: nothing is rewritten. Strings in messages (print, warnings.warn, logging
-//   methods, exceptions, assert messages, argparse help=) and docstrings are not reported.
+//   Display only: nothing is rewritten (the display-only fixes are never applied). Strings in
+//   messages (print, warnings.warn, logging methods, exceptions, assert messages, argparse help=)
+//   and docstrings are not reported.
 #include <torchport/rules/context.h>
 #include <torchport/syntax/tree.h>
 
@@ -75,6 +79,31 @@ class Walker {
     if (covered(r.begin, r.end)) return;
     ctx_.flag("TP700", Operation::Unknown, std::move(api), std::move(message), r.begin, r.end);
   }
+  /// report() with a display-only fix: the edit that would make it the target's device string.
+  void suggest(const Node& n, std::string api, std::string message, fix::Edit edit) {
+    const auto r = t_.byte_range(n);
+    if (covered(r.begin, r.end)) return;
+    ctx_.suggest("TP700", Operation::Unknown, std::move(api), std::move(message), r.begin, r.end,
+                 std::move(edit));
+  }
+  /// The target's device string in place of the CUDA one of a plain string literal ("cuda:1" ->
+  /// "npu:1"; without the index where the target has one device), or nullopt: the device is
+  /// chosen at run time (accelerator), or the literal is not plain (an f-string, escapes,
+  /// implicit concatenation).
+  std::optional<fix::Edit> device_suggestion(const Node& n) const {
+    const catalogue::Target& target = ctx_.target;
+    if (ctx_.accelerator() || target.device.empty() || n.kind() != NodeKind::Constant ||
+        n.first_token() != n.last_token())
+      return std::nullopt;
+    auto sv = semantic::string_value(ctx_.m.text(), ctx_.m.tokens()[n.first_token()]);
+    if (!sv || !semantic::is_cuda_device_string(sv->value) ||
+        ctx_.m.text().substr(sv->value_begin, sv->value.size()) != sv->value)
+      return std::nullopt;
+    const auto b = sv->value_begin;
+    const auto e = static_cast<std::uint32_t>(b + sv->value.size());
+    if (!target.device_index) return fix::Edit{b, e, target.device};
+    return fix::Edit{b, b + 4, target.device};
+  }
 
   bool is_message_call(const Node& call) const {
     const Node* f = call.func();
@@ -125,20 +154,25 @@ class Walker {
     } else if (device_string(*v) ||
                (v == "cuda:" && (n.kind() == NodeKind::JoinedStr ||
                                  (n.parent() && n.parent()->kind() == NodeKind::BinOp)))) {
-      if (compare && ctx_.target.name == "cpu") {
+      if (compare && ctx_.target.host) {
         report(n, api,
-               "a comparison with a CUDA device type is left as is: it is false on cpu, as on a "
-               "machine without CUDA, so the code runs its CPU path");
+               "a comparison with a CUDA device type is left as is: it is false on " +
+                   ctx_.target.name +
+                   ", as on a machine without CUDA, so the code runs its CPU path");
       } else if (compare) {
         report(n, api,
                "a comparison with a CUDA device type is left as is: it is true only on CUDA; "
                "check whether it means \"on " +
                    device_phrase() + "\" (never make it true on CPU)");
       } else {
-        report(n, api,
-               "a CUDA device string is left as is: its use as a device is not clear here; "
-               "check it for " +
-                   device_phrase());
+        const std::string message =
+            "a CUDA device string is left as is: its use as a device is not clear here; "
+            "check it for " +
+            device_phrase();
+        if (auto edit = device_suggestion(n))
+          suggest(n, api, message, std::move(*edit));
+        else
+          report(n, api, message);
       }
     }
   }

@@ -177,15 +177,6 @@ std::string apply(std::string_view text, std::uint32_t b, std::uint32_t e,
   return out;
 }
 
-/// Drops the findings of other rules about code inside [b, e), which is being replaced.
-void drop_superseded(Context& ctx, std::uint32_t b, std::uint32_t e) {
-  std::erase_if(ctx.result.findings, [&](const Finding& f) {
-    if (!inside(f.begin, f.end, b, e)) return false;
-    return !f.fix || std::all_of(f.fix->edits.begin(), f.fix->edits.end(),
-                                 [&](const fix::Edit& x) { return inside(x.begin, x.end, b, e); });
-  });
-}
-
 struct Action {
   std::size_t arg;  ///< index into the call's arguments
   const catalogue::ArgRule* rule;
@@ -279,8 +270,11 @@ class Rewriter {
                        [&](const std::regex& re) { return std::regex_search(text, re); });
   }
 
+  /// The TP800 finding; `drops`: the code it replaces, whose findings of other rules go with it
+  /// (Finding::drops).
   void emit(const Action& a, const Arg& arg, Operation op, std::string message,
-            std::vector<fix::Edit> edits, std::string_view new_text, TokenIndex lpar) {
+            std::vector<fix::Edit> edits, std::string_view new_text, TokenIndex lpar,
+            std::optional<std::pair<std::uint32_t, std::uint32_t>> drops = {}) {
     Finding f;
     f.code = "TP800";
     f.op = op;
@@ -291,6 +285,7 @@ class Rewriter {
     fix::Fix fx;
     fx.edits = std::move(edits);
     f.fix = std::move(fx);
+    f.drops = drops;
     ctx_.result.findings.push_back(std::move(f));
     ctx_.changed = true;
     const std::uint32_t scope = m_.lines()[m_.line_of(lpar).value_or(0)].scope;
@@ -309,9 +304,8 @@ class Rewriter {
     const std::size_t at = rule.arg_new.find(kPlaceholder);
     if (at == std::string::npos) {
       if (rule.arg_new == old) return;
-      drop_superseded(ctx_, b, e);
       emit(a, arg, Operation::Modify, message + rule.arg_new, {fix::Edit{b, e, rule.arg_new}},
-           rule.arg_new, lpar);
+           rule.arg_new, lpar, std::pair{b, e});
       return;
     }
     // The old text stays where it is, with the other rules' edits inside it; arg_new is
@@ -364,10 +358,9 @@ class Rewriter {
         }
       }
     }
-    drop_superseded(ctx_, b, e);
     emit(a, args[k], Operation::Delete,
          "delete " + what(*a.rule) + " of function " + a.rule->func_name, {fix::Edit{b, e, ""}}, "",
-         lpar);
+         lpar, std::pair{b, e});
   }
 
   Context& ctx_;

@@ -209,61 +209,158 @@ const std::vector<std::string> kRankBatchCheck = {
     "        )",
     "    return batch_size // world",
 };
+/// A DataLoader TP413 gives a sampler, or one a function of an imported project module returns.
+struct Loader {
+  const Node* call = nullptr;  ///< the DataLoader call; nullptr for a returned loader
+  std::string name;            ///< the bound name's text ("train_loader", "self.loader"), or ""
+  const Node* stmt = nullptr;  ///< the statement that binds it
+};
+
+/// What the codes of --distributed share in one file: its text, the model variable, the names
+/// the rewrite adds, spelled as a maintainer would write them (the `_tp_` spelling only where the
+/// script already uses the plain name: any name token of the file), and the helpers the fixes
+/// call.
+class Ddp {
+ public:
+  explicit Ddp(Context& c);
+
+  Context& ctx;
+  const semantic::Model& m;
+  const syntax::Tree& t;
+  const std::string_view text;
+  const std::string nl;
+  const bool companion;   ///< a module the entry script imports (Options::distributed_companion)
+  const std::string var;  ///< --model-var without `self.`
+  const std::string T;    ///< the torch module's name in this file
+
+  /// The output's spelling of helper `internal` ("_tp_ddp" -> "wrap_ddp"), for a message.
+  const std::string& name(std::string_view internal) const { return names_.find(internal)->second; }
+  /// The same, for the text of a fix: the helper is recorded as called (a module the entry
+  /// script imports defines only the helpers its fixes call).
+  const std::string& call(std::string_view internal) {
+    called_.insert(std::string(internal));
+    return name(internal);
+  }
+  bool called(std::string_view internal) const { return called_.contains(internal); }
+  /// A generated line with every helper name spelled as chosen (longest names first).
+  std::string spell(std::string line) const;
+  /// The end of the logical line of `stmt`.
+  std::uint32_t line_end(const Node& stmt) const {
+    auto l = m.line_of(stmt.last_token());
+    return l ? m.lines()[*l].end : t.byte_range(stmt).end;
+  }
+  /// Nothing but trivia between the statement and its NEWLINE (no `; more`).
+  bool ends_line(const Node& stmt) const;
+  std::string node_text(const Node* n) const { return std::string(t.text(*n)); }
+  /// True when an insertion at `at` is at the end of a text without a final newline.
+  bool at_unterminated_end(std::uint32_t at) const {
+    return at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
+  }
+
+  /// TP413: the loaders given a sampler (TP414 splits their batch; set_epoch goes in the epoch
+  /// loop of those bound to a name).
+  std::vector<Loader> sharded;
+
+ private:
+  std::map<std::string, std::string, std::less<>> names_;
+  std::set<std::string, std::less<>> called_;
+};
+
+Ddp::Ddp(Context& c)
+    : ctx(c),
+      m(c.m),
+      t(c.tree),
+      text(c.m.text()),
+      nl(c.m.newline()),
+      companion(c.opts.distributed_companion),
+      var(bare_var(c.opts.model_var)),
+      T(c.render("torch")) {
+  std::set<std::string_view> used;
+  for (TokenIndex i = 0; i < m.tokens().size(); ++i)
+    if (m.kind(i) == TokenKind::Name) used.insert(m.token_text(i));
+  for (const auto& [internal, plain] : kHelperNames)
+    names_.emplace(internal, used.contains(plain) ? std::string(internal) : std::string(plain));
+}
+
+std::string Ddp::spell(std::string line) const {
+  for (const auto& [internal, plain] : kHelperNames) {
+    const std::string& to = name(internal);
+    std::size_t at = line.find(internal);
+    while (at != std::string::npos) {
+      const std::size_t end = at + internal.size();
+      if (end < line.size() &&
+          (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')) {
+        at = line.find(internal, at + 1);  // a longer name
+        continue;
+      }
+      line.replace(at, internal.size(), to);
+      at = line.find(internal, at + to.size());
+    }
+  }
+  return line;
+}
+
+bool Ddp::ends_line(const Node& stmt) const {
+  for (TokenIndex i = stmt.last_token() + 1; i < m.tokens().size(); ++i) {
+    const TokenKind k = m.kind(i);
+    if (k == TokenKind::Newline) return true;
+    if (!syntax::is_trivia(k)) return false;
+  }
+  return true;
+}
+
+/// `import os` unless the file binds os (then its name goes to `os`).
+std::string import_os(const Ddp& d, std::string& os) {
+  if (auto alias = d.m.module_alias("os")) {
+    os = *alias;
+    return {};
+  }
+  os = "os";
+  return "import os" + d.nl;
+}
+
+/// The block inserted at `at` (after the imports), with the blank lines PEP 8 wants after it.
+std::string after_imports(const Ddp& d, std::uint32_t at, std::string block, bool pep8_blanks) {
+  if (pep8_blanks) {
+    // Two blank lines after the last helper, counting the ones already there.
+    int blank = 0;
+    for (std::size_t i = at; i < d.text.size() && blank < 2;) {
+      std::size_t e = d.text.find('\n', i);
+      if (e == std::string_view::npos) break;
+      if (d.text.substr(i, e - i).find_first_not_of(" \t\r\f") != std::string_view::npos) break;
+      ++blank;
+      i = e + 1;
+    }
+    for (int k = blank; k < 2 && at < d.text.size(); ++k) block += d.nl;
+  }
+  return (d.at_unterminated_end(at) ? d.nl : std::string()) + block;
+}
+
+/// Where TP410 inserts its block: after the import block and the first torch import.
+std::uint32_t setup_offset(const Ddp& d) {
+  return std::max(d.m.import_block_end(), d.m.after_first_torch_import().value_or(0));
+}
 
 // TP410 in a module the entry script imports: only the helpers its rewritten code calls, which
 // read the rank from the environment torchrun sets (RANK, LOCAL_RANK, WORLD_SIZE), so that they
 // also work while the module is being imported, before the entry script has set up the process
 // group. No set-up and no clean-up here: those are the entry script's.
-template <typename Name, typename Spell>
-void companion_helpers(Context& ctx, const Name& N, const Spell& spell) {
-  const semantic::Model& m = ctx.m;
-  const std::string_view text = m.text();
-  const std::string nl(m.newline());
-  // Which helpers the rewrite of this module calls (a whole-word occurrence in its edits).
-  auto called = [&](std::string_view internal) {
-    const std::string& name = N(internal);
-    for (const Finding& f : ctx.result.findings) {
-      if (!f.code.starts_with("TP41") || !f.fix) continue;
-      for (const fix::Edit& e : f.fix->edits) {
-        for (std::size_t at = e.replacement.find(name); at != std::string::npos;
-             at = e.replacement.find(name, at + 1)) {
-          const std::size_t end = at + name.size();
-          auto word = [](char c) {
-            return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
-          };
-          if ((at == 0 || !word(e.replacement[at - 1])) &&
-              (end >= e.replacement.size() || !word(e.replacement[end])))
-            return true;
-        }
-      }
-    }
-    return false;
-  };
-  const bool ddp = called("_tp_ddp"), unwrap = called("_tp_unwrap");
-  const bool sampler = called("_tp_sampler"), batch = called("_tp_rank_batch");
-  const bool only = called("_tp_rank0_only"), rank0 = only || called("_tp_rank0");
-  if (!ddp && !unwrap && !sampler && !batch && !rank0) return;  // nothing distributed here
-
-  const std::string T = ctx.render("torch");
-  std::string os = "os";
-  std::string header;
-  if (auto alias = m.module_alias("os")) {
-    os = *alias;
-  } else {
-    header += "import os" + nl;
-  }
-  if (ddp && !m.module_alias("torch")) header += "import torch" + nl;
+std::vector<std::string> module_helper_lines(const Ddp& d, const std::string& os) {
+  const bool ddp = d.called("_tp_ddp"), unwrap = d.called("_tp_unwrap");
+  const bool sampler = d.called("_tp_sampler"), batch = d.called("_tp_rank_batch");
+  const bool only = d.called("_tp_rank0_only"), rank0 = only || d.called("_tp_rank0");
+  const std::string& T = d.T;
   std::vector<std::string> lines = {
       "",
       "# torchport --distributed: this module runs in each process that torchrun starts for " +
-          ctx.opts.distributed_main + ",",
+          d.ctx.opts.distributed_main + ",",
       "# which sets up the process group. These helpers read the rank from torchrun's "
       "environment.",
   };
   if (ddp || unwrap)
     lines.push_back("from torch.nn.parallel import DistributedDataParallel as _TpDDP");
   if (sampler)
-    lines.push_back(N("_TpDistributedSampler") == "DistributedSampler"
+    lines.push_back(d.name("_TpDistributedSampler") == "DistributedSampler"
                         ? "from torch.utils.data.distributed import DistributedSampler"
                         : "from torch.utils.data.distributed import DistributedSampler as "
                           "_TpDistributedSampler");
@@ -282,21 +379,20 @@ void companion_helpers(Context& ctx, const Name& N, const Spell& spell) {
         "def _tp_ddp(module):",
         "    \"\"\"The module on this rank's device, in DistributedDataParallel (once).\"\"\"",
         "    if isinstance(module, _TpDDP):", "        return module"};
-    if (ctx.accelerator()) {
+    const catalogue::Target& target = d.ctx.target;
+    if (d.ctx.accelerator()) {
       body.push_back("    _tp_local_rank = int(" + os + ".environ.get(\"LOCAL_RANK\", \"0\"))");
       body.push_back("    if " + T + ".accelerator.is_available():");
       body.push_back("        device = " + T + ".device(" + T +
                      ".accelerator.current_accelerator().type, _tp_local_rank)");
       body.push_back("        return _TpDDP(module.to(device), device_ids=[_tp_local_rank])");
       body.push_back("    return _TpDDP(module.to(\"cpu\"))");
-    } else if (ctx.target.device_index && !ctx.target.host) {
+    } else if (target.device_index && !target.host) {
       body.push_back("    _tp_local_rank = int(" + os + ".environ.get(\"LOCAL_RANK\", \"0\"))");
-      body.push_back("    device = " + T + ".device(\"" + ctx.target.device +
-                     "\", _tp_local_rank)");
+      body.push_back("    device = " + T + ".device(\"" + target.device + "\", _tp_local_rank)");
       body.push_back("    return _TpDDP(module.to(device), device_ids=[_tp_local_rank])");
     } else {
-      body.push_back("    return _TpDDP(module.to(" + T + ".device(\"" + ctx.target.device +
-                     "\")))");
+      body.push_back("    return _TpDDP(module.to(" + T + ".device(\"" + target.device + "\")))");
     }
     add(body);
   }
@@ -317,26 +413,24 @@ void companion_helpers(Context& ctx, const Name& N, const Spell& spell) {
     body.insert(body.end(), kRankBatchCheck.begin(), kRankBatchCheck.end());
     add(body);
   }
-  std::string block = header;
-  for (const std::string& l : lines) block += spell(l) + nl;
-  const std::uint32_t at = std::max(m.import_block_end(), m.after_first_torch_import().value_or(0));
-  const bool need_nl =
-      at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
-  // Two blank lines after the last helper (PEP 8), counting the ones already there.
-  int blank = 0;
-  for (std::size_t i = at; i < text.size() && blank < 2;) {
-    std::size_t e = text.find('\n', i);
-    if (e == std::string_view::npos) break;
-    if (text.substr(i, e - i).find_first_not_of(" \t\r\f") != std::string_view::npos) break;
-    ++blank;
-    i = e + 1;
-  }
-  for (int k = blank; k < 2 && at < text.size(); ++k) block += nl;
-  ctx.modify("TP410", "torch.distributed",
-             "the --distributed helpers this module calls (the rank from torchrun's environment; "
-             "the process group is set up by " +
-                 ctx.opts.distributed_main + ")",
-             at, at, (need_nl ? nl : std::string()) + block);
+  return lines;
+}
+
+void tp410_module_helpers(Ddp& d) {
+  const bool any = d.called("_tp_ddp") || d.called("_tp_unwrap") || d.called("_tp_sampler") ||
+                   d.called("_tp_rank_batch") || d.called("_tp_rank0_only") ||
+                   d.called("_tp_rank0");
+  if (!any) return;  // nothing distributed here
+  std::string os;
+  std::string block = import_os(d, os);
+  if (d.called("_tp_ddp") && !d.m.module_alias("torch")) block += "import torch" + d.nl;
+  for (const std::string& l : module_helper_lines(d, os)) block += d.spell(l) + d.nl;
+  const std::uint32_t at = setup_offset(d);
+  d.ctx.modify("TP410", "torch.distributed",
+               "the --distributed helpers this module calls (the rank from torchrun's environment; "
+               "the process group is set up by " +
+                   d.ctx.opts.distributed_main + ")",
+               at, at, after_imports(d, at, std::move(block), true));
 }
 
 }  // namespace
@@ -486,76 +580,13 @@ std::vector<std::string> loader_functions(const syntax::Tree& tree, const semant
   return out;
 }
 
-void run_ddp(Context& ctx) {
-  if (!ctx.opts.distributed) return;
-  const semantic::Model& m = ctx.m;
-  const syntax::Tree& t = ctx.tree;
-  const std::string_view text = m.text();
-  const std::string nl(m.newline());
-  const bool companion = ctx.opts.distributed_companion;
-  if (auto tok = uses_torch_distributed(m)) {
-    // The entry script: refused by the driver (idempotent here). A module it imports that
-    // already uses torch.distributed is left to its author.
-    if (companion) {
-      const std::uint32_t b = m.tokens()[*tok].begin;
-      ctx.flag("TP410", Operation::Unknown, "torch.distributed",
-               "this module, imported by " + ctx.opts.distributed_main +
-                   ", already uses torch.distributed: --distributed leaves it as it is; check "
-                   "that it agrees with the process group set up there",
-               b, b);
-    }
-    return;
-  }
-  const std::string var = std::string(bare_var(ctx.opts.model_var));
-  const std::string T = ctx.render("torch");
-  // The names the rewrite adds, as a maintainer would write them; the `_tp_` spelling only where
-  // the script already uses the plain name (any name token of the file).
-  std::set<std::string_view> used;
-  for (TokenIndex i = 0; i < m.tokens().size(); ++i)
-    if (m.kind(i) == TokenKind::Name) used.insert(m.token_text(i));
-  std::map<std::string, std::string, std::less<>> names;
-  for (const auto& [internal, plain] : kHelperNames)
-    names.emplace(internal, used.contains(plain) ? std::string(internal) : std::string(plain));
-  auto N = [&](std::string_view internal) -> const std::string& {
-    return names.find(internal)->second;
-  };
-  // Our own generated lines, with every helper name spelled as chosen (longest names first).
-  auto spell = [&](std::string line) {
-    for (const auto& [internal, plain] : kHelperNames) {
-      const std::string& to = names.find(internal)->second;
-      std::size_t at = line.find(internal);
-      while (at != std::string::npos) {
-        const std::size_t end = at + internal.size();
-        if (end < line.size() &&
-            (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')) {
-          at = line.find(internal, at + 1);  // a longer name
-          continue;
-        }
-        line.replace(at, internal.size(), to);
-        at = line.find(internal, at + to.size());
-      }
-    }
-    return line;
-  };
+namespace {
 
-  auto line_end = [&](const Node& stmt) -> std::uint32_t {
-    auto l = m.line_of(stmt.last_token());
-    return l ? m.lines()[*l].end : t.byte_range(stmt).end;
-  };
-  // Nothing but trivia between the statement and its NEWLINE (no `; more`).
-  auto ends_line = [&](const Node& stmt) {
-    for (TokenIndex i = stmt.last_token() + 1; i < m.tokens().size(); ++i) {
-      const TokenKind k = m.kind(i);
-      if (k == TokenKind::Newline) return true;
-      if (!syntax::is_trivia(k)) return false;
-    }
-    return true;
-  };
-  auto node_text = [&](const Node* n) { return std::string(t.text(*n)); };
-
-  // ---- TP412: DataParallel -> DDP ----
+// ---- TP412: DataParallel -> DDP ----
+void tp412_data_parallel(Ddp& d) {
+  const syntax::Tree& t = d.t;
   for (const Node* call : t.find_all(NodeKind::Call)) {
-    if (!is_data_parallel(qualified(m, call->func()))) continue;
+    if (!is_data_parallel(qualified(d.m, call->func()))) continue;
     const Node* first = positional(*call, 0);
     if (!first) first = keyword_arg(t, *call, "module");
     if (!first) continue;
@@ -564,7 +595,7 @@ void run_ddp(Context& ctx) {
     f.op = Operation::Modify;
     f.api = "torch.nn.DataParallel";
     f.message = "nn.DataParallel becomes DistributedDataParallel on this rank's device (" +
-                N("_tp_ddp") +
+                d.name("_tp_ddp") +
                 "); its "
                 "device_ids/output_device/dim are dropped: torchrun runs one process per device";
     auto [cb, ce] = t.byte_range(*call);
@@ -573,139 +604,183 @@ void run_ddp(Context& ctx) {
     auto [fb, fe] = t.byte_range(*call->func());
     auto [ab, ae] = t.byte_range(*first);
     fix::Fix fx;
-    fx.edits.push_back({fb, fe, N("_tp_ddp")});
+    fx.edits.push_back({fb, fe, d.call("_tp_ddp")});
     if (first->kind() == NodeKind::keyword) ab = t.byte_range(*first->value()).begin;
     fx.edits.push_back({fe, ab, "("});
     fx.edits.push_back({ae, ce, ")"});
     f.fix = std::move(fx);
     // The dropped arguments take the findings inside them along (device_ids=list(range(
     // torch.cuda.device_count()))): their code is gone.
-    const std::size_t drop_b = ae, drop_e = ce;  // clang 14 cannot capture structured bindings
-    std::erase_if(ctx.result.findings, [drop_b, drop_e](const Finding& x) {
-      return x.begin >= drop_b && x.end <= drop_e && x.end > x.begin;
-    });
-    ctx.result.findings.push_back(std::move(f));
+    f.drops = {ae, ce};
+    d.ctx.result.findings.push_back(std::move(f));
   }
+}
 
-  // ---- TP411: wrap the model after its last binding ----
+/// The Assign/AnnAssign statements that bind the model variable, in source order.
+std::vector<const Node*> model_bindings(const Ddp& d) {
   std::vector<const Node*> bindings;
-  for (const Node* n : t.find_all(NodeKind::Assign))
+  for (const Node* n : d.t.find_all(NodeKind::Assign))
     for (const Node* tgt : n->targets())
-      if (is_var(t, tgt, var)) bindings.push_back(n);
-  for (const Node* n : t.find_all(NodeKind::AnnAssign))
-    if (is_var(t, n->target(), var)) bindings.push_back(n);
+      if (is_var(d.t, tgt, d.var)) bindings.push_back(n);
+  for (const Node* n : d.t.find_all(NodeKind::AnnAssign))
+    if (is_var(d.t, n->target(), d.var)) bindings.push_back(n);
   std::sort(bindings.begin(), bindings.end(),
             [](const Node* a, const Node* b) { return a->first_token() < b->first_token(); });
-  if (!bindings.empty()) {
-    const Node* first = bindings.front();
-    const Node* parent = first->parent();
-    std::vector<const Node*> siblings;
-    for (const Node* c : parent->children(first->role())) siblings.push_back(c);
-    std::size_t last = 0;
-    for (std::size_t i = 0; i < siblings.size(); ++i)
-      if (std::find(bindings.begin(), bindings.end(), siblings[i]) != bindings.end()) last = i;
-    const Node* binding = siblings[last];
-    std::string target_text;
-    for (const Node* tgt :
-         binding->kind() == NodeKind::Assign
-             ? std::vector<const Node*>(binding->targets().begin(), binding->targets().end())
-             : std::vector<const Node*>{binding->target()})
-      if (is_var(t, tgt, var)) target_text = node_text(tgt);
-    // Method calls on the model right after it (`model.to(device)`, `model.train()`).
-    std::size_t after = last;
-    while (after + 1 < siblings.size()) {
-      const Node* s = siblings[after + 1];
-      const Node* v = s->kind() == NodeKind::Expr ? s->value() : nullptr;
-      const Node* f = v && v->kind() == NodeKind::Call ? v->func() : nullptr;
-      if (!f || f->kind() != NodeKind::Attribute || !is_var(t, f->value(), var)) break;
-      ++after;
-    }
-    const Node* anchor = siblings[after];
-    // `model = nn.DataParallel(model)` last: TP412 already makes it the DDP wrap.
-    const Node* bv = binding->value();
-    const bool dp_binding =
-        bv && bv->kind() == NodeKind::Call && is_data_parallel(qualified(m, bv->func()));
-    auto indent = indent_before(text, t.byte_range(*binding).begin);
-    if (dp_binding) {
-      // nothing more: the binding is the wrap
-    } else if (companion && binding->parent() == &t.root()) {
-      // Module-level code of an imported module runs while the entry script imports it, before
-      // the entry script has set up the process group, which DistributedDataParallel needs.
-      auto [b, e] = t.byte_range(*binding);
-      ctx.flag("TP411", Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
+  return bindings;
+}
+
+// ---- TP411: wrap the model after its last binding ----
+void tp411_wrap_model(Ddp& d) {
+  const syntax::Tree& t = d.t;
+  const std::vector<const Node*> bindings = model_bindings(d);
+  if (bindings.empty()) return;
+  const Node* first = bindings.front();
+  const Node* parent = first->parent();
+  std::vector<const Node*> siblings;
+  for (const Node* c : parent->children(first->role())) siblings.push_back(c);
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < siblings.size(); ++i)
+    if (std::find(bindings.begin(), bindings.end(), siblings[i]) != bindings.end()) last = i;
+  const Node* binding = siblings[last];
+  std::string target_text;
+  for (const Node* tgt :
+       binding->kind() == NodeKind::Assign
+           ? std::vector<const Node*>(binding->targets().begin(), binding->targets().end())
+           : std::vector<const Node*>{binding->target()})
+    if (is_var(t, tgt, d.var)) target_text = d.node_text(tgt);
+  // Method calls on the model right after it (`model.to(device)`, `model.train()`).
+  std::size_t after = last;
+  while (after + 1 < siblings.size()) {
+    const Node* s = siblings[after + 1];
+    const Node* v = s->kind() == NodeKind::Expr ? s->value() : nullptr;
+    const Node* f = v && v->kind() == NodeKind::Call ? v->func() : nullptr;
+    if (!f || f->kind() != NodeKind::Attribute || !is_var(t, f->value(), d.var)) break;
+    ++after;
+  }
+  const Node* anchor = siblings[after];
+  // `model = nn.DataParallel(model)` last: TP412 already makes it the DDP wrap.
+  const Node* bv = binding->value();
+  if (bv && bv->kind() == NodeKind::Call && is_data_parallel(qualified(d.m, bv->func()))) return;
+  auto indent = indent_before(d.text, t.byte_range(*binding).begin);
+  const std::string wrap = target_text + " = " + d.name("_tp_ddp") + "(" + target_text + ")";
+  auto [b, e] = t.byte_range(*binding);
+  if (d.companion && binding->parent() == &t.root()) {
+    // Module-level code of an imported module runs while the entry script imports it, before
+    // the entry script has set up the process group, which DistributedDataParallel needs.
+    d.ctx.flag("TP411", Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
                target_text + " is bound when this module is imported, before " +
-                   ctx.opts.distributed_main + " sets up the process group: wrap it there (`" +
-                   target_text + " = " + N("_tp_ddp") + "(" + target_text + ")`) after the set-up",
+                   d.ctx.opts.distributed_main + " sets up the process group: wrap it there (`" +
+                   wrap + "`) after the set-up",
                b, e);
-    } else if (indent && ends_line(*anchor)) {
-      const std::uint32_t at = line_end(*anchor);
-      const bool need_nl =
-          at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
-      ctx.modify("TP411", "torch.nn.parallel.DistributedDataParallel",
+  } else if (indent && d.ends_line(*anchor)) {
+    const std::uint32_t at = d.line_end(*anchor);
+    d.ctx.modify("TP411", "torch.nn.parallel.DistributedDataParallel",
                  "wrap " + target_text +
                      " in DistributedDataParallel on this rank's device (after its last binding)",
                  at, at,
-                 (need_nl ? nl : std::string()) + *indent + target_text + " = " + N("_tp_ddp") +
-                     "(" + target_text + ")" + nl);
-    } else {
-      auto [b, e] = t.byte_range(*binding);
-      ctx.flag("TP411", Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
+                 (d.at_unterminated_end(at) ? d.nl : std::string()) + *indent + target_text +
+                     " = " + d.call("_tp_ddp") + "(" + target_text + ")" + d.nl);
+  } else {
+    d.ctx.flag("TP411", Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
                "the binding of " + target_text +
-                   " shares its line with other code: wrap it in DDP by hand (`" + target_text +
-                   " = " + N("_tp_ddp") + "(" + target_text + ")`)",
+                   " shares its line with other code: wrap it in DDP by hand (`" + wrap + "`)",
                b, e);
-    }
   }
+}
 
-  // ---- TP417: state_dict without the `module.` prefix ----
+// ---- TP417: state_dict without the `module.` prefix ----
+void tp417_state_dict(Ddp& d) {
+  const syntax::Tree& t = d.t;
   for (const Node* call : t.find_all(NodeKind::Call)) {
     const Node* f = call->func();
     if (!f || f->kind() != NodeKind::Attribute) continue;
     const std::string_view name = t.name(*f);
     if (name != "state_dict" && name != "load_state_dict") continue;
     const Node* recv = f->value();
-    if (!is_var(t, recv, var)) continue;
+    if (!is_var(t, recv, d.var)) continue;
     auto [rb, re] = t.byte_range(*recv);
     Finding fd;
     fd.code = "TP417";
     fd.op = Operation::Modify;
     fd.api = std::string(name);
-    fd.message = std::string(name) + "() of the module inside DDP (" + N("_tp_unwrap") +
+    fd.message = std::string(name) + "() of the module inside DDP (" + d.name("_tp_unwrap") +
                  "): no `module.` " +
                  "prefix, so single-device code loads the checkpoint as before";
     fd.begin = rb;
     fd.end = t.byte_range(*call).end;
     fix::Fix fx;
-    fx.edits.push_back({rb, rb, N("_tp_unwrap") + "("});
+    fx.edits.push_back({rb, rb, d.call("_tp_unwrap") + "("});
     fx.edits.push_back({re, re, ")"});
     fd.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(fd));
+    d.ctx.result.findings.push_back(std::move(fd));
   }
+}
 
-  // ---- TP413 / TP414: DataLoaders ----
-  struct Loader {
-    std::string name;  ///< the bound name's text ("train_loader", "self.loader")
-    const Node* stmt;
-  };
-  std::vector<Loader> loaders;
-  for (const Node* call : t.find_all(NodeKind::Call)) {
-    if (!is_dataloader(qualified(m, call->func()))) continue;
-    const Node* stmt = statement_of(call);
-    std::string bound;
-    if (stmt && stmt->kind() == NodeKind::Assign && stmt->value() == call) {
-      auto tg = stmt->targets();
-      if (tg.size() == 1 &&
-          ((*tg.begin())->kind() == NodeKind::Name || (*tg.begin())->kind() == NodeKind::Attribute))
-        bound = node_text(*tg.begin());
+/// The name a DataLoader call is bound to (`train_loader = DataLoader(...)`), or "".
+std::string bound_name(const Ddp& d, const Node* call, const Node* stmt) {
+  if (!stmt || stmt->kind() != NodeKind::Assign || stmt->value() != call) return {};
+  auto tg = stmt->targets();
+  if (tg.size() == 1 &&
+      ((*tg.begin())->kind() == NodeKind::Name || (*tg.begin())->kind() == NodeKind::Attribute))
+    return d.node_text(*tg.begin());
+  return {};
+}
+
+/// TP413's fix for one DataLoader with dataset `ds` (`ds_kw`: its keyword, if any): a
+/// DistributedSampler with the loader's shuffle and drop_last.
+fix::Fix sampler_fix(Ddp& d, const Node& call, const Node* ds, const Node* ds_kw,
+                     const std::string& shuffle, const std::string& drop) {
+  const syntax::Tree& t = d.t;
+  const Node* shuffle_kw = keyword_arg(t, call, "shuffle");
+  const Node* shuffle_pos = positional(call, 2);
+  fix::Fix fx;
+  // The sampler needs the loader's dataset: a name is repeated; any other expression is
+  // bound once with a walrus (arguments are evaluated left to right, the sampler comes
+  // after it).
+  std::string ds_ref = d.node_text(ds);
+  if (ds->kind() != NodeKind::Name && ds->kind() != NodeKind::Attribute) {
+    auto [db, de] = t.byte_range(*ds);
+    fx.edits.push_back({db, db, "(" + d.call("_tp_dataset") + " := "});
+    fx.edits.push_back({de, de, ")"});
+    ds_ref = d.call("_tp_dataset");
+  }
+  const std::string sampler = "sampler=" + d.call("_tp_sampler") + "(" + ds_ref +
+                              ", shuffle=" + shuffle + ", drop_last=" + drop + ")";
+  // In place of `shuffle=` (DataLoader refuses both), unless the dataset is a keyword that
+  // comes after it; otherwise after the last argument (a trailing comma stays valid).
+  const bool in_place = shuffle_kw && !(ds_kw && ds_kw->first_token() > shuffle_kw->first_token());
+  if (in_place) {
+    auto [kb, ke] = t.byte_range(*shuffle_kw);
+    fx.edits.push_back({kb, ke, sampler});
+  } else {
+    if (shuffle_pos || shuffle_kw) {
+      auto [pb, pe] = t.byte_range(shuffle_pos ? *shuffle_pos : *shuffle_kw->value());
+      fx.edits.push_back({pb, pe, "False"});
     }
+    std::uint32_t after_last = 0;
+    for (const Node* c : call.children())
+      if (c->role() == Role::Arg || c->role() == Role::Keyword)
+        after_last = std::max(after_last, t.byte_range(*c).end);
+    fx.edits.push_back({after_last, after_last, ", " + sampler});
+  }
+  return fx;
+}
+
+// ---- TP413: a DistributedSampler for every training DataLoader ----
+void tp413_samplers(Ddp& d) {
+  const syntax::Tree& t = d.t;
+  for (const Node* call : t.find_all(NodeKind::Call)) {
+    if (!is_dataloader(qualified(d.m, call->func()))) continue;
+    const Node* stmt = statement_of(call);
+    const std::string bound = bound_name(d, call, stmt);
     auto [cb, ce] = t.byte_range(*call);
     if (evaluation_name(bound)) continue;  // every rank evaluates the whole set (docs/migrate.md)
     if (keyword_arg(t, *call, "sampler") || keyword_arg(t, *call, "batch_sampler") ||
         positional(*call, 3)) {
-      ctx.flag("TP413", Operation::Unsupported, "torch.utils.data.DataLoader",
-               "this DataLoader has its own sampler: shard it between the ranks by hand "
-               "(DistributedSampler)",
-               cb, ce);
+      d.ctx.flag("TP413", Operation::Unsupported, "torch.utils.data.DataLoader",
+                 "this DataLoader has its own sampler: shard it between the ranks by hand "
+                 "(DistributedSampler)",
+                 cb, ce);
       continue;
     }
     const Node* ds = positional(*call, 0);
@@ -715,49 +790,18 @@ void run_ddp(Context& ctx) {
       if (ds_kw) ds = ds_kw->value();
     }
     if (!ds) {
-      ctx.flag("TP413", Operation::Unsupported, "torch.utils.data.DataLoader",
-               "no dataset argument: shard it between the ranks by hand (DistributedSampler)", cb,
-               ce);
+      d.ctx.flag("TP413", Operation::Unsupported, "torch.utils.data.DataLoader",
+                 "no dataset argument: shard it between the ranks by hand (DistributedSampler)", cb,
+                 ce);
       continue;
     }
     const Node* shuffle_kw = keyword_arg(t, *call, "shuffle");
     const Node* shuffle_pos = positional(*call, 2);
     const Node* drop_kw = keyword_arg(t, *call, "drop_last");
-    const std::string shuffle = shuffle_kw    ? node_text(shuffle_kw->value())
-                                : shuffle_pos ? node_text(shuffle_pos)
+    const std::string shuffle = shuffle_kw    ? d.node_text(shuffle_kw->value())
+                                : shuffle_pos ? d.node_text(shuffle_pos)
                                               : "False";
-    const std::string drop = drop_kw ? node_text(drop_kw->value()) : "False";
-    fix::Fix fx;
-    // The sampler needs the loader's dataset: a name is repeated; any other expression is
-    // bound once with a walrus (arguments are evaluated left to right, the sampler comes
-    // after it).
-    std::string ds_ref = node_text(ds);
-    if (ds->kind() != NodeKind::Name && ds->kind() != NodeKind::Attribute) {
-      auto [db, de] = t.byte_range(*ds);
-      fx.edits.push_back({db, db, "(" + N("_tp_dataset") + " := "});
-      fx.edits.push_back({de, de, ")"});
-      ds_ref = N("_tp_dataset");
-    }
-    const std::string sampler = "sampler=" + N("_tp_sampler") + "(" + ds_ref +
-                                ", shuffle=" + shuffle + ", drop_last=" + drop + ")";
-    // In place of `shuffle=` (DataLoader refuses both), unless the dataset is a keyword that
-    // comes after it; otherwise after the last argument (a trailing comma stays valid).
-    const bool in_place =
-        shuffle_kw && !(ds_kw && ds_kw->first_token() > shuffle_kw->first_token());
-    if (in_place) {
-      auto [kb, ke] = t.byte_range(*shuffle_kw);
-      fx.edits.push_back({kb, ke, sampler});
-    } else {
-      if (shuffle_pos || shuffle_kw) {
-        auto [pb, pe] = t.byte_range(shuffle_pos ? *shuffle_pos : *shuffle_kw->value());
-        fx.edits.push_back({pb, pe, "False"});
-      }
-      std::uint32_t after_last = 0;
-      for (const Node* c : call->children())
-        if (c->role() == Role::Arg || c->role() == Role::Keyword)
-          after_last = std::max(after_last, t.byte_range(*c).end);
-      fx.edits.push_back({after_last, after_last, ", " + sampler});
-    }
+    const std::string drop = drop_kw ? d.node_text(drop_kw->value()) : "False";
     Finding f;
     f.code = "TP413";
     f.op = Operation::Modify;
@@ -768,40 +812,50 @@ void run_ddp(Context& ctx) {
                 "drop_last, pads the last shard with repeated samples)";
     f.begin = cb;
     f.end = ce;
-    f.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(f));
-    // TP414: the batch.
-    const Node* bs = nullptr;
-    if (const Node* k = keyword_arg(t, *call, "batch_size")) bs = k->value();
-    if (!bs) bs = positional(*call, 1);
-    if (bs) {
-      auto [bb, be] = t.byte_range(*bs);
-      if (ctx.opts.keep_batch) {
-        ctx.flag("TP414", Operation::Unknown, "batch_size",
-                 "per-rank batch kept (--per-rank-batch keep): the global batch is " +
-                     node_text(bs) + " x WORLD_SIZE; scale the learning rate if needed",
-                 bb, be);
-      } else {
-        ctx.modify("TP414", "batch_size",
-                   "the global batch " + node_text(bs) +
-                       " is split between the ranks (--per-rank-batch split, the default)",
-                   bb, be, N("_tp_rank_batch") + "(" + node_text(bs) + ")");
-      }
-    } else {
-      ctx.flag("TP414", Operation::Unknown, "batch_size",
-               "no batch_size: each rank loads batches of 1, the global batch is WORLD_SIZE", cb,
-               ce);
-    }
-    if (!bound.empty()) loaders.push_back({bound, stmt});
+    f.fix = sampler_fix(d, *call, ds, ds_kw, shuffle, drop);
+    d.ctx.result.findings.push_back(std::move(f));
+    d.sharded.push_back({call, bound, stmt});
   }
-  // Loaders that a function of an imported project module builds and returns
-  // (`train_loader, val_loader = build_loaders(...)`): set_epoch goes where this file loops over
-  // epochs with them. A single name is the loader; in a tuple, the names that say loader.
-  std::set<std::string> returned_loaders;
-  for (const Node* a : t.find_all(NodeKind::Assign)) {
+}
+
+// ---- TP414: the global batch split between the ranks ----
+void tp414_batch(Ddp& d) {
+  const syntax::Tree& t = d.t;
+  for (const Loader& l : d.sharded) {
+    const Node* bs = nullptr;
+    if (const Node* k = keyword_arg(t, *l.call, "batch_size")) bs = k->value();
+    if (!bs) bs = positional(*l.call, 1);
+    if (!bs) {
+      auto [cb, ce] = t.byte_range(*l.call);
+      d.ctx.flag("TP414", Operation::Unknown, "batch_size",
+                 "no batch_size: each rank loads batches of 1, the global batch is WORLD_SIZE", cb,
+                 ce);
+      continue;
+    }
+    auto [bb, be] = t.byte_range(*bs);
+    if (d.ctx.opts.keep_batch) {
+      d.ctx.flag("TP414", Operation::Unknown, "batch_size",
+                 "per-rank batch kept (--per-rank-batch keep): the global batch is " +
+                     d.node_text(bs) + " x WORLD_SIZE; scale the learning rate if needed",
+                 bb, be);
+    } else {
+      d.ctx.modify("TP414", "batch_size",
+                   "the global batch " + d.node_text(bs) +
+                       " is split between the ranks (--per-rank-batch split, the default)",
+                   bb, be, d.call("_tp_rank_batch") + "(" + d.node_text(bs) + ")");
+    }
+  }
+}
+
+/// Loaders that a function of an imported project module builds and returns
+/// (`train_loader, val_loader = build_loaders(...)`): set_epoch goes where this file loops over
+/// epochs with them. A single name is the loader; in a tuple, the names that say loader.
+std::vector<Loader> returned_loaders(const Ddp& d) {
+  std::vector<Loader> out;
+  for (const Node* a : d.t.find_all(NodeKind::Assign)) {
     const Node* v = a->value();
     if (!v || v->kind() != NodeKind::Call ||
-        !ctx.opts.distributed_loader_functions.contains(qualified(m, v->func())))
+        !d.ctx.opts.distributed_loader_functions.contains(qualified(d.m, v->func())))
       continue;
     for (const Node* tgt : a->targets()) {
       const bool single = tgt->kind() == NodeKind::Name || tgt->kind() == NodeKind::Attribute;
@@ -814,182 +868,209 @@ void run_ddp(Context& ctx) {
             bound_names.push_back(e);
       }
       for (const Node* n : bound_names) {
-        const std::string name = node_text(n);
+        const std::string name = d.node_text(n);
         std::string lower = name;
         for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         if (evaluation_name(name) || (!single && lower.find("loader") == std::string::npos))
           continue;
-        loaders.push_back({name, a});
-        returned_loaders.insert(name);
+        out.push_back({nullptr, name, a});
       }
     }
   }
+  return out;
+}
 
-  // set_epoch at the top of the epoch loop around each loader's use.
+/// The epoch loop of loader `name`: the For loop around the loop over it, else a For loop
+/// whose body passes it to a call (train_one_epoch(model, loader)); or nullptr.
+const Node* epoch_loop(const Ddp& d, const std::string& name) {
+  const syntax::Tree& t = d.t;
+  auto uses_loader = [&](const Node* n) {
+    bool found = false;
+    syntax::walk(*n, [&](const Node& x) {
+      if ((x.kind() == NodeKind::Name || x.kind() == NodeKind::Attribute) && t.text(x) == name)
+        found = true;
+    });
+    return found;
+  };
+  for (const Node* loop : t.find_all(NodeKind::For)) {
+    if (!uses_loader(loop->iter())) continue;
+    // The enclosing For loop is the epoch loop.
+    for (const Node* p = loop->parent(); p; p = p->parent())
+      if (p->kind() == NodeKind::For) return p;
+  }
+  for (const Node* loop : t.find_all(NodeKind::For)) {
+    bool passes = false;
+    for (const Node* s : loop->body())
+      syntax::walk(*s, [&](const Node& x) {
+        if (x.kind() == NodeKind::Call)
+          for (const Node* c : x.children())
+            if ((c->role() == Role::Arg || c->role() == Role::Keyword) && uses_loader(c))
+              passes = true;
+      });
+    if (passes) return loop;
+  }
+  return nullptr;
+}
+
+// ---- TP413: set_epoch at the top of the epoch loop around each loader's use ----
+void tp413_set_epoch(Ddp& d) {
+  std::vector<Loader> loaders;
+  for (const Loader& l : d.sharded)
+    if (!l.name.empty()) loaders.push_back(l);
+  const std::vector<Loader> returned = returned_loaders(d);
+  loaders.insert(loaders.end(), returned.begin(), returned.end());
+  auto is_returned = [&](const std::string& name) {
+    return std::any_of(returned.begin(), returned.end(),
+                       [&](const Loader& r) { return r.name == name; });
+  };
   std::set<const Node*> epoch_loops;
   for (const Loader& l : loaders) {
-    const Node* epoch = nullptr;
-    auto uses_loader = [&](const Node* n) {
-      bool found = false;
-      syntax::walk(*n, [&](const Node& x) {
-        if ((x.kind() == NodeKind::Name || x.kind() == NodeKind::Attribute) && t.text(x) == l.name)
-          found = true;
-      });
-      return found;
-    };
-    for (const Node* loop : t.find_all(NodeKind::For)) {
-      if (!uses_loader(loop->iter())) continue;
-      // The enclosing For loop is the epoch loop.
-      for (const Node* p = loop->parent(); p; p = p->parent())
-        if (p->kind() == NodeKind::For) {
-          epoch = p;
-          break;
-        }
-      if (epoch) break;
-    }
-    if (!epoch) {
-      // A For loop whose body passes the loader to a call (train_one_epoch(model, loader)).
-      for (const Node* loop : t.find_all(NodeKind::For)) {
-        bool passes = false;
-        for (const Node* s : loop->body())
-          syntax::walk(*s, [&](const Node& x) {
-            if (x.kind() == NodeKind::Call)
-              for (const Node* c : x.children())
-                if ((c->role() == Role::Arg || c->role() == Role::Keyword) && uses_loader(c))
-                  passes = true;
-          });
-        if (passes) {
-          epoch = loop;
-          break;
-        }
-      }
-    }
+    const Node* epoch = epoch_loop(d, l.name);
     const Node* tgt = epoch ? epoch->target() : nullptr;
-    auto [sb, se] = t.byte_range(*l.stmt);
+    auto [sb, se] = d.t.byte_range(*l.stmt);
     if (!tgt || tgt->kind() != NodeKind::Name || epoch_loops.contains(epoch)) {
       // A returned loader without an epoch loop here: its module's row says what to do.
-      if (!epoch_loops.contains(epoch) && !returned_loaders.contains(l.name))
-        ctx.flag("TP413", Operation::Unknown, "DistributedSampler.set_epoch",
-                 "no epoch loop found around " + l.name + ": call " + l.name +
-                     ".sampler.set_epoch(epoch) at the start of each epoch, or every epoch "
-                     "sees the same order" +
-                     (companion ? std::string(" (where " + ctx.opts.distributed_main +
-                                              " loops over epochs with the loader a function "
-                                              "of this module returns, --distributed inserts "
-                                              "that call: see its rows)")
-                                : std::string()),
-                 sb, se);
+      if (!epoch_loops.contains(epoch) && !is_returned(l.name))
+        d.ctx.flag("TP413", Operation::Unknown, "DistributedSampler.set_epoch",
+                   "no epoch loop found around " + l.name + ": call " + l.name +
+                       ".sampler.set_epoch(epoch) at the start of each epoch, or every epoch "
+                       "sees the same order" +
+                       (d.companion ? std::string(" (where " + d.ctx.opts.distributed_main +
+                                                  " loops over epochs with the loader a function "
+                                                  "of this module returns, --distributed inserts "
+                                                  "that call: see its rows)")
+                                    : std::string()),
+                   sb, se);
       continue;
     }
     const Node* first_stmt = *epoch->body().begin();
-    const std::uint32_t at = t.byte_range(*first_stmt).begin;
-    auto indent = indent_before(text, at);
+    const std::uint32_t at = d.t.byte_range(*first_stmt).begin;
+    auto indent = indent_before(d.text, at);
     if (!indent) continue;
     epoch_loops.insert(epoch);
-    ctx.modify("TP413", "DistributedSampler.set_epoch",
-               "set the sampler's epoch, so that each epoch shuffles anew on every rank", at, at,
-               l.name + ".sampler.set_epoch(" + node_text(tgt) + ")" + nl + *indent);
+    d.ctx.modify("TP413", "DistributedSampler.set_epoch",
+                 "set the sampler's epoch, so that each epoch shuffles anew on every rank", at, at,
+                 l.name + ".sampler.set_epoch(" + d.node_text(tgt) + ")" + d.nl + *indent);
   }
+}
 
-  // ---- TP415: side effects on rank 0 only ----
-  // `f(args)` becomes `rank0_only(f)(args)`: the call does nothing on the other ranks.
-  auto wrap_rank0_only = [&](const Node& call, const std::string& api, std::string message) {
-    const auto range = t.byte_range(*call.func());
-    fix::Fix fx;
-    fx.edits.push_back({range.begin, range.begin, N("_tp_rank0_only") + "("});
-    fx.edits.push_back({range.end, range.end, ")"});
-    Finding f;
-    f.code = "TP415";
-    f.op = Operation::Modify;
-    f.api = api;
-    f.message = std::move(message);
-    f.begin = range.begin;
-    f.end = t.byte_range(call).end;
-    f.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(f));
-  };
+// TP415: `f(args)` becomes `rank0_only(f)(args)`: the call does nothing on the other ranks.
+void wrap_rank0_only(Ddp& d, const Node& call, const std::string& api, std::string message) {
+  const auto range = d.t.byte_range(*call.func());
+  fix::Fix fx;
+  fx.edits.push_back({range.begin, range.begin, d.call("_tp_rank0_only") + "("});
+  fx.edits.push_back({range.end, range.end, ")"});
+  Finding f;
+  f.code = "TP415";
+  f.op = Operation::Modify;
+  f.api = api;
+  f.message = std::move(message);
+  f.begin = range.begin;
+  f.end = d.t.byte_range(call).end;
+  f.fix = std::move(fx);
+  d.ctx.result.findings.push_back(std::move(f));
+}
+
+/// What a call statement does that only rank 0 should do ("print", "torch.save",
+/// "logger.info"), or "".
+std::string side_effect(const Ddp& d, const Node* call, const std::set<std::string>& loggers,
+                        const std::set<std::string>& writers) {
+  const Node* f = call->func();
+  if (!f) return {};
+  const std::string q = qualified(d.m, f);
+  if (f->kind() == NodeKind::Name && d.t.name(*f) == "print" && q.empty()) {
+    auto l = d.m.line_of(f->first_token());
+    if (!d.m.lookup("print", l ? d.m.lines()[*l].scope : 0)) return "print";
+  }
+  if (q == "torch.save") return q;
+  if (q.starts_with("logging.") || q.starts_with("wandb.")) return q;
+  if (f->kind() == NodeKind::Attribute) {
+    const std::string recv = d.node_text(f->value());
+    if (loggers.contains(recv) || writers.contains(recv))
+      return recv + "." + std::string(d.t.name(*f));
+  }
+  return {};
+}
+
+// ---- TP415: output and saving on rank 0 only ----
+void tp415_rank_zero_calls(Ddp& d) {
   std::set<std::string> loggers, writers;
-  for (const Node* a : t.find_all(NodeKind::Assign)) {
+  for (const Node* a : d.t.find_all(NodeKind::Assign)) {
     const Node* v = a->value();
     if (!v || v->kind() != NodeKind::Call) continue;
-    const std::string q = qualified(m, v->func());
+    const std::string q = qualified(d.m, v->func());
     for (const Node* tgt : a->targets()) {
-      if (q == "logging.getLogger") loggers.insert(node_text(tgt));
-      if (q.ends_with("SummaryWriter")) writers.insert(node_text(tgt));
+      if (q == "logging.getLogger") loggers.insert(d.node_text(tgt));
+      if (q.ends_with("SummaryWriter")) writers.insert(d.node_text(tgt));
     }
     if (!q.ends_with("SummaryWriter")) continue;
     // One event file, rank 0's: the writer is created there only; elsewhere a silent stand-in,
     // so that its calls (and `writer.close()`) are no-ops.
-    wrap_rank0_only(*v, q,
+    wrap_rank0_only(d, *v, q,
                     "the TensorBoard writer on rank 0 only (one event file; the other ranks get a "
                     "stand-in whose calls do nothing)");
   }
-  auto side_effect = [&](const Node* call) -> std::string {
-    const Node* f = call->func();
-    if (!f) return {};
-    const std::string q = qualified(m, f);
-    if (f->kind() == NodeKind::Name && t.name(*f) == "print" && q.empty()) {
-      auto l = m.line_of(f->first_token());
-      if (!m.lookup("print", l ? m.lines()[*l].scope : 0)) return "print";
-    }
-    if (q == "torch.save") return q;
-    if (q.starts_with("logging.") || q.starts_with("wandb.")) return q;
-    if (f->kind() == NodeKind::Attribute) {
-      const std::string recv = node_text(f->value());
-      if (loggers.contains(recv) || writers.contains(recv))
-        return recv + "." + std::string(t.name(*f));
-    }
-    return {};
-  };
-  for (const Node* s : t.find_all(NodeKind::Expr)) {
+  for (const Node* s : d.t.find_all(NodeKind::Expr)) {
     const Node* v = s->value();
     if (!v || v->kind() != NodeKind::Call) continue;
-    const std::string what = side_effect(v);
+    const std::string what = side_effect(d, v, loggers, writers);
     if (what.empty()) continue;
     if (what == "torch.save") {
       // A write: the whole statement on rank 0 (its arguments are a state_dict, no forward).
-      const std::uint32_t at = t.byte_range(*s).begin;
-      if (!ends_line(*s) || !indent_before(text, at)) continue;
-      ctx.modify("TP415", what, what + " on rank 0 only", at, at, "if " + N("_tp_rank0") + "(): ");
+      const std::uint32_t at = d.t.byte_range(*s).begin;
+      if (!d.ends_line(*s) || !indent_before(d.text, at)) continue;
+      d.ctx.modify("TP415", what, what + " on rank 0 only", at, at,
+                   "if " + d.call("_tp_rank0") + "(): ");
       continue;
     }
     // Output: only the call is skipped on the other ranks; its arguments are still evaluated
     // on every rank, as before (`print(evaluate(model))` runs DDP's forward, which broadcasts
     // buffers: a forward on rank 0 alone would hang).
-    wrap_rank0_only(*v, what,
+    wrap_rank0_only(d, *v, what,
                     what + " on rank 0 only (its arguments are still evaluated on every rank)");
   }
-  for (const Node* w : t.find_all(NodeKind::With)) {
-    bool writes = false;
-    for (const Node* item : w->items()) {
-      const Node* c = item->context_expr();
-      if (!c || c->kind() != NodeKind::Call || !c->func() || c->func()->kind() != NodeKind::Name ||
-          t.name(*c->func()) != "open")
-        continue;
-      const Node* mode = positional(*c, 1);
-      if (!mode)
-        if (const Node* k = keyword_arg(t, *c, "mode")) mode = k->value();
-      if (mode && mode->kind() == NodeKind::Constant) {
-        auto sv = t.string_value(*mode);
-        if (sv && sv->find_first_of("wax") != std::string::npos) writes = true;
-      }
+}
+
+/// True when the `with` statement opens a file for writing (`with open(p, "w") as f:`).
+bool writes_file(const Ddp& d, const Node& w) {
+  bool writes = false;
+  for (const Node* item : w.items()) {
+    const Node* c = item->context_expr();
+    if (!c || c->kind() != NodeKind::Call || !c->func() || c->func()->kind() != NodeKind::Name ||
+        d.t.name(*c->func()) != "open")
+      continue;
+    const Node* mode = positional(*c, 1);
+    if (!mode)
+      if (const Node* k = keyword_arg(d.t, *c, "mode")) mode = k->value();
+    if (mode && mode->kind() == NodeKind::Constant) {
+      auto sv = d.t.string_value(*mode);
+      if (sv && sv->find_first_of("wax") != std::string::npos) writes = true;
     }
-    if (!writes) continue;
-    auto [wb, we] = t.byte_range(*w);
+  }
+  return writes;
+}
+
+// ---- TP415: file writes on rank 0 only ----
+void tp415_rank_zero_files(Ddp& d) {
+  const std::string_view text = d.text;
+  for (const Node* w : d.t.find_all(NodeKind::With)) {
+    if (!writes_file(d, *w)) continue;
+    auto [wb, we] = d.t.byte_range(*w);
     auto indent = indent_before(text, wb);
     bool multiline_string = false;
     for (std::uint32_t k = w->first_token(); k <= w->last_token(); ++k)
-      if (m.kind(k) == TokenKind::String &&
-          m.token_text(k).find_first_of("\r\n") != std::string::npos)
+      if (d.m.kind(k) == TokenKind::String &&
+          d.m.token_text(k).find_first_of("\r\n") != std::string::npos)
         multiline_string = true;
     if (!indent || indent->find('\t') != std::string::npos || multiline_string) {
-      ctx.flag("TP415", Operation::Unsupported, "open",
-               "a file written on every rank: guard it with `if " + N("_tp_rank0") + "():` by hand",
-               wb, we);
+      d.ctx.flag(
+          "TP415", Operation::Unsupported, "open",
+          "a file written on every rank: guard it with `if " + d.name("_tp_rank0") + "():` by hand",
+          wb, we);
       continue;
     }
     fix::Fix fx;
-    fx.edits.push_back({wb, wb, "if " + N("_tp_rank0") + "():" + nl + *indent + "    "});
+    fx.edits.push_back({wb, wb, "if " + d.call("_tp_rank0") + "():" + d.nl + *indent + "    "});
     for (std::uint32_t i = wb; i < we; ++i)
       if ((text[i] == '\n' || (text[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n'))) &&
           i + 1 < we)
@@ -1002,19 +1083,15 @@ void run_ddp(Context& ctx) {
     f.begin = wb;
     f.end = we;
     f.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(f));
+    d.ctx.result.findings.push_back(std::move(f));
   }
+}
 
-  if (companion) {
-    companion_helpers(ctx, N, spell);
-    return;
-  }
-
-  // ---- TP416: destroy_process_group at the end ----
-  const Node* main_guard = nullptr;
+/// The module's `if __name__ == "__main__":` statement (either way round), or nullptr.
+const Node* main_guard(const syntax::Tree& t) {
+  const Node* guard = nullptr;
   for (const Node* s : t.root().body()) {
     if (s->kind() != NodeKind::If || !s->test() || s->test()->kind() != NodeKind::Compare) continue;
-    // `__name__ == "__main__"`, either way round.
     const Node* cmp = s->test();
     std::vector<const Node*> sides{cmp->left()};
     for (const Node* c : cmp->comparators()) sides.push_back(c);
@@ -1024,66 +1101,37 @@ void run_ddp(Context& ctx) {
       if (x->kind() == NodeKind::Constant && t.is_string(*x) && t.string_value(*x) == "__main__")
         main = true;
     }
-    if (name && main && sides.size() == 2) main_guard = s;
+    if (name && main && sides.size() == 2) guard = s;
   }
-  {
-    std::uint32_t at = static_cast<std::uint32_t>(text.size());
-    std::string indent;
-    if (main_guard) {
-      const Node* last = nullptr;
-      for (const Node* s : main_guard->body()) last = s;
-      auto ind = indent_before(text, t.byte_range(*last).begin);
-      if (ind) {
-        indent = *ind;
-        at = line_end(*last);
-      }
-    }
-    const bool need_nl =
-        at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
-    ctx.modify("TP416", "torch.distributed.destroy_process_group",
-               "destroy the process group at the end of the run", at, at,
-               (need_nl ? nl : std::string()) + indent + N("_tp_cleanup") + "()" + nl);
-  }
+  return guard;
+}
 
-  // ---- TP410: the set-up block after the imports ----
-  std::string os = "os";
-  std::string header;
-  if (auto alias = m.module_alias("os")) {
-    os = *alias;
-  } else {
-    header += "import os" + nl;
+// ---- TP416: destroy_process_group at the end ----
+void tp416_cleanup(Ddp& d) {
+  std::uint32_t at = static_cast<std::uint32_t>(d.text.size());
+  std::string indent;
+  if (const Node* guard = main_guard(d.t)) {
+    const Node* last = nullptr;
+    for (const Node* s : guard->body()) last = s;
+    auto ind = indent_before(d.text, d.t.byte_range(*last).begin);
+    if (ind) {
+      indent = *ind;
+      at = d.line_end(*last);
+    }
   }
-  if (!m.module_alias("torch")) header += "import torch" + nl;
-  bool have_target_import = ctx.target.import_stmt.empty();
-  if (!have_target_import) {
-    const std::string module = ctx.target.import_stmt.substr(ctx.target.import_stmt.rfind(' ') + 1);
-    for (const semantic::Import& im : m.imports())
-      if (im.module == module || im.module.starts_with(module + ".")) have_target_import = true;
-    for (const Finding& f : ctx.result.findings)
-      if (f.code == "TP900" && f.api.find(ctx.target.import_stmt) != std::string::npos)
-        have_target_import = true;
-  }
-  if (!have_target_import) header += ctx.target.import_stmt + nl;
-  std::vector<std::string> lines = {
-      "",
-      "# torchport --distributed: one process per device, started by torchrun",
-      "# (run_distributed.sh), which sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and",
-      "# MASTER_PORT; without them the script runs as a single process.",
-      "import torch.distributed as _tp_dist",
-      "from torch.nn.parallel import DistributedDataParallel as _TpDDP",
-      N("_TpDistributedSampler") == "DistributedSampler"
-          ? "from torch.utils.data.distributed import DistributedSampler"
-          : "from torch.utils.data.distributed import DistributedSampler as _TpDistributedSampler",
-      "",
-      os + ".environ.setdefault(\"RANK\", \"0\")",
-      os + ".environ.setdefault(\"LOCAL_RANK\", \"0\")",
-      os + ".environ.setdefault(\"WORLD_SIZE\", \"1\")",
-      os + ".environ.setdefault(\"MASTER_ADDR\", \"127.0.0.1\")",
-      os + ".environ.setdefault(\"MASTER_PORT\", \"29500\")",
-      "_tp_local_rank = int(" + os + ".environ[\"LOCAL_RANK\"])",
-  };
-  std::string backend, device_ids;
-  if (ctx.accelerator()) {
+  d.ctx.modify("TP416", "torch.distributed.destroy_process_group",
+               "destroy the process group at the end of the run", at, at,
+               (d.at_unterminated_end(at) ? d.nl : std::string()) + indent + d.call("_tp_cleanup") +
+                   "()" + d.nl);
+}
+
+/// TP410's process group and device lines for the target (after the environment defaults), the
+/// backend expression and the device_ids argument wrap_ddp passes.
+std::vector<std::string> rank_device_lines(Ddp& d, std::string& backend, std::string& device_ids) {
+  const catalogue::Target& target = d.ctx.target;
+  const std::string& T = d.T;
+  std::vector<std::string> lines;
+  if (d.ctx.accelerator()) {
     lines.push_back("_tp_rank_device = (");
     lines.push_back("    " + T + ".device(" + T + ".accelerator.current_accelerator().type, " +
                     "_tp_local_rank)");
@@ -1094,29 +1142,34 @@ void run_ddp(Context& ctx) {
     lines.push_back("    " + T + ".accelerator.set_device_index(_tp_local_rank)");
     backend = "_tp_dist.get_default_backend_for_device(_tp_rank_device)";
     device_ids = ", device_ids=[_tp_local_rank] if _tp_rank_device.type != \"cpu\" else None";
-    ctx.require_torch(kAcceleratorMinTorch);
-  } else if (ctx.target.device_index && !ctx.target.host) {
-    lines.push_back("_tp_rank_device = " + T + ".device(\"" + ctx.target.device +
+    d.ctx.require_torch(kAcceleratorMinTorch);
+    return lines;
+  }
+  backend = "\"" + (target.backend.empty() ? std::string("gloo") : target.backend) + "\"";
+  if (target.device_index && !target.host) {
+    lines.push_back("_tp_rank_device = " + T + ".device(\"" + target.device +
                     "\", _tp_local_rank)");
-    lines.push_back(ctx.render(ctx.target.module) + ".set_device(_tp_rank_device)");
-    backend = "\"" + (ctx.target.backend.empty() ? std::string("gloo") : ctx.target.backend) + "\"";
+    lines.push_back(d.ctx.render(target.module) + ".set_device(_tp_rank_device)");
     device_ids = ", device_ids=[_tp_local_rank]";
   } else {
-    lines.push_back("_tp_rank_device = " + T + ".device(\"" + ctx.target.device + "\")");
-    backend = "\"" + (ctx.target.backend.empty() ? std::string("gloo") : ctx.target.backend) + "\"";
+    lines.push_back("_tp_rank_device = " + T + ".device(\"" + target.device + "\")");
   }
-  std::vector<std::string> helpers;
-  helpers.insert(helpers.end(),
-                 {
-                     "_tp_dist.init_process_group(backend=" + backend + ")",
-                     "",
-                     "",
-                     "def _tp_rank0():",
-                     "    \"\"\"True on the process that prints, logs and saves (rank 0).\"\"\"",
-                     "    return _tp_dist.get_rank() == 0",
-                     "",
-                     "",
-                 });
+  return lines;
+}
+
+/// TP410's helper definitions in the entry script (on the process group it sets up).
+std::vector<std::string> setup_helper_lines(const std::string& backend,
+                                            const std::string& device_ids) {
+  std::vector<std::string> helpers = {
+      "_tp_dist.init_process_group(backend=" + backend + ")",
+      "",
+      "",
+      "def _tp_rank0():",
+      "    \"\"\"True on the process that prints, logs and saves (rank 0).\"\"\"",
+      "    return _tp_dist.get_rank() == 0",
+      "",
+      "",
+  };
   helpers.insert(helpers.end(), kSilentAndRank0Only.begin(), kSilentAndRank0Only.end());
   helpers.insert(
       helpers.end(),
@@ -1157,16 +1210,92 @@ void run_ddp(Context& ctx) {
                                     "        _tp_dist.destroy_process_group()",
                                     "",
                                 });
+  return helpers;
+}
+
+/// True when the output imports the target's package: the file does, or TP900 inserts it.
+bool has_target_import(const Ddp& d) {
+  const std::string& stmt = d.ctx.target.import_stmt;
+  if (stmt.empty() || d.ctx.target_import_inserted) return true;
+  const std::string module = stmt.substr(stmt.rfind(' ') + 1);
+  for (const semantic::Import& im : d.m.imports())
+    if (im.module == module || im.module.starts_with(module + ".")) return true;
+  return false;
+}
+
+// ---- TP410: the set-up block after the imports (the entry script) ----
+void tp410_setup(Ddp& d) {
+  std::string os;
+  std::string header = import_os(d, os);
+  if (!d.m.module_alias("torch")) header += "import torch" + d.nl;
+  if (!has_target_import(d)) header += d.ctx.target.import_stmt + d.nl;
+  std::vector<std::string> lines = {
+      "",
+      "# torchport --distributed: one process per device, started by torchrun",
+      "# (run_distributed.sh), which sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and",
+      "# MASTER_PORT; without them the script runs as a single process.",
+      "import torch.distributed as _tp_dist",
+      "from torch.nn.parallel import DistributedDataParallel as _TpDDP",
+      d.name("_TpDistributedSampler") == "DistributedSampler"
+          ? "from torch.utils.data.distributed import DistributedSampler"
+          : "from torch.utils.data.distributed import DistributedSampler as _TpDistributedSampler",
+      "",
+      os + ".environ.setdefault(\"RANK\", \"0\")",
+      os + ".environ.setdefault(\"LOCAL_RANK\", \"0\")",
+      os + ".environ.setdefault(\"WORLD_SIZE\", \"1\")",
+      os + ".environ.setdefault(\"MASTER_ADDR\", \"127.0.0.1\")",
+      os + ".environ.setdefault(\"MASTER_PORT\", \"29500\")",
+      "_tp_local_rank = int(" + os + ".environ[\"LOCAL_RANK\"])",
+  };
+  std::string backend, device_ids;
+  const std::vector<std::string> device = rank_device_lines(d, backend, device_ids);
+  lines.insert(lines.end(), device.begin(), device.end());
+  const std::vector<std::string> helpers = setup_helper_lines(backend, device_ids);
   lines.insert(lines.end(), helpers.begin(), helpers.end());
   std::string block = header;
-  for (const std::string& l : lines) block += spell(l) + nl;
-  const std::uint32_t at = std::max(m.import_block_end(), m.after_first_torch_import().value_or(0));
-  const bool need_nl =
-      at == text.size() && !text.empty() && text.back() != '\n' && text.back() != '\r';
-  ctx.modify("TP410", "torch.distributed.init_process_group",
-             "process group from torchrun's environment (backend " + spell(backend) +
-                 "), this rank's device from LOCAL_RANK, and the --distributed helpers",
-             at, at, (need_nl ? nl : std::string()) + block);
+  for (const std::string& l : lines) block += d.spell(l) + d.nl;
+  const std::uint32_t at = setup_offset(d);
+  d.ctx.modify("TP410", "torch.distributed.init_process_group",
+               "process group from torchrun's environment (backend " + d.spell(backend) +
+                   "), this rank's device from LOCAL_RANK, and the --distributed helpers",
+               at, at, after_imports(d, at, std::move(block), false));
+}
+
+// ---- TP410 in a module that already uses torch.distributed ----
+void tp410_module_left_alone(Context& ctx, TokenIndex tok) {
+  const std::uint32_t b = ctx.m.tokens()[tok].begin;
+  ctx.flag("TP410", Operation::Unknown, "torch.distributed",
+           "this module, imported by " + ctx.opts.distributed_main +
+               ", already uses torch.distributed: --distributed leaves it as it is; check "
+               "that it agrees with the process group set up there",
+           b, b);
+}
+
+}  // namespace
+
+void run_ddp(Context& ctx) {
+  if (!ctx.opts.distributed) return;
+  if (auto tok = uses_torch_distributed(ctx.m)) {
+    // The entry script: refused by the driver (idempotent here). A module it imports that
+    // already uses torch.distributed is left to its author.
+    if (ctx.opts.distributed_companion) tp410_module_left_alone(ctx, *tok);
+    return;
+  }
+  Ddp d(ctx);
+  tp412_data_parallel(d);
+  tp411_wrap_model(d);
+  tp417_state_dict(d);
+  tp413_samplers(d);
+  tp414_batch(d);
+  tp413_set_epoch(d);
+  tp415_rank_zero_calls(d);
+  tp415_rank_zero_files(d);
+  if (d.companion) {
+    tp410_module_helpers(d);
+    return;
+  }
+  tp416_cleanup(d);
+  tp410_setup(d);
 }
 
 }  // namespace torchport::rules

@@ -117,8 +117,7 @@ void ddp_device_ids(Context& ctx) {
         f.changes = "changes behaviour: " + std::string(arg.keyword) + " dropped";
         f.fix = std::move(fx);
         // The deleted argument takes the rewrites inside it along (device rules run first).
-        std::erase_if(ctx.result.findings,
-                      [&](const Finding& g) { return g.begin >= f.begin && g.end <= f.end; });
+        f.drops = {f.begin, f.end};
         ctx.result.findings.push_back(std::move(f));
         ctx.changed = true;
         continue;
@@ -314,24 +313,18 @@ std::optional<std::pair<TokenIndex, TokenIndex>> count_arg(const semantic::Model
 
 constexpr std::string_view kHostCount = "2  # no device here: 2 CPU processes over gloo";
 
-// TP403: a process count taken from torch.cuda.device_count() for a torch.multiprocessing.spawn
-// / start_processes call (nprocs=, or the third positional argument): `n = ...device_count()`
-// with `n` (or a plain copy, `world_size = n_gpus`) the count of a later call in the same scope,
-// or the call itself as the count. Without a device the count is 0 and spawn starts no
-// process: the script ends at once, silently. accelerator and cpu get a CPU path (2 processes
-// over gloo, the backend get_default_backend_for_device / TP400 give the CPU); the device
-// targets a guard that says why the script stops.
-void process_count(Context& ctx) {
+/// The start of `line`'s physical line and its indentation.
+std::pair<std::uint32_t, std::string> indent_of(std::string_view text, const semantic::Line& line) {
+  const std::size_t bol = text.find_last_of("\r\n", line.begin - 1) + 1;  // npos + 1 == 0
+  return std::pair{static_cast<std::uint32_t>(bol),
+                   std::string(text.substr(bol, line.begin - bol))};
+}
+
+// TP403, the count in a name: `n = torch.cuda.device_count()` where n is a spawn's count.
+void named_counts(Context& ctx, const CountParams& params) {
   const semantic::Model& m = ctx.m;
   const auto& lines = m.lines();
-  const std::string_view text = m.text();
   const std::string nl(m.newline());
-  const CountParams params = count_params(m);
-  auto indent_of = [&](const semantic::Line& line) {
-    const std::size_t bol = text.find_last_of("\r\n", line.begin - 1) + 1;  // npos + 1 == 0
-    return std::pair{static_cast<std::uint32_t>(bol),
-                     std::string(text.substr(bol, line.begin - bol))};
-  };
   // `n = torch.cuda.device_count()` lines.
   std::vector<std::size_t> counted;
   for (std::size_t li = 0; li < lines.size(); ++li) {
@@ -390,7 +383,7 @@ void process_count(Context& ctx) {
       }
     }
     if (!counts_processes) continue;
-    const std::string indent = indent_of(line).second;
+    const std::string indent = indent_of(m.text(), line).second;
     const std::string n(name);
     const std::uint32_t at = line.end;
     if (ctx.target.host) {
@@ -426,9 +419,38 @@ void process_count(Context& ctx) {
                count_guard(ctx, n, indent, nl));
     label_count(ctx);
   }
-  // The count given to spawn directly: `mp.spawn(fn, args=(torch.cuda.device_count(),),
-  // nprocs=torch.cuda.device_count())`. The count gets a name, assigned before the statement
-  // and followed by the target's path; every device_count() of the statement reads it.
+}
+
+/// A simple statement of its own (not `if c: mp.spawn(...)`).
+bool simple_statement(const semantic::Model& m, const semantic::Line& line) {
+  switch (m.kind(line.tokens[0])) {
+    case TokenKind::KwIf:
+    case TokenKind::KwElif:
+    case TokenKind::KwElse:
+    case TokenKind::KwWhile:
+    case TokenKind::KwFor:
+    case TokenKind::KwWith:
+    case TokenKind::KwTry:
+    case TokenKind::KwExcept:
+    case TokenKind::KwFinally:
+    case TokenKind::KwDef:
+    case TokenKind::KwClass:
+    case TokenKind::KwAsync:
+    case TokenKind::KwLambda:
+    case TokenKind::At:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// TP403, the count given to spawn directly: `mp.spawn(fn, args=(torch.cuda.device_count(),),
+// nprocs=torch.cuda.device_count())`. The count gets a name, assigned before the statement
+// and followed by the target's path; every device_count() of the statement reads it.
+void direct_counts(Context& ctx, const CountParams& params) {
+  const semantic::Model& m = ctx.m;
+  const auto& lines = m.lines();
+  const std::string nl(m.newline());
   // A name that nothing in reach binds: not the scope, its outermost function, or the module
   // (a load of an unbound name was a NameError, so the new binding changes no reader).
   auto free_name = [&](std::uint32_t scope) -> std::optional<std::string> {
@@ -445,27 +467,7 @@ void process_count(Context& ctx) {
   for (std::size_t li = 0; li < lines.size(); ++li) {
     const semantic::Line& line = lines[li];
     const auto& t = line.tokens;
-    if (t.empty()) continue;
-    // A simple statement of its own (not `if c: mp.spawn(...)`).
-    switch (m.kind(t[0])) {
-      case TokenKind::KwIf:
-      case TokenKind::KwElif:
-      case TokenKind::KwElse:
-      case TokenKind::KwWhile:
-      case TokenKind::KwFor:
-      case TokenKind::KwWith:
-      case TokenKind::KwTry:
-      case TokenKind::KwExcept:
-      case TokenKind::KwFinally:
-      case TokenKind::KwDef:
-      case TokenKind::KwClass:
-      case TokenKind::KwAsync:
-      case TokenKind::KwLambda:
-      case TokenKind::At:
-        continue;
-      default:
-        break;
-    }
+    if (t.empty() || !simple_statement(m, line)) continue;
     bool direct = false;
     for (TokenIndex k : t) {
       if (m.kind(k) != TokenKind::LPar) continue;
@@ -493,7 +495,7 @@ void process_count(Context& ctx) {
       std::string rewritten = take_rewrites(ctx, calls[c].first, calls[c].second);
       if (c == 0 && !ctx.target.host) count = std::move(rewritten);
     }
-    const auto [bol, indent] = indent_of(line);
+    const auto [bol, indent] = indent_of(m.text(), line);
     Finding f;
     f.code = "TP403";
     f.api = "torch.cuda.device_count";
@@ -516,62 +518,104 @@ void process_count(Context& ctx) {
   }
 }
 
-}  // namespace
+// TP403: a process count taken from torch.cuda.device_count() for a torch.multiprocessing.spawn
+// / start_processes call (nprocs=, or the third positional argument): `n = ...device_count()`
+// with `n` (or a plain copy, `world_size = n_gpus`) the count of a later call in the same scope,
+// or the call itself as the count. Without a device the count is 0 and spawn starts no
+// process: the script ends at once, silently. accelerator and cpu get a CPU path (2 processes
+// over gloo, the backend get_default_backend_for_device / TP400 give the CPU); the device
+// targets a guard that says why the script stops.
+void process_count(Context& ctx) {
+  const CountParams params = count_params(ctx.m);
+  named_counts(ctx, params);
+  direct_counts(ctx, params);
+}
 
-void run_distributed(Context& ctx) {
-  const semantic::Model& m = ctx.m;
-  const std::string backend = ctx.target.backend.empty() ? "gloo" : ctx.target.backend;
-  const std::string note =
-      backend == "gloo" && !ctx.target.host && !ctx.accelerator()
-          ? " (" + ctx.target.name + " has no collective backend: gloo runs on the CPU)"
-          : "";
-  // The backend expression for the accelerator target, spelled with the callee's module.
-  auto accel_backend = [&](const semantic::Reference* callee, std::uint32_t at) {
-    auto alias = m.module_alias("torch.distributed");
-    std::string mod = alias ? *alias : ctx.render("torch.distributed");
-    if (callee && callee->names.size() >= 2) {
-      const std::uint32_t b = m.tokens()[callee->first].begin;
-      const std::uint32_t e = m.tokens()[callee->names[callee->names.size() - 2]].end;
-      mod = std::string(m.text().substr(b, e - b));
+/// TP400: the NCCL backend where it is given, replaced by the target's collective backend.
+class Nccl {
+ public:
+  explicit Nccl(Context& ctx)
+      : ctx_(ctx),
+        m_(ctx.m),
+        backend_(ctx.target.backend.empty() ? "gloo" : ctx.target.backend),
+        note_(backend_ == "gloo" && !ctx.target.host && !ctx.accelerator()
+                  ? " (" + ctx.target.name + " has no collective backend: gloo runs on the CPU)"
+                  : "") {}
+
+  /// argparse options whose name mentions "backend": their default and choices, and their dest
+  /// names (returned), so that `args.dist_backend` counts as resolved.
+  std::set<std::string, std::less<>> argparse_options();
+  /// The backend argument of init_process_group / new_group: a literal, a variable assigned
+  /// literals, an argparse option; what cannot be resolved is reported.
+  void backend_arguments(const std::set<std::string, std::less<>>& backend_options);
+  /// get_backend() == "nccl".
+  void comparisons();
+
+ private:
+  /// The backend expression for the accelerator target, spelled with the callee's module.
+  std::string accel_backend(const semantic::Reference* callee, std::uint32_t at);
+  /// Rewrites the "nccl" string token `i`; `how` says where the string was found.
+  void rewrite(TokenIndex i, const semantic::Reference* callee, const std::string& how);
+  /// Rewrites every "nccl" string in tokens [first, last]; returns how many it found.
+  std::size_t rewrite_in(TokenIndex first, TokenIndex last, const semantic::Reference* callee,
+                         const std::string& how);
+  /// The variable `first` passed as the backend of `callee`: true when each of its simple
+  /// assignments in this scope or at module level is a literal (its "nccl" ones rewritten).
+  bool literal_variable(TokenIndex first, const semantic::Reference* callee);
+
+  Context& ctx_;
+  const semantic::Model& m_;
+  const std::string backend_;
+  const std::string note_;
+  std::set<TokenIndex> done_;  // "nccl" string tokens already rewritten
+};
+
+std::string Nccl::accel_backend(const semantic::Reference* callee, std::uint32_t at) {
+  auto alias = m_.module_alias("torch.distributed");
+  std::string mod = alias ? *alias : ctx_.render("torch.distributed");
+  if (callee && callee->names.size() >= 2) {
+    const std::uint32_t b = m_.tokens()[callee->first].begin;
+    const std::uint32_t e = m_.tokens()[callee->names[callee->names.size() - 2]].end;
+    mod = std::string(m_.text().substr(b, e - b));
+  }
+  ctx_.require_torch(kAcceleratorMinTorch);
+  return mod + ".get_default_backend_for_device(" + ctx_.device_expr(at) + ")";
+}
+
+void Nccl::rewrite(TokenIndex i, const semantic::Reference* callee, const std::string& how) {
+  if (!done_.insert(i).second) return;
+  auto sv = semantic::string_value(m_.text(), m_.tokens()[i]);
+  const syntax::Token& tok = m_.tokens()[i];
+  if (ctx_.accelerator()) {
+    ctx_.modify("TP400", "nccl", "change backend nccl to the default backend of the device" + how,
+                tok.begin, tok.end, accel_backend(callee, tok.begin));
+    return;
+  }
+  std::string repl = backend_;
+  if (sv->value == "NCCL") {
+    for (char& c : repl) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  ctx_.modify(
+      "TP400", "nccl",
+      "replace string \"" + std::string(sv->value) + "\" with \"" + repl + "\"" + how + note_,
+      sv->value_begin, sv->value_begin + 4, repl);
+}
+
+std::size_t Nccl::rewrite_in(TokenIndex first, TokenIndex last, const semantic::Reference* callee,
+                             const std::string& how) {
+  std::size_t found = 0;
+  for (TokenIndex t = first; t <= last; ++t) {
+    if (nccl_string(m_, t)) {
+      rewrite(t, callee, how);
+      ++found;
     }
-    ctx.require_torch(kAcceleratorMinTorch);
-    return mod + ".get_default_backend_for_device(" + ctx.device_expr(at) + ")";
-  };
-  std::set<TokenIndex> done;  // "nccl" string tokens already rewritten
-  // Rewrites the "nccl" string token `i`; `how` says where the string was found.
-  auto rewrite = [&](TokenIndex i, const semantic::Reference* callee, const std::string& how) {
-    if (!done.insert(i).second) return;
-    auto sv = semantic::string_value(m.text(), m.tokens()[i]);
-    const syntax::Token& tok = m.tokens()[i];
-    if (ctx.accelerator()) {
-      ctx.modify("TP400", "nccl", "change backend nccl to the default backend of the device" + how,
-                 tok.begin, tok.end, accel_backend(callee, tok.begin));
-      return;
-    }
-    std::string repl = backend;
-    if (sv->value == "NCCL") {
-      for (char& c : repl) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    }
-    ctx.modify(
-        "TP400", "nccl",
-        "replace string \"" + std::string(sv->value) + "\" with \"" + repl + "\"" + how + note,
-        sv->value_begin, sv->value_begin + 4, repl);
-  };
-  // Rewrites every "nccl" string in tokens [first, last]; returns how many it found.
-  auto rewrite_in = [&](TokenIndex first, TokenIndex last, const semantic::Reference* callee,
-                        const std::string& how) {
-    std::size_t found = 0;
-    for (TokenIndex t = first; t <= last; ++t) {
-      if (nccl_string(m, t)) {
-        rewrite(t, callee, how);
-        ++found;
-      }
-    }
-    return found;
-  };
+  }
+  return found;
+}
+
+std::set<std::string, std::less<>> Nccl::argparse_options() {
+  const semantic::Model& m = m_;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
-  // argparse options whose name mentions "backend": their default and choices (TP400), and
-  // their dest names, so that `args.dist_backend` counts as resolved.
   std::set<std::string, std::less<>> backend_options;
   for (TokenIndex i = 0; i < n; ++i) {
     if (m.kind(i) != TokenKind::LPar || callee_last_name(m, i) != "add_argument") continue;
@@ -604,6 +648,33 @@ void run_distributed(Context& ctx) {
     }
     backend_options.insert(dests.begin(), dests.end());
   }
+  return backend_options;
+}
+
+bool Nccl::literal_variable(TokenIndex first, const semantic::Reference* callee) {
+  const semantic::Model& m = m_;
+  const std::string_view name = m.token_text(first);
+  const std::uint32_t scope = m.lines()[*m.line_of(first)].scope;
+  std::size_t assignments = 0, literal = 0;
+  for (const semantic::Line& line : m.lines()) {
+    if (line.tokens.size() < 3 || (line.scope != scope && line.scope != 0) ||
+        m.kind(line.tokens[0]) != TokenKind::Name || m.token_text(line.tokens[0]) != name ||
+        m.kind(line.tokens[1]) != TokenKind::Equal || line.tokens[0] > first) {
+      continue;
+    }
+    ++assignments;
+    const TokenIndex vb = line.tokens[2], ve = line.tokens.back();
+    if (rewrite_in(vb, ve, callee, " (assigned to " + std::string(name) + ")") > 0 ||
+        (vb == ve && m.kind(vb) == TokenKind::String)) {
+      ++literal;
+    }
+  }
+  return assignments > 0 && literal == assignments;
+}
+
+void Nccl::backend_arguments(const std::set<std::string, std::less<>>& backend_options) {
+  const semantic::Model& m = m_;
+  const auto n = static_cast<TokenIndex>(m.tokens().size());
   for (TokenIndex i = 0; i < n; ++i) {
     if (m.kind(i) != TokenKind::LPar) continue;
     const semantic::Reference* callee = callee_of(m, i);
@@ -632,24 +703,7 @@ void run_distributed(Context& ctx) {
     }
     bool resolved = false;
     if (first == arg->last && m.kind(first) == TokenKind::Name) {
-      // A variable: its simple assignments in this scope or at module level.
-      const std::string_view name = m.token_text(first);
-      const std::uint32_t scope = m.lines()[*m.line_of(first)].scope;
-      std::size_t assignments = 0, literal = 0;
-      for (const semantic::Line& line : m.lines()) {
-        if (line.tokens.size() < 3 || (line.scope != scope && line.scope != 0) ||
-            m.kind(line.tokens[0]) != TokenKind::Name || m.token_text(line.tokens[0]) != name ||
-            m.kind(line.tokens[1]) != TokenKind::Equal || line.tokens[0] > first) {
-          continue;
-        }
-        ++assignments;
-        const TokenIndex vb = line.tokens[2], ve = line.tokens.back();
-        if (rewrite_in(vb, ve, callee, " (assigned to " + std::string(name) + ")") > 0 ||
-            (vb == ve && m.kind(vb) == TokenKind::String)) {
-          ++literal;
-        }
-      }
-      resolved = assignments > 0 && literal == assignments;
+      resolved = literal_variable(first, callee);
     } else if (arg->last == *m.next(*m.next(first)) && m.kind(arg->last) == TokenKind::Name &&
                m.kind(*m.next(first)) == TokenKind::Dot) {
       // args.dist_backend: an argparse option of this file.
@@ -658,54 +712,70 @@ void run_distributed(Context& ctx) {
     if (!resolved) {
       // The device-value layer: a backend whose every source is the "nccl" literal (TP304
       // rewrites it where it is written: `args.dist_backend = "nccl"`, a parameter's default).
-      if (const syntax::Node* e = ctx.expression_at(first, arg->last)) {
-        const flow::Value& v = ctx.values().of(*e);
+      if (const syntax::Node* e = ctx_.expression_at(first, arg->last)) {
+        const flow::Value& v = ctx_.values().of(*e);
         resolved = v.only({flow::Source::Backend, flow::Source::Text});
       }
     }
     if (resolved) continue;
-    ctx.flag("TP400", Operation::Unknown, "nccl",
-             "the backend is given as `" + std::string(expr) +
-                 "`, whose value torchport cannot resolve; if it can be nccl, use " +
-                 (ctx.accelerator() ? std::string("torch.distributed.get_default_backend_for_"
-                                                  "device(device)")
-                                    : "\"" + backend + "\"" + note),
-             m.tokens()[first].begin, m.tokens()[arg->last].end);
+    ctx_.flag("TP400", Operation::Unknown, "nccl",
+              "the backend is given as `" + std::string(expr) +
+                  "`, whose value torchport cannot resolve; if it can be nccl, use " +
+                  (ctx_.accelerator() ? std::string("torch.distributed.get_default_backend_for_"
+                                                    "device(device)")
+                                      : "\"" + backend_ + "\"" + note_),
+              m.tokens()[first].begin, m.tokens()[arg->last].end);
   }
-  // get_backend() == "nccl"
+}
+
+void Nccl::comparisons() {
+  const semantic::Model& m = m_;
+  const auto n = static_cast<TokenIndex>(m.tokens().size());
   for (TokenIndex i = 0; i < n; ++i) {
-    if (!nccl_string(m, i) || done.contains(i)) continue;
+    if (!nccl_string(m, i) || done_.contains(i)) continue;
     auto p = m.prev(i);
     if (!p || (m.kind(*p) != TokenKind::EqEqual && m.kind(*p) != TokenKind::NotEqual)) continue;
     auto pp = m.prev(*p);
     if (!pp || m.kind(*pp) != TokenKind::RPar) continue;
     auto open = m.match(*pp);
     if (!open || callee_last_name(m, *open) != "get_backend") continue;
-    if (ctx.accelerator()) {
+    if (ctx_.accelerator()) {
       const syntax::Token& tok = m.tokens()[i];
-      ctx.flag("TP400", Operation::Unsupported, "nccl",
-               "comparison with the nccl backend; the backend depends on the device at run time",
-               tok.begin, tok.end);
+      ctx_.flag("TP400", Operation::Unsupported, "nccl",
+                "comparison with the nccl backend; the backend depends on the device at run time",
+                tok.begin, tok.end);
       continue;
     }
     rewrite(i, nullptr, "");
   }
-  ddp_device_ids(ctx);
-  process_count(ctx);
+}
+
+// TP401: torch.nn.DataParallel, reported (with --distributed, TP412 in ddp.cc replaces it by
+// DistributedDataParallel).
+void data_parallel(Context& ctx) {
+  if (ctx.opts.distributed) return;
+  const semantic::Model& m = ctx.m;
   for (const semantic::Reference& ref : m.references()) {
     const std::string& q = ref.qualified;
-    const std::uint32_t b = m.tokens()[ref.first].begin;
-    const std::uint32_t e = m.tokens()[ref.last].end;
-    // With --distributed, TP412 (ddp.cc) replaces it by DistributedDataParallel.
-    if ((q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel" ||
-         q == "torch.nn.parallel.data_parallel.DataParallel") &&
-        !ctx.opts.distributed) {
+    if (q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel" ||
+        q == "torch.nn.parallel.data_parallel.DataParallel") {
       ctx.flag("TP401", Operation::Unsupported, "torch.nn.DataParallel",
                "DataParallel only drives CUDA devices; use DistributedDataParallel with one "
                "process per device",
-               b, e);
+               m.tokens()[ref.first].begin, m.tokens()[ref.last].end);
     }
   }
+}
+
+}  // namespace
+
+void run_distributed(Context& ctx) {
+  Nccl nccl(ctx);  // TP400
+  nccl.backend_arguments(nccl.argparse_options());
+  nccl.comparisons();
+  ddp_device_ids(ctx);  // TP402
+  process_count(ctx);   // TP403
+  data_parallel(ctx);   // TP401
 }
 
 }  // namespace torchport::rules

@@ -143,6 +143,17 @@ constexpr RuleInfo kRegistry[] = {
     // tools/new_rule.py: registry
 };
 
+// Incidental changes (context.h: incidental()): a change made only next to other CUDA changes.
+struct IncidentalChange {
+  Operation op;
+  std::string_view code;
+  std::string_view api;
+};
+constexpr IncidentalChange kIncidental[] = {
+    // device.cc: torch.load without map_location gets one (the only TP300 insertion on it).
+    {Operation::Insert, "TP300", "torch.load"},
+};
+
 // The families, in the order they are listed; check() runs them in a stable topological
 // order of `after`, and the families that need the findings after all others.
 constexpr FamilyInfo kFamilies[] = {
@@ -166,6 +177,8 @@ constexpr FamilyInfo kFamilies[] = {
      {"device"},
      run_distributed},
     {"env", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_env},
+    // TP902 in setup.py (a Python file); after env, whose findings its own used to follow.
+    {"setup_requires", Input::PythonFile, NeedModel | NeedCatalogue, {"env"}, run_setup_requires},
     {"dtypes", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_dtypes},
     {"torch_versions", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_torch_versions},
     {"custom_args",
@@ -284,6 +297,13 @@ std::span<const RuleInfo> registry() { return kRegistry; }
 std::span<const FamilyInfo* const> families() {
   static const std::vector<const FamilyInfo*> order = topological_order();
   return order;
+}
+
+bool incidental(const Finding& f) {
+  return std::any_of(std::begin(kIncidental), std::end(kIncidental),
+                     [&](const IncidentalChange& c) {
+                       return f.code == c.code && f.op == c.op && f.api == c.api;
+                     });
 }
 
 const RuleInfo* find_rule(std::string_view code) {
@@ -636,6 +656,12 @@ void Context::flag(std::string_view code, Operation op, std::string api, std::st
   result.findings.push_back(std::move(f));
 }
 
+void Context::suggest(std::string_view code, Operation op, std::string api, std::string message,
+                      std::uint32_t begin, std::uint32_t end, fix::Edit edit) {
+  flag(code, op, std::move(api), std::move(message), begin, end);
+  result.findings.back().fix = fix::Fix{{std::move(edit)}, fix::Applicability::DisplayOnly};
+}
+
 void Context::label_last(std::string changes, fix::Applicability a) {
   if (result.findings.empty()) return;
   Finding& f = result.findings.back();
@@ -697,6 +723,37 @@ const catalogue::Target& target_or_fallback(const catalogue::Catalogue& cat,
   return fallback;
 }
 
+void drop_superseded(std::vector<Finding>& findings, std::size_t first_new) {
+  // A finding goes when its range lies inside a dropped range and so do its fix's edits; an
+  // empty range (an insertion) only strictly inside: at an edge it is about the code around it.
+  auto inside = [](std::uint32_t b, std::uint32_t e, std::pair<std::uint32_t, std::uint32_t> r) {
+    return b == e ? r.first < b && b < r.second : r.first <= b && e <= r.second;
+  };
+  auto superseded = [&](const Finding& f, std::pair<std::uint32_t, std::uint32_t> r) {
+    return inside(f.begin, f.end, r) &&
+           (!f.fix || std::all_of(f.fix->edits.begin(), f.fix->edits.end(),
+                                  [&](const fix::Edit& x) { return inside(x.begin, x.end, r); }));
+  };
+  // In the order the findings were made: each dropping finding takes the findings made before
+  // it (the family's own too) that are still there.
+  std::vector<bool> gone(findings.size(), false);
+  bool any = false;
+  for (std::size_t j = first_new; j < findings.size(); ++j) {
+    if (!findings[j].drops || gone[j]) continue;
+    for (std::size_t i = 0; i < j; ++i) {
+      if (!gone[i] && superseded(findings[i], *findings[j].drops)) gone[i] = any = true;
+    }
+  }
+  if (!any) return;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    if (gone[i]) continue;
+    if (kept != i) findings[kept] = std::move(findings[i]);
+    ++kept;
+  }
+  findings.erase(findings.begin() + static_cast<std::ptrdiff_t>(kept), findings.end());
+}
+
 FileResult check(const syntax::Tree& tree, const semantic::Model& model,
                  const catalogue::Catalogue& cat, const Options& opts) {
   catalogue::Target fallback;
@@ -715,7 +772,9 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
     if (f->input != Input::PythonFile || !f->run) continue;
     if ((f->needs & NeedProject) && !opts.custom_ops) continue;  // no project: not judged
     if ((f->needs & NeedSupportLists) && cat.support_versions(opts.target).empty()) continue;
+    const std::size_t before = ctx.result.findings.size();
     f->run(ctx);
+    drop_superseded(ctx.result.findings, before);
   }
   if (const catalogue::AdviceTable* advice = cat.advice(opts.target)) run_advice(ctx, *advice);
   // Stable order by offset. The findings are large (a file with a finding on every line has

@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace torchport::syntax {
@@ -51,6 +52,10 @@ struct Finding {
   /// "changes behaviour: a value replaced by a constant" or "numerics: autocast dtype ...".
   /// Behaviour-changing fixes are Applicability::Unsafe (--no-unsafe-fixes leaves them out).
   std::string changes;
+  /// A byte range of code this finding's fix removes (an argument it drops): the findings made
+  /// before it about code inside that range go with it. Declared here and resolved in one place
+  /// (check(), after each family: drop_superseded), never by the rule.
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> drops;
 };
 
 /// Custom CUDA operator name -> the project file that defines it (from check_other's cuda_apis).

@@ -109,9 +109,6 @@ void run_env(Context& ctx) {
                note.empty() ? repl + " is not confirmed by the vendor's lists" : note, b, e);
     }
   }
-  // setup.py's install_requires strings (TP902, other_files.cc): a Python file, so it comes
-  // through check(); this family runs last among the per-file rules.
-  run_setup_requires(ctx);
 }
 
 }  // namespace torchport::rules

@@ -178,7 +178,7 @@ class Porter {
       : t_(t), m_(m), accel_(target.runtime_device()) {
     word_ = accel_ ? "accel" : target.device;
     if (accel_) {
-      display_ = "accelerator";
+      display_ = target.name;  // the device-agnostic target: "accelerator"
     } else {
       for (char c : target.device)
         display_ += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -188,6 +188,19 @@ class Porter {
   std::vector<Finding> run();
 
  private:
+  using OptWords = std::vector<std::pair<std::string, std::string>>;
+  /// The deprecated alias of the old flags, after the flag's statement.
+  fix::Edit alias_line(const Flag& fl, const std::vector<std::string>& aliases,
+                       const std::string& new_option, const std::string& new_dest) const;
+  /// Derived names: a `cuda` part, bound once, from the flag (`reads`) or inside a branch on it.
+  void rename_derived(const std::vector<const Node*>& reads, std::vector<fix::Edit>& edits,
+                      std::vector<std::string>& notes) const;
+  /// Strings that name the flag, and the flag's help.
+  void reword_strings(const Flag& fl, const OptWords& opt_words,
+                      std::vector<fix::Edit>& edits) const;
+  /// The TP310 finding: the flag ported, with its notes and edits.
+  Finding ported(const Flag& fl, const std::string& new_option,
+                 const std::vector<std::string>& notes, std::vector<fix::Edit> edits) const;
   std::uint32_t line_start(std::uint32_t o) const {
     while (o > 0 && t_.text()[o - 1] != '\n' && t_.text()[o - 1] != '\r') --o;
     return o;
@@ -543,24 +556,33 @@ std::vector<Finding> Porter::run() {
         aliases.push_back(f.option);
         opt_words.emplace_back(f.option, new_option);
       }
-  // The alias, after the flag's statement.
-  {
-    auto [sb, se] = t_.byte_range(*fl.stmt);
-    std::uint32_t ls = line_start(sb), le = line_end(se);
-    std::string indent(t_.text().substr(ls, sb - ls));
-    std::string line = indent + fl.parser + ".add_argument(";
-    for (const std::string& a : aliases) line += quoted(a) + ", ";
-    line += "dest=" + quoted(new_dest) + ", action=" + quoted("store_true") +
-            ", help=" + quoted("deprecated alias of " + new_option) + ")";
-    std::string nl(m_.newline());
-    if (le == se)
-      line = nl + line;  // the file ends on the statement, without a line break
-    else
-      line += nl;
-    edits.push_back({le, le, line});
-  }
-  // Derived names: a `cuda` part, bound once, from the flag or inside a branch on it.
-  std::set<std::string> derived_new;
+  edits.push_back(alias_line(fl, aliases, new_option, new_dest));
+  rename_derived(reads, edits, notes);
+  reword_strings(fl, opt_words, edits);
+  return {ported(fl, new_option, notes, std::move(edits))};
+}
+
+fix::Edit Porter::alias_line(const Flag& fl, const std::vector<std::string>& aliases,
+                             const std::string& new_option, const std::string& new_dest) const {
+  const char quote = t_.token_text(fl.opt->first_token()).back();
+  auto quoted = [&](std::string_view s) { return std::string(1, quote) + std::string(s) + quote; };
+  auto [sb, se] = t_.byte_range(*fl.stmt);
+  std::uint32_t ls = line_start(sb), le = line_end(se);
+  std::string indent(t_.text().substr(ls, sb - ls));
+  std::string line = indent + fl.parser + ".add_argument(";
+  for (const std::string& a : aliases) line += quoted(a) + ", ";
+  line += "dest=" + quoted(new_dest) + ", action=" + quoted("store_true") +
+          ", help=" + quoted("deprecated alias of " + new_option) + ")";
+  std::string nl(m_.newline());
+  if (le == se)
+    line = nl + line;  // the file ends on the statement, without a line break
+  else
+    line += nl;
+  return {le, le, line};
+}
+
+void Porter::rename_derived(const std::vector<const Node*>& reads, std::vector<fix::Edit>& edits,
+                            std::vector<std::string>& notes) const {
   std::vector<std::string> derived;
   auto uses_flag = [&](const Node* n) {
     for (const Node* r : reads)
@@ -601,7 +623,10 @@ std::vector<Finding> Porter::run() {
     }
     notes.push_back(name + " is " + to + " (" + std::to_string(n) + " place(s))");
   }
-  // Strings that name the flag, and the flag's help.
+}
+
+void Porter::reword_strings(const Flag& fl, const OptWords& opt_words,
+                            std::vector<fix::Edit>& edits) const {
   for (const Node* c : t_.find_all(NodeKind::Constant)) {
     if (!t_.is_string(*c) || c == fl.opt) continue;
     bool help = c->parent() && c->parent()->kind() == NodeKind::keyword &&
@@ -617,6 +642,10 @@ std::vector<Finding> Porter::run() {
       if (w != s) edits.push_back({t_.tokens()[k].begin, t_.tokens()[k].end, w});
     }
   }
+}
+
+Finding Porter::ported(const Flag& fl, const std::string& new_option,
+                       const std::vector<std::string>& notes, std::vector<fix::Edit> edits) const {
   // Renames and rewordings inside a statement that goes are not edits of their own.
   std::vector<fix::Edit> deletions;
   for (const fix::Edit& e : edits)
@@ -644,7 +673,7 @@ std::vector<Finding> Porter::run() {
   fix::Fix fx;
   fx.edits = std::move(edits);
   f.fix = std::move(fx);
-  return {std::move(f)};
+  return f;
 }
 
 }  // namespace

@@ -108,38 +108,143 @@ std::optional<LocalStart> function_body_start(const semantic::Model& m, std::uin
   return out;
 }
 
-}  // namespace
+/// The finding's fix may be applied (a display-only one never is).
+bool changes(const Finding& f) {
+  return f.fix && f.fix->applicability != fix::Applicability::DisplayOnly;
+}
 
-void run_insertions(Context& ctx) {
-  // A file that uses nothing CUDA-specific comes out byte-identical for every target: the
-  // map_location added to its torch.load calls (TP300) would be the only change, and with it the
-  // target's import. It is added only next to other CUDA code.
-  auto is_load_location = [](const Finding& f) {
-    return f.code == "TP300" && f.api == "torch.load" &&
-           f.message.starts_with("insert map_location");
-  };
-  // TP960 (a torch default that changed) is about the torch the output runs on, not CUDA.
-  auto is_version_change = [](const Finding& f) { return f.code == "TP960"; };
+/// A file that uses nothing CUDA-specific comes out byte-identical for every target: the
+/// incidental changes (the registry's: the map_location added to its torch.load calls) would be
+/// its only ones, and with them the target's import. They are made only next to other CUDA code.
+/// TP960 (a torch default that changed) is about the torch the output runs on, not CUDA.
+void drop_lone_incidental_changes(Context& ctx) {
   std::vector<Finding>& found = ctx.result.findings;
-  if (std::any_of(found.begin(), found.end(), is_load_location) &&
+  auto is_version_change = [](const Finding& f) { return f.code == "TP960"; };
+  if (std::any_of(found.begin(), found.end(), incidental) &&
       std::all_of(found.begin(), found.end(),
-                  [&](const Finding& f) { return is_load_location(f) || is_version_change(f); })) {
-    std::erase_if(found, is_load_location);
+                  [&](const Finding& f) { return incidental(f) || is_version_change(f); })) {
+    std::erase_if(found, incidental);
     ctx.result.min_torch_version.clear();
     ctx.changed =
-        std::any_of(found.begin(), found.end(), [](const Finding& f) { return f.fix.has_value(); });
+        std::any_of(found.begin(), found.end(), [](const Finding& f) { return changes(f); });
     ctx.used_device_var = false;
     ctx.device_var_uses.clear();
   }
-  if (!ctx.changed) return;
+}
+
+struct Insert {
+  std::uint32_t at;
+  std::string api, message, text;
+  bool before_all = false;  ///< before every other edit at `at` (a local device variable)
+};
+
+/// The definition of the host event class (torch.cuda.Event without a device).
+std::string host_event_class(const Context& ctx) {
   const semantic::Model& m = ctx.m;
   const std::string nl(m.newline());
-  const std::string_view text = m.text();
+  const std::string time = m.module_alias("time").value_or("time");
+  const std::string k(ctx.host_event_name());
+  const std::vector<std::string> body = {
+      "class " + k + ":",
+      "    \"\"\"torch.cuda.Event without a device (inserted by torchport): CPU work is "
+      "synchronous,",
+      "    so an event is complete once recorded; elapsed_time() is host time in ms.\"\"\"",
+      "",
+      "    def __init__(self, enable_timing=False, blocking=False, interprocess=False):",
+      "        self.recorded_at = None",
+      "",
+      "    def record(self, stream=None):",
+      "        self.recorded_at = " + time + ".perf_counter()",
+      "",
+      "    def query(self):",
+      "        return True",
+      "",
+      "    def synchronize(self):",
+      "        pass",
+      "",
+      "    def wait(self, stream=None):",
+      "        pass",
+      "",
+      "    def elapsed_time(self, end_event):",
+      "        return (end_event.recorded_at - self.recorded_at) * 1000.0",
+      "",
+  };
+  std::string cls = nl;
+  for (const std::string& l : body) cls += l + nl;
+  return cls;
+}
+
+/// The accelerator's device variable, in the narrowest scope that covers every use (issue 19
+/// §2): local to the function when a single function uses it, module-level (at `var_at`) when
+/// code at module level or several functions do (one shared name rather than copies).
+Insert device_variable(Context& ctx, const std::string& torch, std::uint32_t var_at) {
+  const semantic::Model& m = ctx.m;
+  const std::string nl(m.newline());
+  const std::string& t = torch;
+  const std::string var(ctx.helper_name());
+  const std::string value = var + " = " + t + ".accelerator.current_accelerator() if " + t +
+                            ".accelerator.is_available() else " + t + ".device(\"cpu\")";
+  std::optional<LocalStart> local;
+  std::set<std::uint32_t> functions;
+  bool module_level = false;
+  for (const std::optional<std::uint32_t>& at : ctx.device_var_uses) {
+    const std::uint32_t fn = at ? function_around(m, *at) : 0;
+    if (fn == 0) module_level = true;
+    functions.insert(fn);
+  }
+  if (!module_level && functions.size() == 1) local = function_body_start(m, *functions.begin());
+  if (!local) return {var_at, var, "insert the device variable (torch >= 2.6)", value + nl};
+  return {local->at, var,
+          "insert the device variable at the start of " + local->function + "() (torch >= 2.6)",
+          local->indent + value + nl, true};
+}
+
+/// One TP900 finding per offset, so that the driver keeps their order.
+void emit(Context& ctx, std::vector<Insert> inserts) {
+  const std::string nl(ctx.m.newline());
+  const std::string_view text = ctx.m.text();
   auto prefix_newline = [&](std::uint32_t at) {
     return (at > 0 && at == text.size() && text.back() != '\n' && text.back() != '\r')
                ? nl
                : std::string();
   };
+  std::stable_sort(inserts.begin(), inserts.end(),
+                   [](const Insert& a, const Insert& b) { return a.at < b.at; });
+  for (std::size_t i = 0; i < inserts.size();) {
+    std::size_t j = i;
+    std::string body = prefix_newline(inserts[i].at);
+    std::string api, message;
+    while (j < inserts.size() && inserts[j].at == inserts[i].at) {
+      body += inserts[j].text;
+      api += (api.empty() ? "" : "; ") + inserts[j].api;
+      message += (message.empty() ? "" : "; ") + inserts[j].message;
+      ++j;
+    }
+    ctx.modify("TP900", api, message, inserts[i].at, inserts[i].at, body);
+    // Imports and definitions come before the statements of an Ascend InsertGlobalRule (TP804)
+    // at the same place: the driver applies insertions at one offset in finding order.
+    auto& fs = ctx.result.findings;
+    auto first_custom = std::find_if(fs.begin(), fs.end(), [&](const Finding& f) {
+      return f.code == "TP804" && f.begin == inserts[i].at;
+    });
+    if (first_custom != fs.end()) std::rotate(first_custom, fs.end() - 1, fs.end());
+    if (inserts[i].before_all) {
+      auto first_here = std::find_if(fs.begin(), fs.end() - 1, [&](const Finding& f) {
+        return f.begin == inserts[i].at && changes(f);
+      });
+      std::rotate(first_here, fs.end() - 1, fs.end());
+    }
+    i = j;
+  }
+}
+
+}  // namespace
+
+void run_insertions(Context& ctx) {
+  drop_lone_incidental_changes(ctx);
+  if (!ctx.changed) return;
+  const semantic::Model& m = ctx.m;
+  const std::string nl(m.newline());
   // The target import.
   std::string target_import = ctx.target.import_stmt;
   if (!target_import.empty()) {
@@ -152,11 +257,6 @@ void run_insertions(Context& ctx) {
   const std::uint32_t block_end = m.import_block_end();
   const auto after_torch = m.after_first_torch_import();
   std::uint32_t var_at = std::max(block_end, after_torch.value_or(0));
-  struct Insert {
-    std::uint32_t at;
-    std::string api, message, text;
-    bool before_all = false;  ///< before every other edit at `at` (a local device variable)
-  };
   std::vector<Insert> inserts;
   if (ctx.need_torch_import) {
     inserts.push_back({block_end, "import torch", "insert import torch", "import torch" + nl});
@@ -165,6 +265,7 @@ void run_insertions(Context& ctx) {
   if (!target_import.empty()) {
     const std::uint32_t at = after_torch.value_or(block_end);
     inserts.push_back({at, target_import, "insert " + target_import, target_import + nl});
+    ctx.target_import_inserted = true;
   }
   // An Ascend InsertGlobalRule (TP804) may have defined the variable already.
   const std::string& custom = ctx.custom_inserted;
@@ -194,93 +295,15 @@ void run_insertions(Context& ctx) {
     inserts.push_back({block_end, "import time", "insert import time", "import time" + nl});
   }
   if (ctx.used_device_var && !m.lookup(ctx.helper_name(), 0)) {
-    const std::string& t = torch;
-    const std::string var(ctx.helper_name());
-    const std::string value = var + " = " + t + ".accelerator.current_accelerator() if " + t +
-                              ".accelerator.is_available() else " + t + ".device(\"cpu\")";
-    // One definition in the narrowest scope that covers every use (issue 19 §2): local to the
-    // function when a single function uses it, module-level when code at module level or
-    // several functions do (one shared name rather than copies).
-    std::optional<LocalStart> local;
-    std::set<std::uint32_t> functions;
-    bool module_level = false;
-    for (const std::optional<std::uint32_t>& at : ctx.device_var_uses) {
-      const std::uint32_t fn = at ? function_around(m, *at) : 0;
-      if (fn == 0) module_level = true;
-      functions.insert(fn);
-    }
-    if (!module_level && functions.size() == 1) local = function_body_start(m, *functions.begin());
-    if (!local) {
-      inserts.push_back({var_at, var, "insert the device variable (torch >= 2.6)", value + nl});
-    } else {
-      inserts.push_back(
-          {local->at, var,
-           "insert the device variable at the start of " + local->function + "() (torch >= 2.6)",
-           local->indent + value + nl, true});
-    }
+    inserts.push_back(device_variable(ctx, torch, var_at));
     ctx.require_torch(kAcceleratorMinTorch);
   }
   if (host_event) {
-    const std::string time = m.module_alias("time").value_or("time");
     const std::string k(ctx.host_event_name());
-    const std::vector<std::string> body = {
-        "class " + k + ":",
-        "    \"\"\"torch.cuda.Event without a device (inserted by torchport): CPU work is "
-        "synchronous,",
-        "    so an event is complete once recorded; elapsed_time() is host time in ms.\"\"\"",
-        "",
-        "    def __init__(self, enable_timing=False, blocking=False, interprocess=False):",
-        "        self.recorded_at = None",
-        "",
-        "    def record(self, stream=None):",
-        "        self.recorded_at = " + time + ".perf_counter()",
-        "",
-        "    def query(self):",
-        "        return True",
-        "",
-        "    def synchronize(self):",
-        "        pass",
-        "",
-        "    def wait(self, stream=None):",
-        "        pass",
-        "",
-        "    def elapsed_time(self, end_event):",
-        "        return (end_event.recorded_at - self.recorded_at) * 1000.0",
-        "",
-    };
-    std::string cls = nl;
-    for (const std::string& l : body) cls += l + nl;
-    inserts.push_back({var_at, k, "insert " + k + ", torch.cuda.Event timed on the host", cls});
+    inserts.push_back(
+        {var_at, k, "insert " + k + ", torch.cuda.Event timed on the host", host_event_class(ctx)});
   }
-  // One edit per offset, so that the driver keeps their order.
-  std::stable_sort(inserts.begin(), inserts.end(),
-                   [](const Insert& a, const Insert& b) { return a.at < b.at; });
-  for (std::size_t i = 0; i < inserts.size();) {
-    std::size_t j = i;
-    std::string body = prefix_newline(inserts[i].at);
-    std::string api, message;
-    while (j < inserts.size() && inserts[j].at == inserts[i].at) {
-      body += inserts[j].text;
-      api += (api.empty() ? "" : "; ") + inserts[j].api;
-      message += (message.empty() ? "" : "; ") + inserts[j].message;
-      ++j;
-    }
-    ctx.modify("TP900", api, message, inserts[i].at, inserts[i].at, body);
-    // Imports and definitions come before the statements of an Ascend InsertGlobalRule (TP804)
-    // at the same place: the driver applies insertions at one offset in finding order.
-    auto& fs = ctx.result.findings;
-    auto first_custom = std::find_if(fs.begin(), fs.end(), [&](const Finding& f) {
-      return f.code == "TP804" && f.begin == inserts[i].at;
-    });
-    if (first_custom != fs.end()) std::rotate(first_custom, fs.end() - 1, fs.end());
-    if (inserts[i].before_all) {
-      auto first_here = std::find_if(fs.begin(), fs.end() - 1, [&](const Finding& f) {
-        return f.begin == inserts[i].at && f.fix.has_value();
-      });
-      std::rotate(first_here, fs.end() - 1, fs.end());
-    }
-    i = j;
-  }
+  emit(ctx, std::move(inserts));
 }
 
 }  // namespace torchport::rules

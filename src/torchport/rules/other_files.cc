@@ -1,25 +1,24 @@
-// Rule family TP901-TP902: the project's non-Python files, and setup.py's requirements.
+// Rule family TP901-TP902: the project's non-Python files.
 //
 // What it does:
 //   TP901 lists custom CUDA operators defined in C++/CUDA sources (`m.def("name", ...)` in a
 //   PYBIND11_MODULE, `m.def("name(Tensor x) -> Tensor")` / `m.impl("name", ...)` in
 //   TORCH_LIBRARY blocks) for cuda_op_list.csv and reports each as UNSUPPORTED.
-//   TP902 reports CUDA-only requirements in requirements*.txt, pyproject.toml, setup.cfg,
-//   environment.yml and in the install_requires / extras_require / setup_requires of a
-//   setup.py's setup() call: the catalogue's packages (flash-attn, xformers, apex, cupy and
-//   cupy-cuda12x, pynvml / nvidia-ml-py, ...) with the target's alternative from the
-//   catalogue, NVIDIA's CUDA wheels and conda packages (nvidia-*, cuda-*, cudatoolkit, cudnn,
-//   pytorch-cuda), CUDA builds pinned by a local version (torch==2.1.0+cu121) and the CUDA
-//   wheel indexes (--extra-index-url https://download.pytorch.org/whl/cu121). In shell
-//   launchers it replaces CUDA_VISIBLE_DEVICES by the target's variable from the catalogue
-//   (reported, and left in place, where the target has none: cpu, mps, accelerator) and
-//   reports nvidia-smi. After the migration (driver.cc), requirements follow the output: the
-//   torch requirement is raised to the torch the output needs, and the target's vendor package
-//   (data/targets.json "requirement": torch_npu, torch_mlu, torch_musa) is added to
-//   requirements*.txt and pyproject.toml's [project] dependencies where a migrated file imports
-//   it. A torchvision / torchaudio / torchtext pinned to a release for an older torch moves to
-//   its release for the raised floor (data/catalogue/companions/torch.json), or is reported
-//   where there is none.
+//   TP902 reports CUDA-only requirements in requirements*.txt, pyproject.toml, setup.cfg and
+//   environment.yml (a setup.py's setup() call: setup_requires.cc): the catalogue's packages
+//   (flash-attn, xformers, apex, cupy and cupy-cuda12x, pynvml / nvidia-ml-py, ...) with the
+//   target's alternative from the catalogue, NVIDIA's CUDA wheels and conda packages (nvidia-*,
+//   cuda-*, cudatoolkit, cudnn, pytorch-cuda), CUDA builds pinned by a local version
+//   (torch==2.1.0+cu121) and the CUDA wheel indexes (--extra-index-url
+//   https://download.pytorch.org/whl/cu121). In shell launchers it replaces CUDA_VISIBLE_DEVICES by
+//   the target's variable from the catalogue (reported, and left in place, where the target has
+//   none: cpu, mps, accelerator) and reports nvidia-smi. After the migration (driver.cc),
+//   requirements follow the output: the torch requirement is raised to the torch the output needs,
+//   and the target's vendor package (data/targets.json "requirement": torch_npu, torch_mlu,
+//   torch_musa) is added to requirements*.txt and pyproject.toml's [project] dependencies where a
+//   migrated file imports it. A torchvision / torchaudio / torchtext pinned to a release for
+//   an older torch moves to its release for the raised floor
+//   (data/catalogue/companions/torch.json), or is reported where there is none.
 // Why:
 //   Custom CUDA kernels must be ported by hand (the vendors' tools only list them too), and a
 //   CUDA-only requirement or launcher setting breaks the run before any Python executes.
@@ -665,46 +664,10 @@ std::vector<Finding> add_vendor_requirement(std::string_view path, std::string_v
   return out;
 }
 
-void run_setup_requires(Context& ctx) {
-  const semantic::Model& m = ctx.m;
+void scan_requirement_string(Context& ctx, std::string_view value, std::uint32_t at) {
   Scan scan{ctx.cat, ctx.opts, ctx.result.findings};
-  // The strings of tokens [first, last], dict keys (extras names) excepted.
-  auto strings = [&](semantic::TokenIndex first, semantic::TokenIndex last) {
-    for (semantic::TokenIndex t = first; t <= last; ++t) {
-      if (m.kind(t) != syntax::TokenKind::String) continue;
-      if (auto nx = m.next(t); nx && m.kind(*nx) == syntax::TokenKind::Colon) continue;
-      if (auto sv = semantic::string_value(m.text(), m.tokens()[t])) {
-        scan.spec(sv->value, sv->value_begin);
-        scan.markers(sv->value, sv->value_begin);
-      }
-    }
-  };
-  const auto n = static_cast<semantic::TokenIndex>(m.tokens().size());
-  for (semantic::TokenIndex i = 0; i < n; ++i) {
-    if (m.kind(i) != syntax::TokenKind::LPar || callee_last_name(m, i) != "setup") continue;
-    const semantic::Reference* callee = callee_of(m, i);
-    const std::string q = callee ? callee->qualified : std::string();
-    const bool bare = callee && callee->names.size() == 1;
-    if (q != "setuptools.setup" && q != "distutils.core.setup" && !(q.empty() && bare)) continue;
-    for (const Arg& a : call_args(m, i)) {
-      if (a.keyword != "install_requires" && a.keyword != "extras_require" &&
-          a.keyword != "setup_requires" && a.keyword != "tests_require") {
-        continue;
-      }
-      const semantic::TokenIndex v = *m.next(*m.next(a.first));
-      strings(v, a.last);
-      if (v != a.last || m.kind(v) != syntax::TokenKind::Name) continue;
-      // install_requires=REQUIREMENTS: the module-level assignments of that name.
-      for (const semantic::Line& line : m.lines()) {
-        if (line.scope == 0 && line.tokens.size() >= 3 &&
-            m.kind(line.tokens[0]) == syntax::TokenKind::Name &&
-            m.token_text(line.tokens[0]) == m.token_text(v) &&
-            m.kind(line.tokens[1]) == syntax::TokenKind::Equal) {
-          strings(line.tokens[2], line.tokens.back());
-        }
-      }
-    }
-  }
+  scan.spec(value, at);
+  scan.markers(value, at);
 }
 
 }  // namespace torchport::rules

@@ -66,14 +66,10 @@ class Pinner {
                     [&](const auto& r) { return r.first <= b && e <= r.second; }))
       return;  // inside an index replaced already (set_device(torch.device("cuda", 1)))
     const std::string old(m_.text().substr(b, e - b));
-    // Rewrites inside the replaced index go with it.
-    std::erase_if(ctx_.result.findings, [&](const Finding& f) {
-      if (f.begin < b || f.end > e) return false;
-      return !f.fix || std::all_of(f.fix->edits.begin(), f.fix->edits.end(),
-                                   [&](const fix::Edit& x) { return b <= x.begin && x.end <= e; });
-    });
     ctx_.modify("TP303", api, "change " + what + " " + old + " to " + var_ + " (--specify-device)",
                 b, e, var_);
+    // Rewrites inside the replaced index go with it (Finding::drops).
+    ctx_.result.findings.back().drops = std::pair{b, e};
     ctx_.used_device_id = true;
     done_.emplace_back(b, e);
   }
