@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -30,12 +31,39 @@ def user_depth() -> int:
     return d if f is not None else 2
 
 
+def _drop_filter(entry: Any) -> None:
+    """Removes a warnings filter that install() added (disable())."""
+    if entry in warnings.filters:
+        warnings.filters.remove(entry)
+        mutated = getattr(warnings, "_filters_mutated", None) or getattr(
+            warnings, "_filters_mutated_lock_held", None
+        )
+        if mutated is not None:
+            mutated()
+
+
 def install(s: Session) -> None:
     p = s.patcher
     hit = s.log.hit
     amp = s.target.amp_device_type
     import torch.amp.autocast_mode as am
     import torch.amp.grad_scaler as gs
+
+    # torch's FutureWarning for its deprecated torch.cuda.amp spellings advises torch.amp.X("cuda", ...):
+    # CUDA's spelling, printed ahead of torchport's summary. Here they run as torch.amp.X(amp): the warning
+    # is not shown, and the summary names each deprecated spelling once, with the target's.
+    warnings.filterwarnings("ignore", r"`torch\.cuda\.amp\.[\w.]+\(.*\)` is deprecated", FutureWarning)
+    entry = warnings.filters[0]
+    s.patcher.undo.append(lambda: _drop_filter(entry))
+    said: set[str] = set()
+
+    def deprecated(obj: Any, name: str) -> None:
+        if type(obj).__module__.startswith("torch.cuda.amp") and name not in said:
+            said.add(name)
+            s.log.note(
+                f"torch.cuda.amp.{name} is deprecated by torch (its FutureWarning is not shown): "
+                f'torch.amp.{name}("{amp}") here; `torchport migrate` writes it'
+            )
 
     orig_autocast_init = am.autocast.__init__
 
@@ -58,6 +86,7 @@ def install(s: Session) -> None:
                     f"{CUDA_AMP_DTYPE}: pass dtype=torch.{CUDA_AMP_DTYPE} to keep the original's dtype",
                 )
             hit("torch.autocast", ("device_type", "cuda"), ("device_type", amp), cls, why, user_depth())
+            deprecated(self, "autocast")
             device_type = amp
         orig_autocast_init(self, device_type, *a, **kw)
 
@@ -69,6 +98,7 @@ def install(s: Session) -> None:
     def scaler_init(self: Any, device: str = "cuda", *a: Any, **kw: Any) -> None:
         if device == "cuda":
             hit("GradScaler", ("device", "cuda"), ("device", amp), MATCH, "", user_depth())
+            deprecated(self, "GradScaler")
             device = amp
         orig_scaler_init(self, device, *a, **kw)
 
