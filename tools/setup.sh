@@ -35,9 +35,10 @@ if [ "${1:-}" = "--test" ]; then
   # tests/corpus/entry.py; reinstalled only when tests/corpus/requirements.txt changes.
   # pip compares what it puts in that directory with .venv's packages, and they conflict on purpose:
   # librosa 0.9 needs a setuptools older than torch's minimum, datasets pins an fsspec older than s3fs's,
-  # and the --no-deps packages name torch, which is .venv's. Only the corpus harnesses see the two
-  # together, and they use neither s3fs nor torch's setuptools. So pip's resolver report (its "ERROR"
-  # lines) is switched off with --no-warn-conflicts, and the expected conflict is said in one line.
+  # and the python-dateutil they get is newer than botocore's limit (as measured in a CI log). Only the
+  # corpus harnesses see the two together, and they use neither s3fs nor botocore nor torch's setuptools.
+  # So pip's resolver report (its "ERROR" lines) is switched off with --no-warn-conflicts, and the
+  # expected conflict is said in one line.
   deps="$ROOT/build/corpus-deps"
   if ! cat tests/corpus/requirements*.txt | cmp -s - "$deps/.requirements.txt"; then
     rm -rf "$deps"
@@ -46,8 +47,8 @@ if [ "${1:-}" = "--test" ]; then
     pip_install --no-warn-conflicts --target "$deps" --no-deps -r tests/corpus/requirements-nodeps.txt \
       2> >(grep -v "^WARNING: Target directory .*/bin already exists" >&2)
     cat tests/corpus/requirements*.txt > "$deps/.requirements.txt"
-    echo "corpus dependencies: build/corpus-deps (apart from .venv; they differ from .venv's setuptools" \
-      "and fsspec on purpose: pip's dependency check is not run on them)"
+    echo "corpus dependencies: build/corpus-deps (apart from .venv; their setuptools, fsspec and" \
+      "python-dateutil differ from what .venv's packages ask, on purpose: pip's conflict check is off)"
   fi
 else
   pip_install .
