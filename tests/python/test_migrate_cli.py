@@ -369,3 +369,23 @@ def test_an_output_that_does_not_parse_keeps_the_original(tmp_path: Path) -> Non
     assert entry_row["outcome"] == "Failure"
     assert entry_row["changed"] is False
     assert "the original is kept" in entry_row["reason"]
+
+
+def test_the_printed_paths_are_all_absolute_and_lead_to_the_outputs(project: Path, tmp_path: Path) -> None:
+    # `-o out` relative to the working directory: result:, reports: and report page: all print absolute
+    # paths (report page: was relative while the other two were absolute)
+    p = torchport("migrate", str(project), "-o", "out", "--target", "npu", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    named = dict(
+        ln.split(": ", 1)
+        for ln in p.stdout.splitlines()
+        if ln.startswith(("result:", "reports:", "report page:"))
+    )
+    assert set(named) == {"result", "reports", "report page"}, p.stdout
+    result = tmp_path / "out" / "proj_npu"
+    assert named == {
+        "result": str(result),
+        "reports": str(result / "torchport-report"),
+        "report page": str(result / "torchport-report" / "index.html"),
+    }
+    assert all(Path(v).is_absolute() and Path(v).exists() for v in named.values())
