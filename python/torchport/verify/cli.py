@@ -12,15 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from torchport._command import OneLineParser
 from torchport.verify.core import TARGETS, Options, VerifyError, verify
 from torchport.verify.verdict import loss_scale_note, shown_losses
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
+class _Parser(OneLineParser):
+    """One line per usage error, as every other command (the target hint included)."""
 
 
 def _tolerance(text: str) -> tuple[float, Optional[float]]:
