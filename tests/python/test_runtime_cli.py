@@ -210,17 +210,20 @@ def test_run_passes_every_option_to_child_processes(tmp_path: Path) -> None:
 
 
 def test_torchs_deprecation_of_cuda_amp_is_a_summary_note_not_a_futurewarning(tmp_path: Path) -> None:
-    # torch.cuda.amp.GradScaler() and autocast() make torch print a FutureWarning advising
+    # torch.cuda.amp.GradScaler(), autocast() and custom_fwd make torch print a FutureWarning advising
     # torch.amp.X("cuda", ...), ahead of torchport's summary; under torchport they run as torch.amp.X("cpu")
     amp = tmp_path / "amp.py"
     amp.write_text(
         "import warnings\n"
         "import torch\n"
-        "from torch.cuda.amp import GradScaler, autocast\n"
+        "from torch.cuda.amp import GradScaler, autocast, custom_fwd\n"
         "for _ in range(2):\n"
         "    scaler = GradScaler()\n"
         "    with autocast():\n"
         "        pass\n"
+        "@custom_fwd\n"
+        "def f(ctx, x):\n"
+        "    return x\n"
         'warnings.warn("the script\'s own", FutureWarning)\n'
     )
     done = run_torchport(["run", "--target", "cpu", str(amp)], {"PYTHONWARNINGS": "default"})
@@ -230,9 +233,11 @@ def test_torchs_deprecation_of_cuda_amp_is_a_summary_note_not_a_futurewarning(tm
     notes = [ln for ln in done.stderr.splitlines() if "deprecated by torch" in ln]
     assert notes == [
         "torchport: torch.cuda.amp.GradScaler is deprecated by torch (its FutureWarning is not shown): "
-        'torch.amp.GradScaler("cpu") here; `torchport migrate` writes it',
+        'torch.amp.GradScaler("cpu") here; `torchport migrate` rewrites it',
         "torchport: torch.cuda.amp.autocast is deprecated by torch (its FutureWarning is not shown): "
-        'torch.amp.autocast("cpu") here; `torchport migrate` writes it',
+        'torch.amp.autocast("cpu") here; `torchport migrate` rewrites it',
+        "torchport: torch.cuda.amp.custom_fwd is deprecated by torch (its FutureWarning is not shown): "
+        'torch.amp.custom_fwd(device_type="cpu") here; `torchport migrate` rewrites it',
     ]
 
 

@@ -16,6 +16,7 @@ from torchport.targets import CUDA_AMP_DTYPE
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _SKIP_FILES = ("typing_extensions.py", os.sep + "warnings.py")
+_CUDA_AMP_FILE = os.path.join("cuda", "amp", "autocast_mode.py")
 
 
 def user_depth() -> int:
@@ -57,12 +58,12 @@ def install(s: Session) -> None:
     s.patcher.undo.append(lambda: _drop_filter(entry))
     said: set[str] = set()
 
-    def deprecated(obj: Any, name: str) -> None:
-        if type(obj).__module__.startswith("torch.cuda.amp") and name not in said:
+    def deprecated(via_cuda_amp: bool, name: str, spelling: str) -> None:
+        if via_cuda_amp and name not in said:
             said.add(name)
             s.log.note(
                 f"torch.cuda.amp.{name} is deprecated by torch (its FutureWarning is not shown): "
-                f'torch.amp.{name}("{amp}") here; `torchport migrate` writes it'
+                f"{spelling} here; `torchport migrate` rewrites it"
             )
 
     orig_autocast_init = am.autocast.__init__
@@ -86,7 +87,9 @@ def install(s: Session) -> None:
                     f"{CUDA_AMP_DTYPE}: pass dtype=torch.{CUDA_AMP_DTYPE} to keep the original's dtype",
                 )
             hit("torch.autocast", ("device_type", "cuda"), ("device_type", amp), cls, why, user_depth())
-            deprecated(self, "autocast")
+            deprecated(
+                type(self).__module__.startswith("torch.cuda.amp"), "autocast", f'torch.amp.autocast("{amp}")'
+            )
             device_type = amp
         orig_autocast_init(self, device_type, *a, **kw)
 
@@ -98,7 +101,11 @@ def install(s: Session) -> None:
     def scaler_init(self: Any, device: str = "cuda", *a: Any, **kw: Any) -> None:
         if device == "cuda":
             hit("GradScaler", ("device", "cuda"), ("device", amp), MATCH, "", user_depth())
-            deprecated(self, "GradScaler")
+            deprecated(
+                type(self).__module__.startswith("torch.cuda.amp"),
+                "GradScaler",
+                f'torch.amp.GradScaler("{amp}")',
+            )
             device = amp
         orig_scaler_init(self, device, *a, **kw)
 
@@ -109,6 +116,10 @@ def install(s: Session) -> None:
         def deco(*a: Any, device_type: str = "cuda", **kw: Any) -> Any:
             if device_type == "cuda":
                 hit(api, ("device_type", "cuda"), ("device_type", amp), MATCH, "", user_depth())
+                name = api.rsplit(".", 1)[-1]
+                # torch.cuda.amp.custom_fwd/custom_bwd call torch.amp's with device_type="cuda"
+                via = sys._getframe(1).f_code.co_filename.endswith(_CUDA_AMP_FILE)
+                deprecated(via, name, f'torch.amp.{name}(device_type="{amp}")')
                 device_type = amp
             return orig(*a, device_type=device_type, **kw)
 
