@@ -90,6 +90,12 @@ def test_migrate_npu_writes_the_tree_and_ascend_reports(project: Path, tmp_path:
     assert report["target"] == "npu"
     assert report["summary"]["failure"] == 0
     assert report["summary"]["files"] == 4
+    # The log keeps the warnings and the summary; a line per file and per finding only with --verbose.
+    log = (reports / "torchport.log").read_text()
+    assert "[Progress:" not in log and "Operation Type" not in log
+    assert "changes (change_list.csv), 1 unsupported (unsupported_api.csv), 0 unknown" in log
+    v = torchport("migrate", str(project), "-o", str(out), "--target", "npu", "--force", "--verbose", "-q")
+    assert v.returncode == 0, v.stderr
     assert "[Progress: 100.00%]" in (reports / "torchport.log").read_text()
     # The summary table is printed.
     assert "| files" in p.stdout and "| change_list.csv" in p.stdout
