@@ -395,3 +395,14 @@ def test_the_printed_paths_are_all_absolute_and_lead_to_the_outputs(project: Pat
         "report page": str(result / "torchport-report" / "index.html"),
     }
     assert all(Path(v).is_absolute() and Path(v).exists() for v in named.values())
+
+
+def test_analyze_with_reports_prints_where_they_are_as_migrate_does(project: Path, tmp_path: Path) -> None:
+    p = torchport("analyze", str(project), "-o", "rep", "--target", "npu", cwd=tmp_path)
+    assert p.returncode == 1, p.stderr  # findings
+    named = dict(
+        ln.split(": ", 1) for ln in p.stdout.splitlines() if ln.startswith(("reports:", "report page:"))
+    )
+    assert named == {"reports": str(tmp_path / "rep"), "report page": str(tmp_path / "rep" / "index.html")}
+    q = torchport("analyze", str(project), "-o", "rep2", "--target", "npu", "-q", cwd=tmp_path)
+    assert "reports:" not in q.stdout and "report page:" not in q.stdout

@@ -270,7 +270,11 @@ void setup_analyze(CLI::App& app, int& exit_code) {
         std::cout << report::github_annotations(r.report, github_prefix(a->input));
       } else {
         std::cout << report::findings_text(r.report);
-        if (!a->quiet) std::cout << report::summary_table(r.report, !r.report_dir.empty());
+        if (!a->quiet) {
+          std::cout << report::summary_table(r.report, !r.report_dir.empty());
+          // as migrate prints it (then the front end adds `report page:`)
+          if (!r.report_dir.empty()) std::cout << "reports: " << r.report_dir.string() << "\n";
+        }
       }
     });
   });
