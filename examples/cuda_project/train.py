@@ -1,11 +1,11 @@
-"""Train SmallNet on random data for a few steps (CUDA version).
+"""Train SmallNet on random data for a few steps (CUDA version): python train.py --steps 3 [--out PATH]
 
-Usage: python train.py --steps 3 --out ckpt.pt
 See https://pytorch.org/docs/stable/notes/cuda.html for the cuda semantics.
 """
 
 import argparse
 import os
+import tempfile
 
 import torch
 import torch.distributed as dist
@@ -15,10 +15,10 @@ from model import make_model
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="train SmallNet (needs cuda)")
+    parser = argparse.ArgumentParser(description="train SmallNet on random data")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--out", default="ckpt.pt")
+    parser.add_argument("--out", help="keep the checkpoint here (default: a temporary file, removed)")
     return parser.parse_args()
 
 
@@ -37,10 +37,10 @@ def main() -> None:
     torch.manual_seed(0)
     torch.cuda.manual_seed_all(0)
     torch.backends.cudnn.benchmark = True
-    print(f"using cuda device {rank}; cudnn tuning on")
 
     device = torch.device(f"cuda:{rank}") if args.device == "cuda" else torch.device("cpu")
     model = make_model()
+    print(f"training on {next(model.parameters()).device}")
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     scaler = GradScaler()
 
@@ -60,10 +60,12 @@ def main() -> None:
         peak = torch.cuda.max_memory_allocated() / 2**20
         print(f"peak memory {peak:.1f} MiB")
 
-    torch.save(model.state_dict(), args.out)
-    state = torch.load(args.out, map_location="cuda:0")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = args.out or os.path.join(tmp, "ckpt.pt")
+        torch.save(model.state_dict(), out)
+        state = torch.load(out, map_location="cuda:0")
     model.load_state_dict(state)
-    print("checkpoint reloaded")
+    print("checkpoint reloaded" + (f" from {args.out}" if args.out else " (a temporary file: --out PATH keeps it)"))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,13 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line naming the problem and pointing to --help."""
 
     def error(self, message: str) -> NoReturn:
+        # `--target ascend`: which target that vendor's or product's name is (data/targets.json)
+        m = re.match(r"argument (?:--target|-t)\b[^:]*: invalid choice: '([^']*)'", message)
+        choices = [a.choices for a in self._actions if a.dest == "target" and a.choices]
+        if m and choices:
+            from torchport.targets import target_hint
+
+            message = message[: m.end()] + target_hint(m.group(1), list(choices[0])) + message[m.end() :]
         print(f"{self.prog}: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 

@@ -33,6 +33,7 @@ def core_binary() -> str:
     if found:
         return found
     raise CoreNotFoundError(
-        "torchport's C++ core was not found: reinstall with `pip install torchport` "
-        "or set TORCHPORT_CORE to the built `torchport` executable"
+        "torchport's C++ core was not found: reinstall torchport (`pip install .` in its clone, or the "
+        "wheel built there: README, 'Install a wheel') or set TORCHPORT_CORE to the built `torchport` "
+        "executable"
     )

@@ -19,9 +19,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 __all__ = [
     "CUDA_ENV_VARS",
@@ -33,6 +34,8 @@ __all__ = [
     "data_dir",
     "get_target",
     "missing_package_message",
+    "target_hint",
+    "unknown_target",
     "vendor_package_missing",
 ]
 
@@ -233,6 +236,29 @@ TARGETS, CUDA_ENV_VARS, CUDA_AMP_DTYPE, MIGRATION_TARGETS = _load(data_dir())
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS) + ("auto",)
 
 
+def target_hint(word: str, choices: Sequence[str]) -> str:
+    """ ": did you mean npu (Huawei Ascend NPU)?" when `word` is a whole word of a target's vendor or title in
+    data/targets.json (ascend, gaudi, intel, apple, ...) and that target is one of `choices`; "" otherwise.
+    The C++ core gives analyze and migrate the same hint from the same fields."""
+    lower = word.lower()
+    if len(lower) < 3:
+        return ""
+    meant = []
+    for t in _read(data_dir() / "targets.json")["targets"]:
+        words = re.sub(r"[^0-9a-z]+", " ", f"{t.get('vendor', '')} {t.get('title', '')}".lower()).split()
+        if lower in words and t["name"] in choices:
+            meant.append(f"{t['name']} ({t.get('title', t['name'])})")
+    return f": did you mean {' or '.join(meant)}?" if meant else ""
+
+
+def unknown_target(name: str, choices: Sequence[str]) -> str:
+    """The message for a --target value that is not one of `choices`, with target_hint's suggestion."""
+    hint = target_hint(name, choices)
+    if hint:
+        return f"unknown target {name!r}{hint} (choose one of: {', '.join(choices)})"
+    return f"unknown target {name!r}; choose one of: {', '.join(choices)}"
+
+
 class TargetUnavailable(Exception):
     """The target cannot run here: its package is missing or its device is absent. The message says why."""
 
@@ -242,7 +268,7 @@ def get_target(name: str) -> Target:
     try:
         return TARGETS[name]
     except KeyError:
-        raise KeyError(f"unknown target {name!r}; choose one of: {', '.join(TARGET_NAMES)}") from None
+        raise KeyError(unknown_target(name, TARGET_NAMES)) from None
 
 
 def vendor_package_missing(target: Target) -> bool:

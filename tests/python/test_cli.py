@@ -102,3 +102,55 @@ def test_help_spells_the_negative_flag_on_its_own_line() -> None:
     assert p.returncode == 0
     assert "{false}" not in p.stdout and ",--no-unsafe-fixes" not in p.stdout
     assert "  --no-unsafe-fixes " in p.stdout
+
+
+TARGET_COMMANDS = {
+    # command -> the arguments after `-t ascend` that make the rest of its command line valid
+    "analyze": ["examples/cuda_project"],
+    "migrate": ["examples/cuda_project", "-o", "never-written"],
+    "run": ["s.py"],
+    "check-ops": ["s.py"],
+    "probe": ["--out", "never-written", "s.py"],
+    "verify": ["examples/cuda_project"],
+    "rehearse": ["s.py"],
+}
+
+
+def test_every_command_says_which_target_a_vendors_name_is(tmp_path) -> None:
+    # the hint comes from data/targets.json's vendor and title words, in the core and in Python alike
+    (tmp_path / "s.py").write_text("print('ran')\n")
+    root = cli.__file__.rsplit("/python/", 1)[0]
+    for command, rest in TARGET_COMMANDS.items():
+        args = [a if a != "examples/cuda_project" else f"{root}/examples/cuda_project" for a in rest]
+        p = subprocess.run(
+            [sys.executable, "-m", "torchport", command, "-t", "ascend", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=tmp_path,
+        )
+        assert p.returncode == 2, (command, p.stdout, p.stderr)
+        assert len(p.stderr.splitlines()) == 1, (command, p.stderr)
+        assert "'ascend': did you mean npu (Huawei Ascend NPU)?" in p.stderr, (command, p.stderr)
+        assert "ran" not in p.stdout and not (tmp_path / "never-written").exists()
+    p = run("run", "-t", "intel", str(tmp_path / "s.py"))
+    assert "did you mean xpu (Intel GPU (XPU)) or hpu (Intel Gaudi (HPU))?" in p.stderr
+    p = run("rehearse", "-t", "apple", str(tmp_path / "s.py"))  # mps is no rehearsal target: no hint
+    assert (
+        p.stderr.strip() == "torchport rehearse: error: unknown target 'apple'; choose one of: npu, mlu, musa"
+    )
+
+
+def test_the_short_flags_mean_the_same_in_every_command(tmp_path) -> None:
+    # -t is --target wherever there is a --target, -q is --quiet wherever there is a --quiet
+    for command in ["analyze", "migrate", "run", "check-ops", "probe", "compare", "verify", "rehearse"]:
+        text = run(command, "--help").stdout
+        options = [ln.strip() for ln in text.splitlines() if ln.lstrip().startswith("-")]
+        assert options, command
+        for long, short in (("--target", "-t"), ("--quiet", "-q")):
+            lines = [ln for ln in options if re.search(rf"(^|[\s,]){long}\b", ln)]
+            if lines:
+                assert any(re.search(rf"(^|[\s,]){short}\b", ln) for ln in lines), (command, lines)
+    (tmp_path / "s.py").write_text("import torch\nprint(torch.ones(1).cuda().device)\n")
+    p = run("run", "-t", "cpu", "-q", str(tmp_path / "s.py"))
+    assert (p.returncode, p.stdout, p.stderr) == (0, "cpu\n", ""), p.stderr

@@ -90,6 +90,12 @@ def test_migrate_npu_writes_the_tree_and_ascend_reports(project: Path, tmp_path:
     assert report["target"] == "npu"
     assert report["summary"]["failure"] == 0
     assert report["summary"]["files"] == 4
+    # The log keeps the warnings and the summary; a line per file and per finding only with --verbose.
+    log = (reports / "torchport.log").read_text()
+    assert "[Progress:" not in log and "Operation Type" not in log
+    assert "changes (change_list.csv), 1 unsupported (unsupported_api.csv), 0 unknown" in log
+    v = torchport("migrate", str(project), "-o", str(out), "--target", "npu", "--force", "--verbose", "-q")
+    assert v.returncode == 0, v.stderr
     assert "[Progress: 100.00%]" in (reports / "torchport.log").read_text()
     # The summary table is printed.
     assert "| files" in p.stdout and "| change_list.csv" in p.stdout
@@ -427,3 +433,34 @@ def test_unsafe_fixes_are_applied_by_default_and_display_only_ones_never(
     }
     tp700 = next(f for f in report["findings"] if f["code"] == "TP700")
     assert tp700["message"].startswith("not applied (display-only fix): a CUDA device string")
+
+
+def test_the_printed_paths_are_all_absolute_and_lead_to_the_outputs(project: Path, tmp_path: Path) -> None:
+    # `-o out` relative to the working directory: result:, reports: and report page: all print absolute
+    # paths (report page: was relative while the other two were absolute)
+    p = torchport("migrate", str(project), "-o", "out", "--target", "npu", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    named = dict(
+        ln.split(": ", 1)
+        for ln in p.stdout.splitlines()
+        if ln.startswith(("result:", "reports:", "report page:"))
+    )
+    assert set(named) == {"result", "reports", "report page"}, p.stdout
+    result = tmp_path / "out" / "proj_npu"
+    assert named == {
+        "result": str(result),
+        "reports": str(result / "torchport-report"),
+        "report page": str(result / "torchport-report" / "index.html"),
+    }
+    assert all(Path(v).is_absolute() and Path(v).exists() for v in named.values())
+
+
+def test_analyze_with_reports_prints_where_they_are_as_migrate_does(project: Path, tmp_path: Path) -> None:
+    p = torchport("analyze", str(project), "-o", "rep", "--target", "npu", cwd=tmp_path)
+    assert p.returncode == 1, p.stderr  # findings
+    named = dict(
+        ln.split(": ", 1) for ln in p.stdout.splitlines() if ln.startswith(("reports:", "report page:"))
+    )
+    assert named == {"reports": str(tmp_path / "rep"), "report page": str(tmp_path / "rep" / "index.html")}
+    q = torchport("analyze", str(project), "-o", "rep2", "--target", "npu", "-q", cwd=tmp_path)
+    assert "reports:" not in q.stdout and "report page:" not in q.stdout

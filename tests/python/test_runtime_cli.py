@@ -207,3 +207,50 @@ def test_run_passes_every_option_to_child_processes(tmp_path: Path) -> None:
     )
     assert "<string>:1: [match] torch.ones(device='cuda') -> torch.ones(device='cpu')" in pid_log.read_text()
     assert done.stderr == ""  # --quiet reached the child too
+
+
+def test_torchs_deprecation_of_cuda_amp_is_a_summary_note_not_a_futurewarning(tmp_path: Path) -> None:
+    # torch.cuda.amp.GradScaler(), autocast() and custom_fwd make torch print a FutureWarning advising
+    # torch.amp.X("cuda", ...), ahead of torchport's summary; under torchport they run as torch.amp.X("cpu")
+    amp = tmp_path / "amp.py"
+    amp.write_text(
+        "import warnings\n"
+        "import torch\n"
+        "from torch.cuda.amp import GradScaler, autocast, custom_fwd\n"
+        "for _ in range(2):\n"
+        "    scaler = GradScaler()\n"
+        "    with autocast():\n"
+        "        pass\n"
+        "@custom_fwd\n"
+        "def f(ctx, x):\n"
+        "    return x\n"
+        'warnings.warn("the script\'s own", FutureWarning)\n'
+    )
+    done = run_torchport(["run", "--target", "cpu", str(amp)], {"PYTHONWARNINGS": "default"})
+    assert done.returncode == 0, done.stderr
+    assert "is deprecated" not in done.stderr.replace("is deprecated by torch", "")
+    assert "FutureWarning: the script's own" in done.stderr  # other warnings are left alone
+    notes = [ln for ln in done.stderr.splitlines() if "deprecated by torch" in ln]
+    assert notes == [
+        "torchport: torch.cuda.amp.GradScaler is deprecated by torch (its FutureWarning is not shown): "
+        'torch.amp.GradScaler("cpu") here; `torchport migrate` rewrites it',
+        "torchport: torch.cuda.amp.autocast is deprecated by torch (its FutureWarning is not shown): "
+        'torch.amp.autocast("cpu") here; `torchport migrate` rewrites it',
+        "torchport: torch.cuda.amp.custom_fwd is deprecated by torch (its FutureWarning is not shown): "
+        'torch.amp.custom_fwd(device_type="cpu") here; `torchport migrate` rewrites it',
+    ]
+
+
+def test_disable_removes_the_deprecation_filter() -> None:
+    import warnings
+
+    def ours() -> list[object]:
+        return [f for f in warnings.filters if f[1] is not None and "torch\\.cuda\\.amp" in f[1].pattern]
+
+    assert ours() == []
+    rt.enable("cpu")
+    try:
+        assert len(ours()) == 1
+    finally:
+        rt.disable()
+    assert ours() == []

@@ -54,6 +54,12 @@ def test_the_example_project_is_identical_since_migrate_pins_the_amp_dtype() -> 
     assert rep["expected_differences"] == []
     assert all(r["params_identical"] for r in rep["steps"])
     assert not (example / "ckpt.pt").exists()
+    # GradScaler(): backward() gets the loss times 65536 (torch's initial scale); the table shows the
+    # loss that training prints
+    first = rep["steps"][0]
+    assert first["loss_scale_original"] == [65536.0] == first["loss_scale_migrated"]
+    assert first["loss_original"][0] == first["loss_unscaled_original"][0] * 65536.0
+    assert 0.5 < first["loss_unscaled_original"][0] < 5.0
 
 
 def test_without_the_pinned_dtype_it_is_equivalent_with_the_amp_dtype_named(tmp_path: Path) -> None:

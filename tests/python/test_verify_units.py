@@ -137,3 +137,69 @@ print(json.dumps([loader.num_workers, torch.get_num_threads(), rec.notes]))
     assert notes[0] == "DataLoader num_workers=2 was set to 0 (one process, the same order)"
     assert notes[1] == "torch.set_num_threads(4) was kept at 1 thread"
     assert "not deterministic: my_scatter_op does not have a deterministic implementation" in notes[2]
+
+
+def test_a_grad_scaler_loss_is_recorded_with_its_scale_and_shown_unscaled(tmp_path: Path) -> None:
+    # In a child process: the recorder patches torch globally. torch.cuda.amp's GradScaler inherits
+    # torch.amp's scale(), so both spellings are seen.
+    import json
+    import subprocess
+    import sys
+
+    code = f"""
+import json, torch
+from torchport.verify.recorder import Recorder
+rec = Recorder({{"out": {str(tmp_path / "trace")!r}, "steps": 5, "seed": 0, "level": "module"}})
+rec.install()
+w = torch.nn.Parameter(torch.tensor([0.5]))
+scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+loss = (w * 3.0).sum()
+scaler.scale(loss).backward()
+(w * 2.0).sum().backward()
+print(json.dumps(rec.losses))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    scaled, plain = json.loads(p.stdout)
+    assert scaled == {
+        "value": 1536.0,
+        "bits": (1536.0).hex(),
+        "dtype": "torch.float32",
+        "scale": 1024.0,
+        "unscaled": 1.5,
+    }
+    assert plain == {"value": 1.0, "bits": (1.0).hex(), "dtype": "torch.float32"}
+
+
+def test_the_step_table_shows_unscaled_losses_and_says_so() -> None:
+    from torchport.verify.cli import render_text
+    from torchport.verify.verdict import step_rows
+
+    def side(loss: float, scale: float) -> list[dict]:
+        rec = {"value": loss * scale, "bits": (loss * scale).hex(), "dtype": "torch.float32"}
+        rec.update({"scale": scale, "unscaled": loss} if scale != 1.0 else {})
+        return [{"step": 0, "losses": [rec], "grad_norm": 1.0, "param_crc": 7}]
+
+    rows = step_rows(side(2.2098, 65536.0), side(2.2098, 65536.0))
+    assert rows[0]["loss_migrated"] == [2.2098 * 65536.0]  # the verdict still compares these
+    assert rows[0]["loss_unscaled_original"] == [2.2098]
+    rep = {
+        "verdict": "identical",
+        "reason": "r",
+        "target": "cpu",
+        "steps_requested": 1,
+        "seed": 0,
+        "level": "module",
+        "steps": rows,
+    }
+    text = render_text(rep)
+    (row,) = [ln for ln in text.splitlines() if ln.startswith("   0 ")]
+    assert row.split()[1:3] == ["2.2098", "2.2098"], text
+    assert (
+        "(losses are unscaled: backward() received them multiplied by the GradScaler's scale "
+        "(original 65536; migrated 65536); the verdict compares the scaled values)"
+    ) in text
+    plain = render_text({**rep, "steps": step_rows(side(2.5, 1.0), side(2.5, 1.0))})
+    assert "unscaled" not in plain and " 2.5 " in plain
+    mixed = render_text({**rep, "steps": step_rows(side(2.5, 1.0), side(2.5, 128.0))})
+    assert "(original 128; migrated not scaled)" in mixed

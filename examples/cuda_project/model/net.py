@@ -17,7 +17,7 @@ class SmallNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not x.is_cuda:
-            print("note: SmallNet is meant to run on the GPU")
+            print(f"note: SmallNet is running on {x.device.type}, not on an accelerator")
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)
         x = F.max_pool2d(F.relu(self.conv2(x)), 2)
         return self.head(x.flatten(1))

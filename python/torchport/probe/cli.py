@@ -53,7 +53,9 @@ def _probe_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--filter", metavar="REGEX", help="record only modules/ops whose name matches")
     p.add_argument("--param-grads", action="store_true", help="also record each parameter's gradient")
-    p.add_argument("--target", help="run the CUDA script on this target via torchport.runtime (e.g. cpu)")
+    p.add_argument(
+        "--target", "-t", help="run the CUDA script on this target via torchport.runtime (e.g. cpu)"
+    )
     p.add_argument("script", help="the Python script to run (after --): [python] script.py, or -m module")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     p.usage = "torchport probe --out DUMP [options] -- [python] (script.py | -m module) [args ...]"

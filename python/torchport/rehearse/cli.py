@@ -10,11 +10,13 @@ import sys
 import traceback
 from typing import Mapping, Optional, Sequence
 
+from torchport._command import OneLineParser
 from torchport._leave import exit_code, leave
 from torchport.rehearse.runtime import REHEARSE_TARGETS
+from torchport.targets import unknown_target
 
 USAGE = (
-    "torchport rehearse --target {npu,mlu,musa} [--devices N] [--memory SIZE] [--strict] "
+    "torchport rehearse -t {npu,mlu,musa} [--devices N] [--memory SIZE] [--strict] "
     "[--report FILE.json] (script.py | -m module) [args ...]\n"
     "       torchport rehearse --build [--verbose]"
 )
@@ -26,12 +28,12 @@ def _error(msg: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="torchport rehearse",
         usage=USAGE,
         description=__doc__,
     )
-    p.add_argument("--target", help="the device to rehearse: " + ", ".join(REHEARSE_TARGETS))
+    p.add_argument("--target", "-t", help="the device to rehearse: " + ", ".join(REHEARSE_TARGETS))
     p.add_argument(
         "--devices",
         type=int,
@@ -53,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-_WITH_VALUE = ("--target", "--devices", "--memory", "--report")
+_WITH_VALUE = ("--target", "-t", "--devices", "--memory", "--report")
 
 
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -102,7 +104,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.target is None:
         return _error("--target is required (one of: " + ", ".join(REHEARSE_TARGETS) + ")")
     if args.target not in REHEARSE_TARGETS:
-        return _error(f"unknown target {args.target!r}; choose one of: {', '.join(REHEARSE_TARGETS)}")
+        return _error(unknown_target(args.target, REHEARSE_TARGETS))
     if args.devices is None:
         args.devices = default_devices(os.environ)
     if args.devices < 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -15,6 +16,7 @@ from torchport.targets import CUDA_AMP_DTYPE
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _SKIP_FILES = ("typing_extensions.py", os.sep + "warnings.py")
+_CUDA_AMP_FILE = os.path.join("cuda", "amp", "autocast_mode.py")
 
 
 def user_depth() -> int:
@@ -30,12 +32,39 @@ def user_depth() -> int:
     return d if f is not None else 2
 
 
+def _drop_filter(entry: Any) -> None:
+    """Removes a warnings filter that install() added (disable())."""
+    if entry in warnings.filters:
+        warnings.filters.remove(entry)
+        mutated = getattr(warnings, "_filters_mutated", None) or getattr(
+            warnings, "_filters_mutated_lock_held", None
+        )
+        if mutated is not None:
+            mutated()
+
+
 def install(s: Session) -> None:
     p = s.patcher
     hit = s.log.hit
     amp = s.target.amp_device_type
     import torch.amp.autocast_mode as am
     import torch.amp.grad_scaler as gs
+
+    # torch's FutureWarning for its deprecated torch.cuda.amp spellings advises torch.amp.X("cuda", ...):
+    # CUDA's spelling, printed ahead of torchport's summary. Here they run as torch.amp.X(amp): the warning
+    # is not shown, and the summary names each deprecated spelling once, with the target's.
+    warnings.filterwarnings("ignore", r"`torch\.cuda\.amp\.[\w.]+\(.*\)` is deprecated", FutureWarning)
+    entry = warnings.filters[0]
+    s.patcher.undo.append(lambda: _drop_filter(entry))
+    said: set[str] = set()
+
+    def deprecated(via_cuda_amp: bool, name: str, spelling: str) -> None:
+        if via_cuda_amp and name not in said:
+            said.add(name)
+            s.log.note(
+                f"torch.cuda.amp.{name} is deprecated by torch (its FutureWarning is not shown): "
+                f"{spelling} here; `torchport migrate` rewrites it"
+            )
 
     orig_autocast_init = am.autocast.__init__
 
@@ -58,6 +87,9 @@ def install(s: Session) -> None:
                     f"{CUDA_AMP_DTYPE}: pass dtype=torch.{CUDA_AMP_DTYPE} to keep the original's dtype",
                 )
             hit("torch.autocast", ("device_type", "cuda"), ("device_type", amp), cls, why, user_depth())
+            deprecated(
+                type(self).__module__.startswith("torch.cuda.amp"), "autocast", f'torch.amp.autocast("{amp}")'
+            )
             device_type = amp
         orig_autocast_init(self, device_type, *a, **kw)
 
@@ -69,6 +101,11 @@ def install(s: Session) -> None:
     def scaler_init(self: Any, device: str = "cuda", *a: Any, **kw: Any) -> None:
         if device == "cuda":
             hit("GradScaler", ("device", "cuda"), ("device", amp), MATCH, "", user_depth())
+            deprecated(
+                type(self).__module__.startswith("torch.cuda.amp"),
+                "GradScaler",
+                f'torch.amp.GradScaler("{amp}")',
+            )
             device = amp
         orig_scaler_init(self, device, *a, **kw)
 
@@ -79,6 +116,10 @@ def install(s: Session) -> None:
         def deco(*a: Any, device_type: str = "cuda", **kw: Any) -> Any:
             if device_type == "cuda":
                 hit(api, ("device_type", "cuda"), ("device_type", amp), MATCH, "", user_depth())
+                name = api.rsplit(".", 1)[-1]
+                # torch.cuda.amp.custom_fwd/custom_bwd call torch.amp's with device_type="cuda"
+                via = sys._getframe(1).f_code.co_filename.endswith(_CUDA_AMP_FILE)
+                deprecated(via, name, f'torch.amp.{name}(device_type="{amp}")')
                 device_type = amp
             return orig(*a, device_type=device_type, **kw)
 

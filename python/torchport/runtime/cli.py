@@ -9,9 +9,9 @@ from typing import Optional, Sequence
 
 from torchport._command import UsageError, parse_program
 
-USAGE = """usage: torchport run [--target T] [--log FILE] [--strict] [--cuda-available MODE] [--log-all-ranks]
-                     [--no-shims] [--quiet] [--] [python] (script.py | -m module) [args...]
-       torchport run [--target T] [--log FILE] [options] [--output FILE] [--timeout S] notebook.ipynb
+USAGE = """usage: torchport run [-t T] [--log FILE] [--strict] [--cuda-available MODE] [--log-all-ranks]
+                     [--no-shims] [-q] [--] [python] (script.py | -m module) [args...]
+       torchport run [-t T] [--log FILE] [options] [--output FILE] [--timeout S] notebook.ipynb
 
 Run an unchanged CUDA PyTorch script on another target: CUDA APIs, device arguments, checkpoints, collectives,
 AMP, the profiler and CUDA environment variables are redirected at run time (docs/runtime.md).
@@ -19,7 +19,7 @@ A notebook (.ipynb) runs top to bottom in a fresh Jupyter kernel with the redire
 written beside it as NAME.torchport-TARGET.ipynb (needs `pip install 'torchport[notebook]'`).
 
 options:
-  --target T            npu, mlu, musa, xpu, mps, hpu, cpu or auto (default: $TORCHPORT_TARGET, else auto)
+  -t, --target T        npu, mlu, musa, xpu, mps, hpu, cpu or auto (default: $TORCHPORT_TARGET, else auto)
   --log FILE            per-call log, one line per redirected call site with its class
                         (default: $TORCHPORT_LOG)
   --strict              fail (instead of warning) when float64 is used on a target without float64
@@ -31,7 +31,7 @@ options:
   --log-all-ranks       every rank N > 0 writes FILE.rankN too (default: rank 0 only, under torchrun and
                         mp.spawn; the rank comes from $RANK or torch.distributed)
   --no-shims            do not serve apex / pynvml replacements
-  --quiet               no summary on stderr at exit
+  -q, --quiet           no summary on stderr at exit
   --shapes[=FILE]       dynamic-shape analysis: record each call site's tensor shapes across steps and write
                         Ascend's report (default FILE: ./msft_dynamic_shape_analysis_report.csv); scripts only
   --output FILE         notebooks: where to write the executed copy (default: NAME.torchport-TARGET.ipynb
@@ -82,7 +82,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if a in ("-h", "--help"):
             print(USAGE)
             return 0
-        if a == "--target" or a.startswith("--target="):
+        if a in ("--target", "-t") or a.startswith("--target="):
             v = value("--target")
             if v is None:
                 return _error("--target needs a value")
@@ -116,7 +116,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             all_ranks = True
         elif a == "--no-shims":
             shims = ()
-        elif a == "--quiet":
+        elif a in ("--quiet", "-q"):
             quiet = True
         elif a == "--shapes" or a.startswith("--shapes="):
             from torchport.runtime._shapes import DEFAULT_NAME
@@ -138,10 +138,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if script is None and module is None:
         return _error("no script given: add `script.py args...` or `-m module args...`")
 
-    from torchport.targets import TARGET_NAMES
+    from torchport.targets import TARGET_NAMES, unknown_target
 
     if target not in TARGET_NAMES:
-        return _error(f"unknown target {target!r}; choose one of: {', '.join(TARGET_NAMES)}")
+        return _error(unknown_target(target, TARGET_NAMES))
     if script is not None and not os.path.isfile(script):
         return _error(f"{script}: no such script")
     notebook = script is not None and script.endswith(".ipynb")

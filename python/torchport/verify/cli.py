@@ -12,14 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from torchport._command import OneLineParser
 from torchport.verify.core import TARGETS, Options, VerifyError, verify
+from torchport.verify.verdict import loss_scale_note, shown_losses
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
+class _Parser(OneLineParser):
+    """One line per usage error, as every other command (the target hint included)."""
 
 
 def _tolerance(text: str) -> tuple[float, Optional[float]]:
@@ -179,10 +178,14 @@ def render_text(rep: dict[str, Any]) -> str:
         )
         for r in steps:
             lines.append(
-                f"{r['step']:>4}  {_f(r['loss_original']):>16}  {_f(r['loss_migrated']):>16}  "
+                f"{r['step']:>4}  {_f(shown_losses(r, 'original')):>16}  "
+                f"{_f(shown_losses(r, 'migrated')):>16}  "
                 f"{_f(r['grad_norm_original']):>16}  {_f(r['grad_norm_migrated']):>16}  "
                 + ("bit-identical" if r["params_identical"] else f"{len(r['params_differing'])} differ")
             )
+        note = loss_scale_note(steps)
+        if note:
+            lines.append(f"({note})")
     fd = rep.get("first_divergence")
     if fd:
         lines.append("")

@@ -11,6 +11,8 @@ import html
 import math
 from typing import Any, Optional
 
+from torchport.verify.verdict import loss_scale_note, shown_losses
+
 _W, _H, _PAD, _LEFT = 640, 260, 48, 80
 _COLORS = {"original": "#1f77b4", "migrated": "#d62728"}
 
@@ -32,7 +34,7 @@ def _fmt(v: Any) -> str:
 def _series(rep: dict[str, Any], side: str) -> list[tuple[int, float]]:
     out = []
     for r in rep.get("steps") or []:
-        vals = r[f"loss_{side}"]
+        vals = shown_losses(r, side)
         if vals and isinstance(vals[-1], (int, float)) and math.isfinite(vals[-1]):
             out.append((int(r["step"]), float(vals[-1])))
     return out
@@ -161,7 +163,8 @@ def render(rep: dict[str, Any]) -> str:
     if rep.get("traceback"):
         body.append(f"<h2>Traceback</h2><pre>{_e(rep['traceback'])}</pre>")
     if rep.get("steps"):
-        body.append("<h2>Loss per step</h2>" + loss_chart(rep))
+        note = loss_scale_note(rep["steps"])
+        body.append("<h2>Loss per step</h2>" + loss_chart(rep) + (f"<p>{_e(note)}.</p>" if note else ""))
     fd = rep.get("first_divergence")
     if fd:
         body.append(f"<h2>Per-layer deviation at step {_e(fd['step'])}</h2><p>{_e(fd['why'])}</p>")
@@ -181,8 +184,8 @@ def render(rep: dict[str, Any]) -> str:
                 [
                     [
                         r["step"],
-                        r["loss_original"],
-                        r["loss_migrated"],
+                        shown_losses(r, "original"),
+                        shown_losses(r, "migrated"),
                         r["grad_norm_original"],
                         r["grad_norm_migrated"],
                         "bit-identical" if r["params_identical"] else ", ".join(r["params_differing"][:5]),

@@ -1,6 +1,7 @@
 """The in-process recorder that `torchport verify` injects into each run (see child.py).
 
-Per optimizer step it records every scalar that backward() is called on (the loss, with its bits),
+Per optimizer step it records every scalar that backward() is called on (the loss, with its bits; when
+it is a GradScaler's `scale(loss)`, the scale and the unscaled loss too, which is what the tables show),
 the gradient norm seen by `optimizer.step()` (after GradScaler's unscale), and a checksum of every
 parameter after the step (CRC-32 of the bytes, float64 sum). The probe (torchport.probe.Probe, in
 script mode) records the per-layer statistics at the chosen level. After N optimizer steps the run
@@ -50,6 +51,18 @@ def _crc_tensor(t: torch.Tensor, h: int) -> int:
     return zlib.crc32(memoryview(x.numpy()).cast("B"), h)
 
 
+def _scalar(t: torch.Tensor) -> float:
+    """The value of a one-element tensor, on the host (float64 kept as it is)."""
+    if t.dtype == torch.float64:
+        return float(t.detach().cpu().reshape(()).item())
+    return float(t.detach().float().cpu().reshape(()).item())
+
+
+def _finite(v: float) -> Any:
+    """v, or its name when it is not finite (JSON has no inf or nan)."""
+    return v if math.isfinite(v) else str(v)
+
+
 class Recorder:
     def __init__(self, cfg: dict[str, Any]) -> None:
         self.cfg = cfg
@@ -71,6 +84,8 @@ class Recorder:
         self._steps_file: Any = None
         self.probe: Any = None
         self._names: dict[int, str] = {}
+        # id(scaled) -> (scaled, the scale, the unscaled loss): what GradScaler.scale returned last
+        self._scaled: dict[int, tuple[torch.Tensor, float, float]] = {}
 
     # ---- setup -------------------------------------------------------------------------------
 
@@ -94,6 +109,7 @@ class Recorder:
         self._handles.append(_opt.register_optimizer_step_pre_hook(self._pre_step))
         self._handles.append(_opt.register_optimizer_step_post_hook(self._post_step))
         self._patch_backward()
+        self._patch_grad_scaler()
 
     def _determinism(self) -> None:
         random.seed(self.seed)
@@ -183,6 +199,27 @@ class Recorder:
         torch.Tensor.backward = backward  # type: ignore[method-assign]
         torch.autograd.backward = ag_backward
 
+    def _patch_grad_scaler(self) -> None:
+        """GradScaler.scale(loss) of one tensor: the scale and the unscaled loss are noted, so that the
+        loss backward() receives (multiplied by the scale) can be shown unscaled. torch.cuda.amp's
+        GradScaler inherits this method."""
+        from torch.amp.grad_scaler import GradScaler
+
+        orig = GradScaler.scale
+        rec = self
+
+        def scale(self: Any, outputs: Any) -> Any:
+            out = orig(self, outputs)
+            if isinstance(outputs, torch.Tensor) and out is not outputs and outputs.numel() == 1:
+                try:
+                    factor = float(self.get_scale())
+                    rec._scaled = {id(out): (out, factor, _scalar(outputs))}
+                except (RuntimeError, TypeError, ValueError):  # pragma: no cover - a scaler torch changed
+                    rec._scaled = {}
+            return out
+
+        GradScaler.scale = scale  # type: ignore[method-assign]
+
     # ---- hooks -------------------------------------------------------------------------------
 
     def _on_backward(self, t: torch.Tensor) -> None:
@@ -192,14 +229,13 @@ class Recorder:
         if t.numel() != 1:
             self.nonscalar_backward += 1
             return
-        v = (
-            float(t.detach().float().cpu().reshape(()).item())
-            if t.dtype != torch.float64
-            else float(t.item())
-        )
-        self.losses.append(
-            {"value": v if math.isfinite(v) else str(v), "bits": _bits(v), "dtype": str(t.dtype)}
-        )
+        v = _scalar(t)
+        loss: dict[str, Any] = {"value": _finite(v), "bits": _bits(v), "dtype": str(t.dtype)}
+        scaled = self._scaled.pop(id(t), None)
+        if scaled is not None and scaled[0] is t:
+            loss["scale"] = scaled[1]
+            loss["unscaled"] = _finite(scaled[2])
+        self.losses.append(loss)
 
     def _params(self, optimizer: Any) -> list[tuple[str, torch.Tensor]]:
         if not self._names and self.probe is not None:

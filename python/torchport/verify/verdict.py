@@ -152,7 +152,9 @@ def param_dev(a: list[Any], b: list[Any]) -> float:
 
 
 def step_rows(sa: list[dict[str, Any]], sb: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per step: losses, gradient norm and parameter checksum of both runs (a = migrated)."""
+    """One row per step: losses, gradient norm and parameter checksum of both runs (a = migrated). The
+    losses are what backward() was called on (scaled by a GradScaler: the verdict compares those);
+    loss_unscaled_* are the losses before the scale, loss_scale_* the scale (None: not scaled)."""
     rows = []
     for a, b in zip(sa, sb):
         la = [_num(x["value"]) for x in a.get("losses", [])]
@@ -167,6 +169,11 @@ def step_rows(sa: list[dict[str, Any]], sb: list[dict[str, Any]]) -> list[dict[s
                 "loss_migrated": la,
                 "loss_original": lb,
                 "loss_bits_equal": bits_equal,
+                # what backward() received, divided by GradScaler's scale where it came from scale(loss)
+                "loss_unscaled_migrated": [_num(x.get("unscaled", x["value"])) for x in a.get("losses", [])],
+                "loss_unscaled_original": [_num(x.get("unscaled", x["value"])) for x in b.get("losses", [])],
+                "loss_scale_migrated": [x.get("scale") for x in a.get("losses", [])],
+                "loss_scale_original": [x.get("scale") for x in b.get("losses", [])],
                 "grad_norm_migrated": a.get("grad_norm"),
                 "grad_norm_original": b.get("grad_norm"),
                 "param_sum_migrated": a.get("param_sum"),
@@ -179,6 +186,31 @@ def step_rows(sa: list[dict[str, Any]], sb: list[dict[str, Any]]) -> list[dict[s
             }
         )
     return rows
+
+
+def shown_losses(row: dict[str, Any], side: str) -> list[float]:
+    """The losses a table shows for one side of a step row: unscaled (what training printed)."""
+    shown: list[float] = row.get(f"loss_unscaled_{side}", row[f"loss_{side}"])
+    return shown
+
+
+def loss_scale_note(rows: list[dict[str, Any]]) -> Optional[str]:
+    """The line under a table of shown_losses when a GradScaler scaled some of them (None: none)."""
+    scales = {
+        side: sorted({x for r in rows for x in r.get(f"loss_scale_{side}", []) if x is not None})
+        for side in ("original", "migrated")
+    }
+    if not scales["original"] and not scales["migrated"]:
+        return None
+
+    def said(xs: list[float]) -> str:
+        return "not scaled" if not xs else ", ".join(f"{x:g}" for x in xs)
+
+    return (
+        "losses are unscaled: backward() received them multiplied by the GradScaler's scale "
+        f"(original {said(scales['original'])}; migrated {said(scales['migrated'])}); "
+        "the verdict compares the scaled values"
+    )
 
 
 def _step_deviations(row: dict[str, Any]) -> list[tuple[str, float, float, float]]:

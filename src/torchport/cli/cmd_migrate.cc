@@ -31,6 +31,7 @@ struct CommonArgs {
   bool unsafe_fixes = fix::kDefaultApplied == fix::Applicability::Unsafe;
   bool include_excluded = false;
   bool keep_device_flags = false;
+  bool verbose = false;
   double max_file_mb = 0;
 };
 
@@ -90,6 +91,9 @@ void add_common(CLI::App& app, CommonArgs& a) {
   app.add_flag("--include-excluded", a.include_excluded,
                "also process .git .hg .svn __pycache__ node_modules *.egg-info build dist and "
                "virtualenvs (excluded by default, as ruff does; the log lists them)");
+  app.add_flag("--verbose", a.verbose,
+               "torchport.log gets a line per file (with Ascend's [Progress: N%]) and per finding; "
+               "by default it keeps the warnings and the summary (the findings are in the CSVs)");
   app.add_option("--max-file-size", a.max_file_mb,
                  "do not migrate files larger than this many MB (default: no limit); each one is "
                  "reported and makes the run incomplete")
@@ -107,6 +111,7 @@ project::Options to_options(const CommonArgs& a) {
   o.rules.port_idiom = !a.keep_device_flags;
   o.jobs = a.jobs;
   o.default_excludes = !a.include_excluded;
+  o.verbose_log = a.verbose;
   o.max_bytes = static_cast<std::uintmax_t>(a.max_file_mb * 1024 * 1024);
   for (const std::string& r : a.rules) o.rule_files.emplace_back(r);
   o.selection.exclude = a.exclude;
@@ -268,7 +273,11 @@ void setup_analyze(CLI::App& app, int& exit_code) {
         std::cout << report::github_annotations(r.report, github_prefix(a->input));
       } else {
         std::cout << report::findings_text(r.report);
-        if (!a->quiet) std::cout << report::summary_table(r.report, !r.report_dir.empty());
+        if (!a->quiet) {
+          std::cout << report::summary_table(r.report, !r.report_dir.empty());
+          // as migrate prints it (then the front end adds `report page:`)
+          if (!r.report_dir.empty()) std::cout << "reports: " << r.report_dir.string() << "\n";
+        }
       }
     });
   });

@@ -49,6 +49,10 @@ struct Options {
   /// A `\r`-rewritten "files done" line on stderr while the files are processed (the CLI sets
   /// it when stderr is a terminal and -q is not given).
   bool progress_line = false;
+  /// torchport.log gets a line per file and per finding (--verbose); by default it keeps the
+  /// warnings (files not migrated, run-wide warnings) and the summary: the findings are in the
+  /// CSVs.
+  bool verbose_log = false;
   bool default_excludes = true;  ///< skip .git, __pycache__, virtualenvs... (files.h)
   std::uintmax_t max_bytes = 0;  ///< files larger than this are not migrated (0 = no limit)
   /// --distributed: the entry script (--main) becomes a DDP one (rules/ddp.cc), the result is

@@ -193,6 +193,51 @@ TEST_F(Driver, DefaultExclusionsAreNotCopiedAndAreLogged) {
   EXPECT_NE(get(result() / "env/lib/m.py").find("npu"), std::string::npos);
 }
 
+/// The log without the timestamps that start its lines.
+std::string unstamped(const std::string& log) {
+  std::string out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) out += line.substr(line.find(" [")) + "\n";
+  return out;
+}
+
+TEST_F(Driver, TheLogKeepsWarningsAndTheSummaryAndGivesEveryFileAndFindingAtVerbose) {
+  put("a.py", "import torch\ntorch.cuda.synchronize()\nimport flash_attn\n");
+  put("b.py", "x = 1\n");
+  put("big.py", "import torch\n" + std::string(1200, '#') + "\n");
+  Options o = opts();
+  o.max_bytes = 1000;
+  RunResult r = go(o);
+  ASSERT_EQ(r.exit_code, kExitIncomplete) << r.error;
+  const std::string input = (root_ / "proj").string();
+  EXPECT_EQ(
+      unstamped(get(result() / "torchport-report/torchport.log")),
+      " [INFO] torchport " TORCHPORT_VERSION
+      " migrate --target npu\n"
+      " [INFO] input: " +
+          input +
+          "\n"
+          " [WARNING] big.py: Skip: big.py: 1214 bytes, larger than --max-file-size (1000 "
+          "bytes): copied unchanged\n"
+          " [INFO] findings: 2 changes (change_list.csv), 1 unsupported (unsupported_api.csv), 0 "
+          "unknown (unknown_api.csv); a line per file and per finding: --verbose\n"
+          " [INFO] done: 3 files, 0 failure(s), 1 not migrated\n");
+  o.verbose_log = true;
+  o.force = true;
+  ASSERT_EQ(go(o).exit_code, kExitIncomplete);
+  const std::string verbose = unstamped(get(result() / "torchport-report/torchport.log"));
+  EXPECT_NE(verbose.find(" [INFO] [Progress: 33.33%] a.py: Success\n"), std::string::npos)
+      << verbose;
+  EXPECT_NE(verbose.find(" [INFO] [Progress: 66.67%] b.py: Success\n"), std::string::npos)
+      << verbose;
+  EXPECT_NE(verbose.find(" [WARNING] [Progress: 33.33%] a.py: line: 3 ~ 3   Operation Type: "
+                         "UNSUPPORTED"),
+            std::string::npos)
+      << verbose;
+  EXPECT_NE(verbose.find("unknown (unknown_api.csv)\n [INFO] done: 3 files"), std::string::npos)
+      << verbose;
+}
+
 TEST_F(Driver, ALinkToAPythonFileOutsideTheInputIsReportedAsNotMigrated) {
   put("a.py", "x = 1\n");
   std::ofstream(root_ / "outside.py") << "import torch\ntorch.cuda.synchronize()\n";

@@ -68,13 +68,27 @@ void log_header(const report::Report& rep, const std::vector<std::string>& exclu
   }
 }
 
-/// The log lines of work `i` of `n`.
-void log_file(const FileWork& w, std::size_t i, std::size_t n, Stamp& now, std::string& log) {
+/// The log lines of work `i` of `n`: with `verbose`, its progress line and a line per finding
+/// (Ascend's log); otherwise only a warning when the file failed or was not migrated.
+void log_file(const FileWork& w, std::size_t i, std::size_t n, bool verbose, Stamp& now,
+              std::string& log) {
+  const bool warning = w.entry.outcome == Outcome::Failure || w.entry.not_migrated;
+  if (!verbose) {
+    if (!warning) return;
+    log += now();
+    log += " [WARNING] ";
+    log += w.entry.file;
+    log += ": ";
+    log += report::to_string(w.entry.outcome);
+    if (!w.entry.reason.empty()) log += ": ";
+    log += w.entry.reason;
+    log += '\n';
+    return;
+  }
   char pct[32];
   std::snprintf(pct, sizeof pct, "[Progress: %.2f%%] ",
                 100.0 * static_cast<double>(i + 1) / static_cast<double>(n));
-  const char* level =
-      w.entry.outcome == Outcome::Failure || w.entry.not_migrated ? "WARNING" : "INFO";
+  const char* level = warning ? "WARNING" : "INFO";
   log += now();
   log += " [";
   log += level;
@@ -146,7 +160,7 @@ Reports build_reports(const Plan& plan, const Selected& selected, Written writte
   for (std::size_t i = 0; i < works.size(); ++i) {
     FileWork& w = works[i];
     if (!text::is_valid_utf8(w.entry.file)) name_not_utf8(w);
-    log_file(w, i, works.size(), now, log);
+    log_file(w, i, works.size(), opts.verbose_log, now, log);
     if (progress && w.entry.not_migrated)
       *progress << "torchport " << rep.command << ": warning: " << w.entry.reason
                 << " [not migrated]\n";
@@ -160,8 +174,17 @@ Reports build_reports(const Plan& plan, const Selected& selected, Written writte
       rep.advice.push_back({"", 0, 0, a.kind, std::move(a.api), std::move(a.api_type),
                             std::move(a.tip), std::move(a.affinity)});
   }
+  const std::size_t changes = rep.count(rules::Operation::Insert) +
+                              rep.count(rules::Operation::Modify) +
+                              rep.count(rules::Operation::Delete);
+  log += now() + " [INFO] findings: " + std::to_string(changes) + " changes (change_list.csv), " +
+         std::to_string(rep.count(rules::Operation::Unsupported)) +
+         " unsupported (unsupported_api.csv), " +
+         std::to_string(rep.count(rules::Operation::Unknown)) + " unknown (unknown_api.csv)" +
+         (opts.verbose_log ? "" : "; a line per file and per finding: --verbose") + "\n";
   log += now() + " [INFO] done: " + std::to_string(rep.files.size()) + " files, " +
-         std::to_string(rep.count(Outcome::Failure)) + " failure(s)\n";
+         std::to_string(rep.count(Outcome::Failure)) + " failure(s), " +
+         std::to_string(rep.count_not_migrated()) + " not migrated\n";
   return out;
 }
 
