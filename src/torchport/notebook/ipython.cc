@@ -1,5 +1,6 @@
 #include <torchport/notebook/ipython.h>
 
+#include <algorithm>
 #include <array>
 
 namespace torchport::notebook {
@@ -57,6 +58,35 @@ bool assigns_escape(std::string_view s) {
   ++i;
   ws();
   return i < s.size() && (s[i] == '!' || s[i] == '%');
+}
+
+/// IPython's automagic (on by default): a line that starts with the name of a line magic, then
+/// something that cannot continue a Python statement, runs the magic (`pip install diffusers`,
+/// `cd data`, `matplotlib inline`). IPython checks the rest as its prefilter does: an operator,
+/// `=`, `(`, `.`, `[`, `:` or a keyword after the name means Python.
+bool automagic(std::string_view s) {
+  static constexpr std::array<std::string_view, 40> kMagics = {
+      "pip",        "conda",      "mamba",      "cd",         "pwd",     "env",    "set_env",
+      "matplotlib", "load_ext",   "reload_ext", "unload_ext", "time",    "timeit", "run",
+      "who",        "whos",       "reset",      "store",      "history", "pylab",  "config",
+      "alias",      "autoreload", "aimport",    "bookmark",   "pushd",   "popd",   "dirs",
+      "sx",         "system",     "ls",         "cat",        "mkdir",   "rm",     "cp",
+      "mv",         "ll",         "less",       "clear",      "xmode"};
+  static constexpr std::array<std::string_view, 12> kKeywords = {
+      "if", "else", "and", "or", "in", "is", "not", "for", "async", "await", "lambda", "from"};
+  std::size_t i = 0;
+  while (i < s.size() && is_ident(s[i])) ++i;
+  const std::string_view name = s.substr(0, i);
+  if (std::find(kMagics.begin(), kMagics.end(), name) == kMagics.end()) return false;
+  if (i >= s.size() || (s[i] != ' ' && s[i] != '\t')) return false;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  if (i >= s.size()) return false;
+  if (std::string_view("!=()<>,+*/%^&|.[:;#\"'@").find(s[i]) != std::string_view::npos)
+    return false;
+  std::size_t j = i;
+  while (j < s.size() && is_ident(s[j])) ++j;
+  const std::string_view next = s.substr(i, j - i);
+  return std::find(kKeywords.begin(), kKeywords.end(), next) == kKeywords.end();
 }
 
 /// What the tokenizer has open at the end of a line.
@@ -160,7 +190,7 @@ MaskedCell mask_cell(std::string_view source) {
       const State next = scan_line(c, st, last);
       const bool escape = std::string_view("%!?/,;").find(body[0]) != std::string_view::npos;
       const bool help = last == '?' && next.depth == 0 && next.triple == 0;
-      if (escape || help || assigns_escape(body)) {
+      if (escape || help || assigns_escape(body) || automagic(body)) {
         out.masked[k] = true;
         // A trailing backslash continues the magic onto the next lines.
         while (k + 1 < lines.size() && !content(k).empty() && content(k).back() == '\\') {

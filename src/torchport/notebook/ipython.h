@@ -7,6 +7,8 @@
 //   - a logical line that starts with an IPython escape: `%` (line magic), `!` / `!!` (shell),
 //     `?` / `??` (help), `/` `,` `;` (explicit auto-call);
 //   - an assignment from one: `files = !ls`, `t = %timeit -o f()`;
+//   - automagic: a line magic's name without its `%` (`pip install diffusers`, `cd data`), when
+//     what follows it cannot continue a Python statement (IPython's prefilter decides so);
 //   - a help request at the end of a line: `obj?`, `obj.method??`;
 //   - the lines a masked line continues onto with a trailing backslash.
 // A masked line becomes a comment (`#` and its text) or, when indented (the body of a block),

@@ -24,6 +24,14 @@ TEST(IPython, AssignmentsFromShellAndMagicsAreMasked) {
   EXPECT_EQ(m.text, "#files = !ls\n#a, b = %sx echo 1\nc = 5 % 2\nd != e\n");
 }
 
+TEST(IPython, AutomagicLinesAreMaskedButPythonUsesOfTheNamesAreNot) {
+  const MaskedCell m = mask_cell(
+      "pip install torch numpy\ncd data\ntime = 5\nrun(x)\ntime.sleep(1)\npip if a else b\nls\n");
+  EXPECT_EQ(
+      m.text,
+      "#pip install torch numpy\n#cd data\ntime = 5\nrun(x)\ntime.sleep(1)\npip if a else b\nls\n");
+}
+
 TEST(IPython, AutoCallEscapesAreMasked) {
   const MaskedCell m = mask_cell("/print 1\n,print a b\n;print a b\n");
   EXPECT_EQ(m.text, "#/print 1\n#,print a b\n#;print a b\n");

@@ -335,12 +335,12 @@ class Scanner {
       skip_ws();
       if (i_ >= s_.size() || s_[i_] != '"') return fail(i_, "a string key expected in an object");
       auto& m = v.members.emplace_back();
-      if (!string(m.first)) return false;
+      if (!string(m.key)) return false;
       skip_ws();
       if (i_ >= s_.size() || s_[i_] != ':') return fail(i_, "':' expected after an object key");
       ++i_;
       skip_ws();
-      if (!value(m.second, depth)) return false;
+      if (!value(m.value, depth)) return false;
       skip_ws();
       if (i_ >= s_.size()) return fail(i_, "unexpected end of file in an object");
       if (s_[i_] == '}') {

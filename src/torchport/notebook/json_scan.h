@@ -13,18 +13,26 @@
 
 namespace torchport::notebook {
 
+struct Member;
+
 /// One JSON value with its raw byte range [begin, end) in the scanned text.
 struct Value {
   enum class Kind : std::uint8_t { Null, Bool, Number, String, Array, Object };
   Kind kind = Kind::Null;
   std::uint32_t begin = 0;
   std::uint32_t end = 0;
-  std::string str;                                     ///< Kind::String: the decoded text (UTF-8)
-  std::vector<Value> items;                            ///< Kind::Array
-  std::vector<std::pair<std::string, Value>> members;  ///< Kind::Object, in file order
+  std::string str;              ///< Kind::String: the decoded text (UTF-8)
+  std::vector<Value> items;     ///< Kind::Array
+  std::vector<Member> members;  ///< Kind::Object, in file order
 
   /// The last member named `key` (JSON readers keep the last of duplicate keys), or nullptr.
   const Value* member(std::string_view key) const;
+};
+
+/// One member of an object.
+struct Member {
+  std::string key;
+  Value value;
 };
 
 /// Why the text is not JSON: the byte offset of the first offending byte and a message.

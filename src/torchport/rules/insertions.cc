@@ -149,9 +149,19 @@ void run_insertions(Context& ctx) {
     }
   }
   const std::string torch = ctx.used_device_var ? ctx.render("torch") : std::string("torch");
-  const std::uint32_t block_end = m.import_block_end();
+  const std::uint32_t block_end = std::max(m.import_block_end(), ctx.opts.top_of_module);
   const auto after_torch = m.after_first_torch_import();
-  std::uint32_t var_at = std::max(block_end, after_torch.value_or(0));
+  // A notebook runs its cells in order: when a rewritten line comes before the first torch
+  // import (a pipeline put on the device in the cell before `import torch`), what it needs goes
+  // at the top, not after that import.
+  bool early = false;
+  if (ctx.opts.notebook && after_torch) {
+    for (const Finding& f : found)
+      if (f.fix && f.begin < *after_torch) early = true;
+    for (const std::optional<std::uint32_t>& at : ctx.device_var_uses)
+      if (at && *at < *after_torch) early = true;
+  }
+  std::uint32_t var_at = early ? block_end : std::max(block_end, after_torch.value_or(0));
   struct Insert {
     std::uint32_t at;
     std::string api, message, text;
@@ -163,7 +173,7 @@ void run_insertions(Context& ctx) {
     var_at = std::max(var_at, block_end);
   }
   if (!target_import.empty()) {
-    const std::uint32_t at = after_torch.value_or(block_end);
+    const std::uint32_t at = early ? block_end : after_torch.value_or(block_end);
     inserts.push_back({at, target_import, "insert " + target_import, target_import + nl});
   }
   // An Ascend InsertGlobalRule (TP804) may have defined the variable already.
@@ -211,6 +221,9 @@ void run_insertions(Context& ctx) {
     }
     if (!module_level && functions.size() == 1) local = function_body_start(m, *functions.begin());
     if (!local) {
+      // Before the file's own `import torch` (a notebook's early use): torch is imported first.
+      if (early && !ctx.need_torch_import && var_at < *after_torch)
+        inserts.push_back({var_at, "import torch", "insert import torch", "import torch" + nl});
       inserts.push_back({var_at, var, "insert the device variable (torch >= 2.6)", value + nl});
     } else {
       inserts.push_back(
