@@ -452,3 +452,31 @@ def test_the_corpus_suite_columns_are_zero_on_the_notebooks() -> None:
         # torch.cuda.reset_peak_memory_stats on mps) is the catalogue's, as for .py files: not 0.
         zero = [k for k in static.RATCHETED if k != "unfixed"]
         assert {k: getattr(c, k) for k in zero} == dict.fromkeys(zero, 0), problems
+
+
+def test_an_import_after_the_last_line_of_a_cell_stays_in_that_cell(tmp_path: Path) -> None:
+    """`import torch` ends cell 1 without a line break: `import torch_npu` goes after it in cell
+    1 (still without a final line break), and its row says cell 1, line 3."""
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [],
+                "source": ["%pip install x\n", "import torch"],
+            },
+            {"cell_type": "code", "metadata": {}, "outputs": [], "source": ["x = torch.ones(1).cuda()"]},
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    write_nb(tmp_path / "p" / "nb.ipynb", nb)
+    p = torchport("migrate", str(tmp_path / "p"), "--target", "npu", "-o", str(tmp_path / "o"), "-q")
+    assert p.returncode == 0, p.stderr
+    out = json.loads((tmp_path / "o" / "p_npu" / "nb.ipynb").read_bytes())
+    assert out["cells"][0]["source"] == ["%pip install x\n", "import torch\n", "import torch_npu"]
+    assert out["cells"][1]["source"] == ["x = torch.ones(1).npu()"]
+    rows = report_of(tmp_path / "o" / "p_npu")["findings"]
+    insert = next(r for r in rows if r["operation"] == "INSERT")
+    assert (insert["cell"], insert["start_line"]) == (1, 3)

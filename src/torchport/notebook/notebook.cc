@@ -386,9 +386,15 @@ Rewritten rewrite(const Notebook& nb, std::string_view bytes, const std::vector<
           }
         }
         if (into != k || after_cell) {
+          const std::uint32_t module_line =
+              after_cell ? mod[k]->first_line +
+                               static_cast<std::uint32_t>(split_lines(mod[k]->masked.text).size())
+                         : mod[k]->first_line;
           c = mod[into];
           k = into;
           local = static_cast<std::uint32_t>(c->masked.text.size());
+          res.moved.push_back({module_line, c->number,
+                               static_cast<std::uint32_t>(split_lines(c->text).size()) + 1});
         } else {
           local = 0;
           text = e.replacement;

@@ -87,10 +87,19 @@ struct CellChange {
   std::vector<ModuleEdit> edits;  ///< offsets of `before`
 };
 
+/// An insertion at the start of a cell's first line in the module that went to the end of the
+/// cell before it (rewrite()): the module line its rows name, and where it is in the notebook.
+struct MovedInsertion {
+  std::uint32_t module_line = 0;
+  std::uint32_t cell = 0;  ///< CodeCell::number
+  std::uint32_t line = 0;  ///< its first line in that cell
+};
+
 struct Rewritten {
   std::string bytes;                ///< the new notebook
   std::vector<CellChange> changes;  ///< the cells whose source changed, in order
-  std::string error;                ///< why the edits cannot be mapped ("" = done)
+  std::vector<MovedInsertion> moved;
+  std::string error;  ///< why the edits cannot be mapped ("" = done)
 };
 
 /// The notebook `bytes` (read as `nb`) with the module's `edits` (sorted, not overlapping)

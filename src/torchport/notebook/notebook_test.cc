@@ -136,6 +136,11 @@ TEST(Notebook, AnInsertionAfterACellWithoutALineBreakKeepsItWithout) {
   expected.replace(expected.find("    \"import torch\"\n"), 19,
                    "    \"import torch\\n\",\n    \"import torch_npu\"\n");
   EXPECT_EQ(rw.bytes, expected);
+  // Its rows name module line 3 (cell 3's first): it is line 3 of cell 1.
+  ASSERT_EQ(rw.moved.size(), 1u);
+  EXPECT_EQ(rw.moved[0].module_line, 3u);
+  EXPECT_EQ(rw.moved[0].cell, 1u);
+  EXPECT_EQ(rw.moved[0].line, 3u);
   // Read again, the module is the edited one.
   const Notebook again = must_read(rw.bytes);
   std::string module = nb.module;

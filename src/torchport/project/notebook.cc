@@ -5,6 +5,7 @@
 #include <torchport/project/output_pass.h>
 #include <torchport/syntax/parser.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -34,8 +35,11 @@ std::string parse_failure(const ProjectFile& f, const notebook::Notebook& nb,
          std::to_string(lc.column + 1) + ": " + d.message;
 }
 
-/// The module's lines of the rows and advice, as cells and lines in them.
-void locate_in_cells(const notebook::Notebook& nb, const std::string& rel, FileWork& w) {
+/// The module's lines of the rows and advice, as cells and lines in them. An insertion that went
+/// to the end of the cell before the line its row names (notebook::MovedInsertion) is located
+/// where it went.
+void locate_in_cells(const notebook::Notebook& nb, const std::string& rel,
+                     const std::vector<notebook::MovedInsertion>& moved, FileWork& w) {
   auto cell_line = [&](std::uint32_t& cell, std::uint32_t& start, std::uint32_t& end) {
     const notebook::CellLine a = notebook::locate(nb, start);
     if (!a.cell) return;
@@ -44,7 +48,18 @@ void locate_in_cells(const notebook::Notebook& nb, const std::string& rel, FileW
     end = b.cell == a.cell ? b.line : a.line;
     start = a.line;
   };
-  for (report::Row& r : w.rows) cell_line(r.cell, r.start_line, r.end_line);
+  for (report::Row& r : w.rows) {
+    auto m = std::find_if(moved.begin(), moved.end(), [&](const notebook::MovedInsertion& x) {
+      return r.op == rules::Operation::Insert && x.module_line == r.start_line;
+    });
+    if (m != moved.end()) {
+      r.cell = m->cell;
+      r.end_line = m->line + (r.end_line - r.start_line);
+      r.start_line = m->line;
+      continue;
+    }
+    cell_line(r.cell, r.start_line, r.end_line);
+  }
   for (report::AdviceRow& a : w.advice)
     if (a.start_line > 0) cell_line(a.cell, a.start_line, a.end_line);
   // --specify-device's "file:line:col" of a torch.distributed use.
@@ -68,11 +83,13 @@ bool python_kernel(const std::string& language) {
 
 /// The notebook-level self-check and the output: the edits mapped into the cells, the new
 /// notebook read again (its module must be `after`, and parse).
-void write_notebook(const ProjectFile& f, const notebook::Notebook& nb, const std::string& bytes,
-                    OutputPassed passed, const Options& opts, FileWork& w) {
+std::vector<notebook::MovedInsertion> write_notebook(const ProjectFile& f,
+                                                     const notebook::Notebook& nb,
+                                                     const std::string& bytes, OutputPassed passed,
+                                                     const Options& opts, FileWork& w) {
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
   const bool edited = passed.after != passed.file.text;
-  if (!edited && !opts.clear_outputs) return;
+  if (!edited && !opts.clear_outputs) return {};
   std::vector<notebook::ModuleEdit> edits;
   if (edited)
     for (const fix::AppliedEdit& a : passed.applied)
@@ -82,6 +99,7 @@ void write_notebook(const ProjectFile& f, const notebook::Notebook& nb, const st
     w.entry.outcome = Outcome::Failure;
     w.entry.reason = f.rel + ": internal error: " + why + "; the original is kept";
     for (report::Row& r : w.rows) r.applied = false;
+    return std::vector<notebook::MovedInsertion>{};
   };
   if (!rw.error.empty()) return keep_original(rw.error);
   notebook::ReadError err;
@@ -99,10 +117,10 @@ void write_notebook(const ProjectFile& f, const notebook::Notebook& nb, const st
                                 : check.format(check.diagnostics().front())) +
                            ")");
   }
-  if (rw.bytes == bytes) return;
+  if (rw.bytes == bytes) return {};
   w.entry.changed = true;
   w.output = std::move(rw.bytes);
-  if (!opts.diff) return;
+  if (!opts.diff) return rw.moved;
   for (const notebook::CellChange& ch : rw.changes) {
     std::vector<fix::AppliedEdit> cell_edits;
     for (const notebook::ModuleEdit& e : ch.edits)
@@ -110,6 +128,7 @@ void write_notebook(const ProjectFile& f, const notebook::Notebook& nb, const st
     w.diff +=
         unified_diff(report::file_label(f.rel, ch.cell->number), ch.before, ch.after, cell_edits);
   }
+  return rw.moved;
 }
 
 }  // namespace
@@ -145,8 +164,9 @@ FileWork process_notebook(const ProjectFile& f, FileWork w, std::string bytes,
   Fixed fixed = apply_fixes(f, std::move(checked), opts, w);
   OutputPassed passed = output_pass(f, std::move(fixed), nctx, w);
   w.imports_package = passed.file.imports_package;
-  write_notebook(f, *nb, bytes, std::move(passed), opts, w);
-  locate_in_cells(*nb, f.rel, w);
+  const std::vector<notebook::MovedInsertion> moved =
+      write_notebook(f, *nb, bytes, std::move(passed), opts, w);
+  locate_in_cells(*nb, f.rel, moved, w);
   return w;
 }
 
