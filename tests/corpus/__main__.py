@@ -4,6 +4,8 @@
     python -m tests.corpus --update        # ... and rewrite docs/fidelity.json and the table
     python -m tests.corpus --entry         # the entry-script harnesses too
     python -m tests.corpus -p karpathy__makemore -t cpu -v   # one cell, every problem listed
+    python -m tests.corpus --notebooks     # ../shared/notebooks (Jupyter notebooks): every
+                                           # ratcheted column but unfixed must be 0
 
 Exit status: 0 when no cell is worse than the committed table, 1 when one is, 2 when the corpus
 is missing.
@@ -24,11 +26,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--entry", action="store_true", help="also run the entry-script harnesses")
     ap.add_argument("--entry-only", action="store_true", help="only the entry-script harnesses")
     ap.add_argument("-p", "--project", action="append", help="only this project (repeatable)")
+    ap.add_argument(
+        "--notebooks",
+        action="store_true",
+        help="only ../shared/notebooks, where every ratcheted column but unfixed must be 0",
+    )
     ap.add_argument("-t", "--target", action="append", choices=static.TARGETS, help="only this target")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="cells run at once (default 2)")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every problem of every cell")
     args = ap.parse_args(argv)
 
+    if args.notebooks:
+        cells = static.run_notebooks(tuple(args.target) if args.target else static.TARGETS, args.jobs)
+        if not cells:
+            print("../shared/notebooks not found: set TORCHPORT_NOTEBOOKS", file=sys.stderr)
+            return 2
+        print(static.markdown_table(cells))
+        # unfixed is the catalogue's (what it has no replacement for), as for .py files.
+        bad = [c for c in cells if any(getattr(c, k) for k in static.RATCHETED if k != "unfixed")]
+        for c in cells if args.verbose else bad:
+            for p in c.problems:
+                print(f"{c.project} {c.target} {p}")
+        return 1 if bad else 0
     corpus = static.corpus_dir()
     if corpus is None:
         print("corpus not found: set TORCHPORT_CORPUS or put it at ../shared/corpus", file=sys.stderr)

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from . import kept, oracle
+from . import kept, notebooks, oracle
 
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = ("npu", "mlu", "musa", "xpu", "mps", "hpu", "cpu", "accelerator")
@@ -105,14 +105,19 @@ class Cell:
 
 
 def _py_files(root: Path) -> list[Path]:
+    """The Python files and Jupyter notebooks of a project."""
     return sorted(
         p.relative_to(root)
-        for p in root.rglob("*.py")
+        for pattern in ("*.py", "*.ipynb")
+        for p in root.rglob(pattern)
         if p.is_file() and "torchport-report" not in p.relative_to(root).parts
     )
 
 
 def _read(p: Path) -> str:
+    """A file's text; a notebook's is its code cells as one module (tests/corpus/notebooks.py)."""
+    if p.suffix == ".ipynb":
+        return notebooks.read_module(p)[0]
     return p.read_bytes().decode("utf-8", errors="replace")
 
 
@@ -131,13 +136,22 @@ def _migrate(src: Path, target: str, outdir: Path) -> tuple[subprocess.Completed
     return proc, outdir / f"{src.name}_{target}"
 
 
-def _rows(report: dict) -> dict[str, list[oracle.Row]]:
+def _rows(report: dict, project: Optional[Path] = None) -> dict[str, list[oracle.Row]]:
+    """The report's rows by file. A notebook's rows are in cells (`"cell": N`): their lines become
+    lines of the input notebook's module (tests/corpus/notebooks.py), where the oracle reads them."""
     rows: dict[str, list[oracle.Row]] = {}
+    cells: dict[str, dict[int, int]] = {}
     for f in report.get("findings", []):
+        base = 0
+        if f.get("cell") and project is not None:
+            if f["file"] not in cells:
+                path = project / f["file"] if project.is_dir() else project
+                cells[f["file"]] = notebooks.read_module(path)[1] if path.is_file() else {}
+            base = cells[f["file"]].get(int(f["cell"]), 1) - 1
         rows.setdefault(f["file"], []).append(
             oracle.Row(
-                int(f.get("start_line", 0)),
-                int(f.get("end_line", f.get("start_line", 0))),
+                base + int(f.get("start_line", 0)),
+                base + int(f.get("end_line", f.get("start_line", 0))),
                 str(f.get("operation", "")),
                 str(f.get("api", "")),
                 str(f.get("message", "")),
@@ -159,7 +173,7 @@ def run_cell(project: Path, target: str, work: Path) -> Cell:
         cell.add("crash", project.name, 0, f"migrate exited {proc.returncode}: {last}")
         return cell
     report = json.loads(report_path.read_text())
-    rows = _rows(report)
+    rows = _rows(report, project)
     failures = {
         f["file"]: f.get("reason", "")
         for f in report.get("files", [])
@@ -238,7 +252,18 @@ def run_all(
     only: Optional[list[str]] = None,
     jobs: int = 2,
 ) -> list[Cell]:
-    pairs = [(p, t) for p in projects(corpus) if not only or p.name in only for t in targets]
+    return run_projects([p for p in projects(corpus) if not only or p.name in only], targets, jobs)
+
+
+def run_notebooks(targets: tuple[str, ...] = TARGETS, jobs: int = 2) -> list[Cell]:
+    """The cells of ../shared/notebooks (real Jupyter notebooks, issue 34), one project; [] when
+    the folder is not there. Not in docs/fidelity.json: every ratcheted column but unfixed must be 0."""
+    nb = notebooks.notebooks_dir()
+    return run_projects([nb], targets, jobs) if nb is not None else []
+
+
+def run_projects(projects_: list[Path], targets: tuple[str, ...] = TARGETS, jobs: int = 2) -> list[Cell]:
+    pairs = [(p, t) for p in projects_ for t in targets]
     base = Path(tempfile.mkdtemp(prefix="torchport-corpus-"))
     try:
 

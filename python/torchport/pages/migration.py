@@ -42,6 +42,28 @@ def _read_lines(path: Path) -> Optional[list[str]]:
     return data.decode("utf-8", errors="replace").splitlines()
 
 
+def _notebook_lines(path: Path) -> Optional[tuple[list[str], dict[int, int]]]:
+    """A notebook shown as Python: each code cell's source under a `# %% cell N` line (cells
+    counted from 1 among all the notebook's cells, as the reports count them), and the line of
+    the page where each cell's first line is. None when the file is not a readable notebook."""
+    try:
+        nb = json.loads(path.read_bytes())
+        cells = nb["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    lines: list[str] = []
+    first: dict[int, int] = {}
+    for n, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", "")
+        text = "".join(src) if isinstance(src, list) else str(src)
+        lines.append(f"# %% cell {n}")
+        first[n] = len(lines) + 1
+        lines += text.splitlines()
+    return lines, first
+
+
 def _align(a: list[str], b: list[str]) -> list[tuple[int, int, str]]:
     """(old line, new line, tag) for every line of both sides; 0 = no line on that side."""
     out: list[tuple[int, int, str]] = []
@@ -173,12 +195,33 @@ def write_migration_page(report_dir: Path) -> Path:
             strings.append(text)
         return string_id[text]
 
+    # A notebook's rows are located in cells: the page shows the notebook as Python (its code
+    # cells one after another), and a row's line there is its cell's first line + its line - 1.
+    notebooks: dict[str, tuple[list[str], dict[int, int]]] = {}
+    for f in files:
+        if f["file"].endswith(".ipynb"):
+            shown = _notebook_lines(source(before_root, f["file"]))
+            if shown is None and inplace:
+                shown = _notebook_lines(source(input_root, f["file"]))
+            if shown is not None:
+                notebooks[f["file"]] = shown
+
+    def page_line(r: dict[str, Any], line: int) -> int:
+        nb = notebooks.get(r["file"])
+        cell = r.get("cell", 0)
+        if not cell or nb is None or cell not in nb[1]:
+            return line
+        return nb[1][cell] + line - 1
+
     for r in rep["findings"]:
         fi = index_of.get(r["file"], -1)
         by_file.setdefault(fi, []).append(r)
         op, code, applied = r["operation"], r["code"], 1 if r["applied"] else 0
         api, msg = intern(r["api"]), intern(r["message"])
-        rows.append([fi, r["start_line"], r["column"], op, code, api, msg, applied])
+        row = [fi, page_line(r, r["start_line"]), r["column"], op, code, api, msg, applied]
+        if r.get("cell"):
+            row += [r["cell"], r["start_line"]]  # shown as file:cellN:line:col
+        rows.append(row)
 
     chunk_dir = report_dir / "files"
     tmp_dir = report_dir / f".files.tmp-{os.getpid()}"
@@ -192,16 +235,25 @@ def write_migration_page(report_dir: Path) -> Path:
             counts[severity(r["operation"])] += 1
         chunk = -1
         if found or f.get("changed"):
-            before = _read_lines(source(before_root, f["file"]))
+            nb = notebooks.get(f["file"])
+            read = _read_lines
+            if nb is not None:
+
+                def read(p: Path) -> Optional[list[str]]:
+                    shown = _notebook_lines(p)
+                    return shown[0] if shown is not None else None
+
+            before = nb[0] if nb is not None else read(source(before_root, f["file"]))
             if before is None and inplace and not f.get("changed"):
-                before = _read_lines(source(input_root, f["file"]))  # unchanged: not backed up
+                before = read(source(input_root, f["file"]))  # unchanged: not backed up
             after = None
             if f.get("changed") and after_root is not None:
-                after = _read_lines(source(after_root, f["file"]))
+                after = read(source(after_root, f["file"]))
             if before is not None:
                 lines: set[int] = set()
                 for r in found:
-                    lines.update(range(r["start_line"], max(r["start_line"], r["end_line"]) + 1))
+                    start = page_line(r, r["start_line"])
+                    lines.update(range(start, max(start, page_line(r, r["end_line"])) + 1))
                 data = file_chunk(f["file"], before, after, lines)
                 chunk = i
                 (tmp_dir / f"{i}.js").write_text(f"tpChunk({i},{_script_json(data)});\n", encoding="utf-8")

@@ -168,7 +168,7 @@ int run_and_show(const std::string& who, project::Options& o,
 
 void setup_migrate(CLI::App& app, int& exit_code) {
   struct Args : CommonArgs {
-    bool diff = false, inplace = false, force = false, quiet = false;
+    bool diff = false, inplace = false, force = false, quiet = false, clear_outputs = false;
     std::string backup;
     bool distributed = false;
     std::string main, model_var = "model", per_rank_batch = "split";
@@ -179,6 +179,8 @@ void setup_migrate(CLI::App& app, int& exit_code) {
                  "parent directory of the result: OUTDIR/<input-name>_<target>/ (with --inplace: "
                  "where the reports go)");
   app.add_flag("--diff", a->diff, "print a unified diff of every change");
+  app.add_flag("--clear-outputs", a->clear_outputs,
+               "notebooks (.ipynb): clear every code cell's outputs and execution count");
   app.add_flag("--inplace", a->inplace,
                "rewrite the input files themselves (atomically, keeping backups)");
   app.add_option("--backup", a->backup,
@@ -213,6 +215,7 @@ void setup_migrate(CLI::App& app, int& exit_code) {
     }
     project::Options o = to_options(*a);
     o.diff = a->diff;
+    o.clear_outputs = a->clear_outputs;
     o.inplace = a->inplace;
     o.backup = a->backup;
     o.force = a->force;

@@ -38,6 +38,7 @@ struct Options {
   bool inplace = false;
   std::filesystem::path backup;  ///< --inplace: originals go here ("" = <input>.torchport-backup)
   bool diff = false;             ///< collect a unified diff of every change
+  bool clear_outputs = false;    ///< notebooks: the outputs and execution counts are cleared
   bool force = false;            ///< replace an existing result / backup directory
   unsigned jobs = 0;             ///< worker threads; 0 = one per hardware thread
   std::string command_line;      ///< for the log

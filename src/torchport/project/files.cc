@@ -17,6 +17,7 @@ FileKind classify(const fs::path& name) {
   std::string file = name.filename().string();
   std::string ext = name.extension().string();
   if (ext == ".py" || ext == ".pyi") return FileKind::Python;
+  if (ext == ".ipynb") return FileKind::Notebook;
   if (file == "pyproject.toml" || file == "setup.cfg" || file == "environment.yml" ||
       file == "environment.yaml" || (file.rfind("requirements", 0) == 0 && ext == ".txt"))
     return FileKind::Scanned;

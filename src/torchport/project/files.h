@@ -9,10 +9,11 @@
 namespace torchport::project {
 
 enum class FileKind : std::uint8_t {
-  Python,   ///< *.py, *.pyi: parsed and rewritten
-  Scanned,  ///< requirements*.txt, pyproject.toml, setup.cfg, *.sh, C++/CUDA sources: scanned
-  Other,    ///< copied unchanged
-  Symlink,  ///< recreated as a link, never followed
+  Python,    ///< *.py, *.pyi: parsed and rewritten
+  Notebook,  ///< *.ipynb: its code cells parsed and rewritten (project/notebook.h)
+  Scanned,   ///< requirements*.txt, pyproject.toml, setup.cfg, *.sh, C++/CUDA sources: scanned
+  Other,     ///< copied unchanged
+  Symlink,   ///< recreated as a link, never followed
 };
 
 struct ProjectFile {

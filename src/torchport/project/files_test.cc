@@ -12,6 +12,7 @@ namespace fs = std::filesystem;
 TEST(Files, ClassifyByName) {
   EXPECT_EQ(classify("a/train.py"), FileKind::Python);
   EXPECT_EQ(classify("stubs.pyi"), FileKind::Python);
+  EXPECT_EQ(classify("demo/my notebook.ipynb"), FileKind::Notebook);
   EXPECT_EQ(classify("requirements-dev.txt"), FileKind::Scanned);
   EXPECT_EQ(classify("pyproject.toml"), FileKind::Scanned);
   EXPECT_EQ(classify("run.sh"), FileKind::Scanned);

@@ -1,5 +1,6 @@
 #include <torchport/project/apply.h>
 #include <torchport/project/diff.h>
+#include <torchport/project/notebook.h>
 #include <torchport/project/output_pass.h>
 #include <torchport/project/parse.h>
 #include <torchport/project/process.h>
@@ -97,7 +98,9 @@ FileWork process_file(const ProjectFile& f, const FileContext& ctx) {
   FileWork& w = a.work;
   try {
     FileWork done = f.kind == FileKind::Python ? process_python(f, w, std::move(*a.bytes), ctx)
-                                               : process_scanned(f, w, *a.bytes, ctx.opts);
+                    : f.kind == FileKind::Notebook
+                        ? process_notebook(f, w, std::move(*a.bytes), ctx)
+                        : process_scanned(f, w, *a.bytes, ctx.opts);
     done.entry.not_migrated = done.entry.outcome != Outcome::Success;
     return done;
   } catch (const std::exception& e) {

@@ -33,7 +33,7 @@ void admit_link(const ProjectFile& f, const Options& opts, FileWork& w) {
   } else if (classify(target) != FileKind::Other && fs::is_regular_file(target, ec) &&
              !is_within(target, opts.input)) {
     // Its target is not part of the project, so nothing migrates it: the user must know.
-    w.entry.python = classify(target) == FileKind::Python;
+    w.entry.python = classify(target) == FileKind::Python || classify(target) == FileKind::Notebook;
     w.entry.not_migrated = true;
     w.entry.reason = f.rel + ": symbolic link to " + target.string() +
                      ", outside the input: recreated as a link, its target not migrated";
@@ -46,7 +46,7 @@ Admitted admit_file(const ProjectFile& f, const Options& opts) {
   Admitted a;
   FileWork& w = a.work;
   w.entry.file = f.rel;
-  w.entry.python = f.kind == FileKind::Python;
+  w.entry.python = f.kind == FileKind::Python || f.kind == FileKind::Notebook;
   for (const CrashedFile& c : opts.crashed)
     if (c.rel == f.rel) {
       fail(w, f.rel + ": torchport crashed (" + c.signal +

@@ -55,7 +55,7 @@ void append_number(std::string& out, std::uint64_t v) {
 
 /// `file,start,end` of a row.
 void append_row_prefix(std::string& out, const Row& r) {
-  append_cell(out, r.file);
+  append_cell(out, r.cell ? file_label(r.file, r.cell) : r.file);
   out += ',';
   append_number(out, r.start_line);
   out += ',';
@@ -173,7 +173,7 @@ void append_advice_site(std::string& out, const AdviceRow& a) {
     out += "NA,NA,NA";
     return;
   }
-  append_cell(out, a.file);
+  append_cell(out, a.cell ? file_label(a.file, a.cell) : a.file);
   out += ',';
   out += std::to_string(a.start_line);
   out += ',';
@@ -266,6 +266,7 @@ std::string report_json_reference(const Report& r) {
   for (const Row& row : r.rows) {
     ordered_json e;
     e["file"] = row.file;
+    if (row.cell) e["cell"] = row.cell;
     e["start_line"] = row.start_line;
     e["end_line"] = row.end_line;
     e["column"] = row.column;
@@ -292,6 +293,7 @@ std::string report_json_reference(const Report& r) {
       } else {
         e["scope"] = "site";
         e["file"] = a.file;
+        if (a.cell) e["cell"] = a.cell;
         e["start_line"] = a.start_line;
         e["end_line"] = a.end_line;
       }
@@ -472,6 +474,7 @@ std::string report_json(const Report& r) {
     w.item();
     w.open('{');
     str("file", row.file);
+    if (row.cell) num("cell", row.cell);
     num("start_line", row.start_line);
     num("end_line", row.end_line);
     num("column", row.column);
@@ -508,6 +511,7 @@ std::string report_json(const Report& r) {
       } else {
         str("scope", "site");
         str("file", a.file);
+        if (a.cell) num("cell", a.cell);
         num("start_line", a.start_line);
         num("end_line", a.end_line);
       }
@@ -529,6 +533,7 @@ std::string log_line(const Row& row) {
   std::string out;
   out.reserve(row.file.size() + row.message.size() + 64);
   out += row.file;
+  if (row.cell) out += ":cell" + std::to_string(row.cell);
   out += ": line: ";
   append_number(out, row.start_line);
   out += " ~ ";
@@ -607,14 +612,18 @@ std::string summary_table(const Report& r, bool files_written) {
   return out;
 }
 
+std::string file_label(const std::string& file, std::uint32_t cell) {
+  return cell ? file + ":cell" + std::to_string(cell) : file;
+}
+
 std::string findings_text(const Report& r) {
   std::string out;
   for (const FileEntry& f : r.files)
     if (f.outcome == Outcome::Failure) out += f.reason + "\n";
   for (const Row& row : r.rows) {
-    out += row.file + ":" + std::to_string(row.start_line) + ":" + std::to_string(row.column) +
-           ": " + row.code + " [" + std::string(op_name(row.op)) + "] " + row.api + ": " +
-           row.message + "\n";
+    out += file_label(row.file, row.cell) + ":" + std::to_string(row.start_line) + ":" +
+           std::to_string(row.column) + ": " + row.code + " [" + std::string(op_name(row.op)) +
+           "] " + row.api + ": " + row.message + "\n";
   }
   return out;
 }

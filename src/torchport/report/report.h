@@ -27,6 +27,9 @@ struct Row {
   /// "safe", "unsafe" or "display-only" for a finding with a fix; "" without one.
   std::string applicability;
   std::string changes;  ///< the finding's label of what its fix changes (rules::Finding)
+  /// In a notebook: the 1-based cell (cells[cell - 1] of the .ipynb), and the lines and column
+  /// are the cell's; 0 for any other file.
+  std::uint32_t cell = 0;
 };
 
 /// How a file ended (LibCST's codemod runner): every file is one of these, with a reason.
@@ -63,6 +66,7 @@ struct AdviceRow {
   std::string api_type;
   std::string tip;
   std::string affinity;
+  std::uint32_t cell = 0;  ///< in a notebook: the 1-based cell of the lines (Row::cell)
 };
 
 struct Report {
@@ -82,6 +86,10 @@ struct Report {
   std::size_t count(Outcome o) const;
   std::size_t count_not_migrated() const;
 };
+
+/// The file column of a row: `file`, or `file:cellN` in a notebook (Ascend's CSVs keep their
+/// columns; the cell goes with the file).
+std::string file_label(const std::string& file, std::uint32_t cell);
 
 /// A CSV cell: quoted when it holds a comma, quote or line break (RFC 4180); a cell starting
 /// with = + - @ % (other than a lone "-") gets a leading ' so spreadsheets do not run it.

@@ -29,6 +29,28 @@ Report sample() {
   return r;
 }
 
+TEST(Csv, ANotebookRowPutsItsCellInTheFileColumn) {
+  Report r;
+  r.command = "migrate";
+  Row row{"nb dir/demo.ipynb",     2,    2,      9, Operation::Modify, "TP300", "torch.device",
+          "replace device string", true, "safe", ""};
+  row.cell = 3;
+  r.rows = {row};
+  EXPECT_EQ(change_list_csv(r),
+            "File,Start Line,End Line,Operation Type,Message\n"
+            "nb dir/demo.ipynb:cell3,2,2,MODIFY,replace device string\n");
+  EXPECT_EQ(findings_text(r),
+            "nb dir/demo.ipynb:cell3:2:9: TP300 [MODIFY] torch.device: "
+            "replace device string\n");
+  const auto j = nlohmann::json::parse(report_json(r));
+  EXPECT_EQ(j["findings"][0]["file"], "nb dir/demo.ipynb");
+  EXPECT_EQ(j["findings"][0]["cell"], 3);
+  EXPECT_EQ(j["findings"][0]["start_line"], 2);
+  EXPECT_EQ(nlohmann::json::parse(report_json_reference(r))["findings"][0]["cell"], 3);
+  // A row of any other file has no "cell" key.
+  EXPECT_FALSE(nlohmann::json::parse(report_json(sample()))["findings"][0].contains("cell"));
+}
+
 TEST(Csv, QuotesAndGuardsCells) {
   EXPECT_EQ(csv_cell("plain"), "plain");
   EXPECT_EQ(csv_cell("a,b"), "\"a,b\"");

@@ -136,15 +136,37 @@ std::string sarif_json(const Report& r) {
     if (row.column > 0) region["startColumn"] = row.column;
     if (row.end_line >= row.start_line && row.end_line > 0) region["endLine"] = row.end_line;
     std::string text = row.api.empty() ? row.message : row.api + ": " + row.message;
+    json physical = {
+        {"artifactLocation", {{"uri", relative_uri(row.file)}, {"uriBaseId", "SRCROOT"}}},
+        {"region", region}};
+    json location = {{"physicalLocation", physical}};
+    if (row.cell) {
+      // A notebook: the lines are the cell's, not the .ipynb file's, so no region of the file
+      // is claimed; the cell and its line go in a logical location, the message and properties.
+      const std::string where = "cell " + std::to_string(row.cell) + ", line " +
+                                std::to_string(row.start_line) + ", column " +
+                                std::to_string(row.column);
+      text = where + ": " + text;
+      physical.erase("region");
+      location = {{"physicalLocation", physical},
+                  {"logicalLocations",
+                   json::array({{{"name", "cell" + std::to_string(row.cell)},
+                                 {"fullyQualifiedName", file_label(row.file, row.cell) + ":" +
+                                                            std::to_string(row.start_line) + ":" +
+                                                            std::to_string(row.column)},
+                                 {"kind", "module"}}})},
+                  {"properties",
+                   {{"cell", row.cell},
+                    {"startLine", row.start_line},
+                    {"endLine", row.end_line},
+                    {"startColumn", row.column}}}};
+    }
     results.push_back({
         {"ruleId", row.code},
         {"ruleIndex", rule_index[row.code]},
         {"level", std::string(level(row.op))},
         {"message", {{"text", text}}},
-        {"locations", json::array({{{"physicalLocation",
-                                     {{"artifactLocation",
-                                       {{"uri", relative_uri(row.file)}, {"uriBaseId", "SRCROOT"}}},
-                                      {"region", region}}}}})},
+        {"locations", json::array({location})},
         {"properties",
          {{"operation", std::string(rules::to_string(row.op))},
           {"api", row.api},
@@ -214,6 +236,12 @@ std::string github_annotations(const Report& r, std::string_view path_prefix) {
     std::string title = "torchport " + row.code + " [" + std::string(rules::to_string(row.op)) +
                         "] (" + r.target + ")";
     std::string text = row.api.empty() ? row.message : row.api + ": " + row.message;
+    if (row.cell) {  // a notebook: the lines are the cell's, not the file's
+      text = "cell " + std::to_string(row.cell) + ", line " + std::to_string(row.start_line) +
+             ": " + text;
+      command(kind, row.file, 0, 0, 0, title, text);
+      continue;
+    }
     command(kind, row.file, row.start_line, row.end_line, row.column, title, text);
   }
   return out;

@@ -26,6 +26,27 @@ Report sample() {
   return r;
 }
 
+TEST(Sarif, ANotebookResultNamesItsCellAndClaimsNoRegionOfTheFile) {
+  Report r = sample();
+  Row row{"nb.ipynb", 2,     2,      5, Operation::Modify, "TP100", "torch.cuda.synchronize",
+          "changed",  false, "safe", ""};
+  row.cell = 3;
+  r.rows = {row};
+  nlohmann::json log = nlohmann::json::parse(sarif_json(r));
+  const auto& loc = log["runs"][0]["results"][0]["locations"][0];
+  EXPECT_EQ(loc["physicalLocation"]["artifactLocation"]["uri"], "nb.ipynb");
+  EXPECT_FALSE(loc["physicalLocation"].contains("region"));
+  EXPECT_EQ(loc["logicalLocations"][0]["name"], "cell3");
+  EXPECT_EQ(loc["logicalLocations"][0]["fullyQualifiedName"], "nb.ipynb:cell3:2:5");
+  EXPECT_EQ(loc["properties"]["cell"], 3);
+  EXPECT_EQ(loc["properties"]["startLine"], 2);
+  EXPECT_EQ(log["runs"][0]["results"][0]["message"]["text"],
+            "cell 3, line 2, column 5: torch.cuda.synchronize: changed");
+  const std::string gh = github_annotations(r, "");
+  EXPECT_NE(gh.find("::notice file=nb.ipynb,title="), std::string::npos) << gh;
+  EXPECT_NE(gh.find("::cell 3, line 2: torch.cuda.synchronize: changed"), std::string::npos) << gh;
+}
+
 TEST(Sarif, LevelsFollowTheOperation) {
   EXPECT_EQ(level(Operation::Unsupported), "error");
   EXPECT_EQ(level(Operation::Unknown), "warning");

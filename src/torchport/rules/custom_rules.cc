@@ -172,7 +172,7 @@ void strings(Context& ctx, const std::vector<const catalogue::StringRule*>& rule
 void inserts(Context& ctx, const std::vector<const catalogue::InsertRule*>& rules) {
   const semantic::Model& m = ctx.m;
   const std::string nl(m.newline());
-  const std::uint32_t at = m.import_block_end();
+  const std::uint32_t at = std::max(m.import_block_end(), ctx.opts.top_of_module);
   std::string body, api, sources;
   for (const catalogue::InsertRule* r : rules) {
     const bool applies =

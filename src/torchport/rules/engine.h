@@ -87,6 +87,14 @@ struct Options {
   /// TP310 (idiom.cc): the device flags of the command line ported to the target's idiom
   /// (false: --keep-device-flags).
   bool port_idiom = true;
+  /// Where the statements that go at the top of the module (TP900's imports and variables, an
+  /// InsertGlobalRule's) may go first: 0 for a file; in a notebook, after the IPython lines
+  /// (`%pip install`) before its first Python code (notebook::Notebook::top).
+  std::uint32_t top_of_module = 0;
+  /// The module is a notebook's code cells, run in order: what a rewritten line needs (the
+  /// target import, the device variable) goes before it even when it comes before the first
+  /// torch import (in a .py file it goes after that import).
+  bool notebook = false;
 };
 
 /// One row of the vendor's advice reports (Ascend's api_precision_advice.csv,

@@ -254,16 +254,26 @@ void run_insertions(Context& ctx) {
     }
   }
   const std::string torch = ctx.used_device_var ? ctx.render("torch") : std::string("torch");
-  const std::uint32_t block_end = m.import_block_end();
+  const std::uint32_t block_end = std::max(m.import_block_end(), ctx.opts.top_of_module);
   const auto after_torch = m.after_first_torch_import();
-  std::uint32_t var_at = std::max(block_end, after_torch.value_or(0));
+  // A notebook runs its cells in order: when a rewritten line comes before the first torch
+  // import (a pipeline put on the device in the cell before `import torch`), what it needs goes
+  // at the top, not after that import.
+  bool early = false;
+  if (ctx.opts.notebook && after_torch) {
+    for (const Finding& f : ctx.result.findings)
+      if (f.fix && f.begin < *after_torch) early = true;
+    for (const std::optional<std::uint32_t>& at : ctx.device_var_uses)
+      if (at && *at < *after_torch) early = true;
+  }
+  std::uint32_t var_at = early ? block_end : std::max(block_end, after_torch.value_or(0));
   std::vector<Insert> inserts;
   if (ctx.need_torch_import) {
     inserts.push_back({block_end, "import torch", "insert import torch", "import torch" + nl});
     var_at = std::max(var_at, block_end);
   }
   if (!target_import.empty()) {
-    const std::uint32_t at = after_torch.value_or(block_end);
+    const std::uint32_t at = early ? block_end : after_torch.value_or(block_end);
     inserts.push_back({at, target_import, "insert " + target_import, target_import + nl});
     ctx.target_import_inserted = true;
   }
@@ -295,7 +305,11 @@ void run_insertions(Context& ctx) {
     inserts.push_back({block_end, "import time", "insert import time", "import time" + nl});
   }
   if (ctx.used_device_var && !m.lookup(ctx.helper_name(), 0)) {
-    inserts.push_back(device_variable(ctx, torch, var_at));
+    Insert var = device_variable(ctx, torch, var_at);
+    // Before the file's own `import torch` (a notebook's early use): torch is imported first.
+    if (!var.before_all && early && !ctx.need_torch_import && var_at < *after_torch)
+      inserts.push_back({var_at, "import torch", "insert import torch", "import torch" + nl});
+    inserts.push_back(std::move(var));
     ctx.require_torch(kAcceleratorMinTorch);
   }
   if (host_event) {
