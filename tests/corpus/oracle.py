@@ -251,7 +251,8 @@ class _Finder(ast.NodeVisitor):
             or (isinstance(f, ast.Attribute) and f.attr in MESSAGE_METHODS)
             or (name is not None and name.endswith(("Error", "Exception", "Warning")))
         )
-        if isinstance(f, ast.Attribute) and f.attr == "startswith":
+        # x.startswith("cuda"), self.assertEqual(p.device.type, "cuda"): comparisons too
+        if isinstance(f, ast.Attribute) and f.attr in ("startswith", "assertEqual", "assertNotEqual"):
             for a in node.args:
                 for s in ast.walk(a):
                     self.compare_strings.add(id(s))
