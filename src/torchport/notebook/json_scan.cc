@@ -1,4 +1,5 @@
 #include <torchport/notebook/json_scan.h>
+#include <torchport/text/utf8.h>
 
 #include <limits>
 
@@ -18,24 +19,6 @@ int hex_digit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 /// The length of the well-formed UTF-8 sequence at `s[i]` (a non-ASCII lead byte), or 0.
@@ -170,7 +153,7 @@ bool scan_string(std::string_view s, std::size_t& i, std::string* out, std::vect
         }
         const std::size_t before = out ? out->size() : 0;
         std::string tmp;
-        append_utf8(out ? *out : tmp, cp);
+        text::append_utf8(out ? *out : tmp, cp);
         decoded_len = static_cast<std::uint32_t>(out ? out->size() - before : tmp.size());
         i += len;
       }

@@ -291,6 +291,31 @@ FileResult check_other(std::string_view path, std::string_view text, const Optio
   return out;
 }
 
+namespace {
+
+// Each requirement string of a requirements*.txt (`txt`, one per line, options skipped) or of
+// a pyproject.toml (the quoted strings), with its byte offset.
+template <class F>
+void for_each_requirement(bool txt, std::string_view text, F requirement) {
+  for_each_line(text, [&](std::string_view raw, std::size_t at) {
+    const std::string_view line = strip_comment(raw);
+    const std::size_t i = line.find_first_not_of(" \t");
+    if (i == std::string_view::npos) return;
+    if (txt) {
+      if (line[i] != '-') requirement(line.substr(i), at + i);
+      return;
+    }
+    for (std::size_t q = line.find_first_of("\"'"); q != std::string_view::npos;) {
+      const std::size_t close = line.find(line[q], q + 1);
+      if (close == std::string_view::npos) break;
+      requirement(line.substr(q + 1, close - q - 1), at + q + 1);
+      q = line.find_first_of("\"'", close + 1);
+    }
+  });
+}
+
+}  // namespace
+
 std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_view text,
                                              std::string_view min_torch) {
   std::vector<Finding> out;
@@ -362,22 +387,7 @@ std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_
       pos = comma + 1;
     }
   };
-  for_each_line(text, [&](std::string_view raw, std::size_t at) {
-    const std::string_view line = strip_comment(raw);
-    const std::size_t i = line.find_first_not_of(" \t");
-    if (i == std::string_view::npos) return;
-    if (txt) {
-      if (line[i] != '-') requirement(line.substr(i), at + i);
-      return;
-    }
-    // pyproject.toml: quoted requirement strings.
-    for (std::size_t q = line.find_first_of("\"'"); q != std::string_view::npos;) {
-      const std::size_t close = line.find(line[q], q + 1);
-      if (close == std::string_view::npos) break;
-      requirement(line.substr(q + 1, close - q - 1), at + q + 1);
-      q = line.find_first_of("\"'", close + 1);
-    }
-  });
+  for_each_requirement(txt, text, requirement);
   return out;
 }
 
@@ -480,21 +490,7 @@ std::vector<Finding> move_torch_companions(std::string_view path, std::string_vi
       out.push_back(std::move(f));
     }
   };
-  for_each_line(text, [&](std::string_view raw, std::size_t at) {
-    const std::string_view line = strip_comment(raw);
-    const std::size_t i = line.find_first_not_of(" \t");
-    if (i == std::string_view::npos) return;
-    if (txt) {
-      if (line[i] != '-') requirement(line.substr(i), at + i);
-      return;
-    }
-    for (std::size_t q = line.find_first_of("\"'"); q != std::string_view::npos;) {
-      const std::size_t close = line.find(line[q], q + 1);
-      if (close == std::string_view::npos) break;
-      requirement(line.substr(q + 1, close - q - 1), at + q + 1);
-      q = line.find_first_of("\"'", close + 1);
-    }
-  });
+  for_each_requirement(txt, text, requirement);
   return out;
 }
 

@@ -1,4 +1,5 @@
 #include <torchport/syntax/tree.h>
+#include <torchport/text/utf8.h>
 
 #include <array>
 #include <mutex>
@@ -222,24 +223,6 @@ std::string_view Tree::string_prefix(std::uint32_t token) const {
 
 namespace {
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -333,7 +316,7 @@ bool decode_literal(std::string_view tok, std::string& out) {
           out += static_cast<char>(v);
         } else {
           if (v > 0x10FFFF) return false;
-          append_utf8(out, v);
+          text::append_utf8(out, v);
         }
         break;
       }
@@ -352,7 +335,7 @@ bool decode_literal(std::string_view tok, std::string& out) {
           if (bytes) {
             out += static_cast<char>(v & 0xFF);
           } else {
-            append_utf8(out, v);
+            text::append_utf8(out, v);
           }
         } else {
           out += '\\';  // unknown escapes stay as written (with a warning in CPython)
