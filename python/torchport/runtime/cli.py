@@ -49,6 +49,28 @@ def _error(msg: str) -> int:
     return 2
 
 
+def _exported(
+    target: str,
+    cuda_available: str,
+    strict: bool,
+    log: Optional[str],
+    all_ranks: bool,
+    shims: Sequence[str],
+    quiet: bool,
+) -> dict[str, str]:
+    """The environment that carries run's options into child processes and kernels (the .pth hook
+    reads it): the same target, log file, ranks policy, shims, strictness and summary."""
+    return {
+        "TORCHPORT_TARGET": target,
+        "TORCHPORT_CUDA_AVAILABLE": cuda_available,
+        "TORCHPORT_STRICT": "1" if strict else "0",
+        "TORCHPORT_LOG": os.path.abspath(log) if log else "",
+        "TORCHPORT_LOG_ALL_RANKS": "1" if all_ranks else "0",
+        "TORCHPORT_SHIMS": ",".join(shims),
+        "TORCHPORT_QUIET": "1" if quiet else "0",
+    }
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     target = os.environ.get("TORCHPORT_TARGET") or "auto"
@@ -190,15 +212,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # child processes (torchrun workers, multiprocessing spawn) inherit the redirect through the .pth hook
     # (every option: same target, log file, ranks policy, shims, strictness and summary as this process)
     chosen = "auto" if session.target.device_type == "cuda" else session.target.name
-    exported = {
-        "TORCHPORT_TARGET": chosen,
-        "TORCHPORT_CUDA_AVAILABLE": cuda_available,
-        "TORCHPORT_STRICT": "1" if strict else "0",
-        "TORCHPORT_LOG": os.path.abspath(log) if log else "",
-        "TORCHPORT_LOG_ALL_RANKS": "1" if all_ranks else "0",
-        "TORCHPORT_SHIMS": ",".join(shims),
-        "TORCHPORT_QUIET": "1" if quiet else "0",
-    }
+    exported = _exported(chosen, cuda_available, strict, log, all_ranks, shims, quiet)
     saved = {k: os.environ.get(k) for k in exported}
     os.environ.update(exported)
     rank = os.environ.get("RANK")
@@ -260,15 +274,7 @@ def _run_notebook(
 
     if target != "auto" and vendor_package_missing(get_target(target)):  # known before a kernel starts
         return _error(missing_package_message(get_target(target)))
-    exported = {
-        "TORCHPORT_TARGET": target,
-        "TORCHPORT_CUDA_AVAILABLE": cuda_available,
-        "TORCHPORT_STRICT": "1" if strict else "0",
-        "TORCHPORT_LOG": os.path.abspath(log) if log else "",
-        "TORCHPORT_LOG_ALL_RANKS": "1" if all_ranks else "0",
-        "TORCHPORT_SHIMS": ",".join(shims),
-        "TORCHPORT_QUIET": "1" if quiet else "0",
-    }
+    exported = _exported(target, cuda_available, strict, log, all_ranks, shims, quiet)
     try:
         return run_notebook(
             path, target=target, exported=exported, output=output, timeout=timeout, quiet=quiet
