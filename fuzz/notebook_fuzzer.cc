@@ -1,7 +1,9 @@
 // libFuzzer target for the notebook reader and writer (notebook/notebook.h): any bytes are read
 // as a .ipynb file, with these invariants:
 //   - the JSON scanner accepts exactly what nlohmann::json accepts (deeper than its nesting
-//     limit aside): an independent oracle of what JSON is;
+//     limit aside): an independent oracle of what JSON is. nlohmann's lexer takes a NUL byte
+//     between tokens for the end of the input (for C strings), so `""\0junk` passes there; a NUL
+//     byte can never be part of a JSON text, so an input holding one must be refused instead;
 //   - no edits (and no --clear-outputs) give back the same bytes;
 //   - a line inserted at the top of the module maps into a cell, and the rewritten notebook,
 //     read again, is that edited module (the self-check migrate relies on);
@@ -31,7 +33,9 @@ int one_input(const std::uint8_t* data, std::size_t size) {
   nb::Value v;
   nb::ScanError se;
   const bool ours = nb::scan(bytes, v, se);
-  if (ours || se.message != "nested too deeply") {
+  if (bytes.find('\0') != std::string_view::npos) {
+    if (ours) broken("the scanner accepted a NUL byte");
+  } else if (ours || se.message != "nested too deeply") {
     if (ours != nlohmann::json::accept(bytes)) broken("the scanner and nlohmann::json disagree");
   }
   nb::ReadError err;

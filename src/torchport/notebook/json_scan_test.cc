@@ -61,6 +61,19 @@ INSTANTIATE_TEST_SUITE_P(
         Broken{"[01]", 2, "',' or ']' expected"}, Broken{"[1.]", 3, "digits expected after '.'"},
         Broken{"", 0, "unexpected end of file"}));
 
+// Found by the notebook fuzzer: nlohmann::json takes a NUL byte after a value for the end of the
+// input and accepts `""\0junk`; a NUL byte is never part of a JSON text, so the scanner refuses it.
+TEST(JsonScan, ANulByteAfterTheValueIsNotTheEndOfTheInput) {
+  Value v;
+  ScanError err;
+  using namespace std::string_literals;
+  ASSERT_FALSE(scan("\"\"\0\0imports"s, v, err));
+  EXPECT_EQ(err.offset, 2u);
+  EXPECT_EQ(err.message, "unexpected data after the JSON value");
+  ASSERT_FALSE(scan("[1,\0 2]"s, v, err));
+  EXPECT_EQ(err.offset, 3u);
+}
+
 TEST(JsonScan, RejectsNestingDeeperThanTheLimit) {
   Value v;
   ScanError err;

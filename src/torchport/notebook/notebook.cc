@@ -191,8 +191,14 @@ std::optional<std::uint32_t> to_source(const CodeCell& c, std::uint32_t local) {
   std::size_t j = 0;
   while (j + 1 < ml.size() && ml[j + 1].begin <= local) ++j;
   const std::uint32_t col = local - ml[j].begin;
-  if (c.masked.masked[j] && col != 0) return std::nullopt;
-  if (col > ml[j].end - ml[j].begin) return std::nullopt;
+  const std::uint32_t width = ml[j].end - ml[j].begin;
+  if (col > width) return std::nullopt;
+  // A masked line maps only at its ends: its start, or past it (the end of a last line that
+  // has no line break, where an insertion after the cell's last line goes).
+  if (c.masked.masked[j] && col != 0) {
+    if (col != width) return std::nullopt;
+    return sl[j].end;
+  }
   return sl[j].begin + col;
 }
 

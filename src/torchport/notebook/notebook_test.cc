@@ -157,6 +157,29 @@ TEST(Notebook, AnInsertionAtTheTopGoesAfterThePipLines) {
   EXPECT_EQ(rw.bytes, expected);
 }
 
+// Found by the notebook fuzzer: when no cell holds Python code (only a comment and a shell
+// line, the last line without a line break), the top of the module is its end, and the insertion
+// goes after the shell line instead of being refused.
+TEST(Notebook, AnInsertionAfterAShellLineThatEndsTheModuleIsAccepted) {
+  const std::string bytes = R"js({"cells": [{"cell_type": "code", "execution_count": null,
+ "metadata": {}, "outputs": [], "source": ["# setup\n", "! pip install x"]}],
+ "metadata": {}, "nbformat": 4, "nbformat_minor": 5})js";
+  const Notebook nb = must_read(bytes);
+  ASSERT_EQ(nb.top, nb.module.size());
+  const Rewritten rw = rewrite(nb, bytes, {{nb.top, nb.top, "import os\n"}}, false);
+  ASSERT_EQ(rw.error, "");
+  std::string expected = bytes;
+  expected.replace(expected.find("\"! pip install x\""), 17,
+                   "\"! pip install x\\n\", \"import os\"");
+  EXPECT_EQ(rw.bytes, expected);
+  std::string module = nb.module;
+  module.insert(nb.top, "import os\n");
+  EXPECT_EQ(must_read(rw.bytes).module, module);
+  // An edit inside the shell line is still refused.
+  const std::uint32_t b = at(nb, "pip");
+  EXPECT_NE(rewrite(nb, bytes, {{b, b + 3, "uv"}}, false).error, "");
+}
+
 TEST(Notebook, EscapedNonAsciiStaysEscapedAndNewTextFollowsTheFile) {
   const Notebook nb = must_read(kNotebook);
   // Replace `vu` in the print line; the escapes before it are kept as they are.
