@@ -399,6 +399,16 @@ class Generator:
         if name in rng["changes"] and mapping["replacement"] == rng["names"][name][0]:
             mapping["changes"] = rng["changes"][name]
 
+    def as_divisor(self, name: str, targets: dict[str, Mapping]) -> None:
+        """Adds "as_divisor" (what a call becomes where its value divides: a count that cannot be 0
+        there) to the targets where the call can give 0: cpu, and accelerator on CPU-only hosts."""
+        cd = self.overrides["count_as_divisor"]
+        for target, (value, note) in cd["names"].get(name, {}).items():
+            mapping = targets[target]
+            mapping["as_divisor"] = value
+            mapping["as_divisor_note"] = note
+            mapping["source"] += f"; {cd['source']}"
+
     def refused_keywords(self, obj: Any, targets: dict[str, Mapping]) -> None:
         """Adds "refused_keywords" to each in-tree target's mapping whose replacement (a torch name,
         introspected here) lacks a keyword that the CUDA API `obj` takes: a call passing it is
@@ -452,6 +462,7 @@ class Generator:
         }
         for mapping in targets.values():
             self.label_changes(name, mapping)
+        self.as_divisor(name, targets)
         self.refused_keywords(obj, targets)
         if name.startswith("Double"):  # float64 tensor types: not supported where float64 is lacking
             doc = json.loads((ROOT / "data/targets.json").read_text())

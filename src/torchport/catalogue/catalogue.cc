@@ -212,6 +212,8 @@ Mapping parse_mapping(const Json& m, const std::string& where) {
   out.if_none = str_field(m, "if_none", where, false);
   if (!out.if_none.empty() && out.returns != "None")
     throw DataError(where + ".if_none: needs \"returns\": \"None\"");
+  out.as_divisor = str_field(m, "as_divisor", where, false);
+  out.as_divisor_note = str_field(m, "as_divisor_note", where, !out.as_divisor.empty());
   out.read_by = str_field(m, "read_by", where, false);
   if (auto mw = m.find("moves_with"); mw != m.end()) {
     if (!mw->is_object()) throw DataError(where + ".moves_with: expected an object");

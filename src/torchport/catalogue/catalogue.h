@@ -66,6 +66,12 @@ struct Mapping {
   /// With returns "None": the value the code gets instead, as a Python expression ("(0, 0)"): a
   /// call used as a value becomes `(replacement(...) or if_none)`, labelled.
   std::string if_none;
+  /// What a call becomes where its value divides (the right operand of %, // or /, their
+  /// augmented assignments, divmod's divisor), as a Python expression: a count that cannot be 0
+  /// there ("1" for device_count on cpu, where the call is otherwise 0); "" = as elsewhere.
+  /// as_divisor_note says why, for the report row.
+  std::string as_divisor;
+  std::string as_divisor_note;
   /// Names the vendor moves together with this one ({CUDA API, replacement}, sorted by API):
   /// torch_npu's profiler works only as a unit (ProfilerActivity.NPU with torch_npu's profile).
   std::vector<std::pair<std::string, std::string>> moves_with;

@@ -208,6 +208,56 @@ bool guarded_by_availability(const Context& ctx, semantic::TokenIndex last) {
   return false;
 }
 
+// The call whose callee is the reference at `ref` divides: it is the right operand of `%`,
+// `//` or `/` (or of their augmented assignments) or divmod's divisor. Its [begin, end) bytes
+// go to `range`.
+bool divides(const Context& ctx, const semantic::Reference& ref, std::size_t n,
+             std::pair<std::uint32_t, std::uint32_t>& range) {
+  using syntax::Node;
+  using syntax::NodeKind;
+  using syntax::TokenKind;
+  if (n != ref.names.size()) return false;
+  const Node* func = ctx.expression_at(ref.first, ref.last);
+  if (!func || func->role() != syntax::Role::Func || !func->parent()) return false;
+  const Node* call = func->parent();
+  const Node* p = call->parent();
+  if (!p) return false;
+  const auto op = [&](std::initializer_list<TokenKind> kinds) {
+    const std::uint32_t t = p->token();
+    return t != syntax::kNoToken &&
+           std::find(kinds.begin(), kinds.end(), ctx.m.kind(t)) != kinds.end();
+  };
+  bool yes = false;
+  if (p->kind() == NodeKind::BinOp && call->role() == syntax::Role::Right)
+    yes = op({TokenKind::Percent, TokenKind::DoubleSlash, TokenKind::Slash});
+  else if (p->kind() == NodeKind::AugAssign && call->role() == syntax::Role::Value)
+    yes = op({TokenKind::PercentEqual, TokenKind::DoubleSlashEqual, TokenKind::SlashEqual});
+  else if (p->kind() == NodeKind::Call && call->role() == syntax::Role::Arg && p->func() &&
+           p->func()->kind() == NodeKind::Name && ctx.tree.name(*p->func()) == "divmod") {
+    const auto args = p->args();
+    yes = std::distance(args.begin(), args.end()) == 2 && *std::next(args.begin()) == call;
+  }
+  if (yes) range = {ctx.tree.byte_range(*call).begin, ctx.tree.byte_range(*call).end};
+  return yes;
+}
+
+// A count that divides (`rank % torch.cuda.device_count()`) becomes the catalogue's as_divisor
+// ("1" on cpu, where the call is otherwise 0): `rank % 0` would raise ZeroDivisionError.
+// Labelled: the count differs from the call's elsewhere. True when done.
+bool divisor_count(Context& ctx, const semantic::Reference& ref, std::size_t n,
+                   const std::string& prefix, const catalogue::Mapping& mp) {
+  std::pair<std::uint32_t, std::uint32_t> range;
+  if (mp.as_divisor.empty() || !divides(ctx, ref, n, range)) return false;
+  const std::string value = ctx.render(mp.as_divisor, range.first);
+  ctx.modify("TP100", prefix, "change " + prefix + "(...) to " + value + " (" + mp.as_divisor_note + ")",
+             range.first, range.second, value);
+  ctx.label_last("changes behaviour: a count of devices that cannot be 0 where it divides",
+                 fix::Applicability::Unsafe);
+  ctx.require_torch(mp.min_torch);
+  if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+  return true;
+}
+
 bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::size_t n,
                             const std::string& prefix, const catalogue::Mapping& mp) {
   const semantic::Model& m = ctx.m;
@@ -589,6 +639,7 @@ void run_cuda_api(Context& ctx) {
         continue;
       }
     }
+    if (divisor_count(ctx, ref, n, prefix, mp)) continue;
     if (!mp.without_device.empty() && emulate_without_device(ctx, ref, n, prefix, mp)) continue;
     if (mp.status == catalogue::Status::Unsupported || mp.replacement.empty()) {
       std::string why =
