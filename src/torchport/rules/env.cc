@@ -1,8 +1,8 @@
 // Rule family TP500: CUDA environment variables used from Python.
 //
 // What it does:
-//   String keys of os.environ[...], os.environ.get/setdefault/pop, os.getenv and os.putenv that
-//   name a CUDA or NCCL variable are replaced by the target's equivalent from the catalogue;
+//   String keys of os.environ[...], os.environ.get/setdefault/pop, os.getenv and os.putenv, and
+//   keys tested with `in` / `not in` os.environ, that name a CUDA or NCCL variable are replaced by the target's equivalent from the catalogue;
 //   CUDA_VISIBLE_DEVICES becomes the target's visible-devices variable. NCCL variables are
 //   renamed only where the catalogue names a twin (NCCL_SOCKET_IFNAME -> HCCL_SOCKET_IFNAME on
 //   npu), else by the catalogue's prefix entry (NCCL_* -> CNCL_* on mlu). Variables without an
@@ -18,6 +18,8 @@
 //   The same name in any other string (a message, a shell command) is left alone. Variables the
 //   target has no equivalent for stay and are reported UNSUPPORTED with the reason.
 #include <torchport/rules/context.h>
+
+#include <unordered_set>
 
 namespace torchport::rules {
 
@@ -44,10 +46,38 @@ bool env_access(const semantic::Model& m, TokenIndex s) {
   return false;
 }
 
+// The string tokens tested for membership in os.environ (`"CUDA_VISIBLE_DEVICES" in
+// os.environ`, `not in`): the test of one idiom whose other half reads or sets the variable, so
+// both halves name the same one.
+std::unordered_set<TokenIndex> environ_tests(const Context& ctx) {
+  using syntax::Node;
+  using syntax::NodeKind;
+  std::unordered_set<TokenIndex> out;
+  for (const Node* c : ctx.tree.find_all(NodeKind::Compare)) {
+    const std::vector<syntax::CmpOp> ops = ctx.tree.compare_ops(*c);
+    std::vector<const Node*> operands{c->left()};
+    for (const Node* k : c->children(syntax::Role::Comparator)) operands.push_back(k);
+    for (std::size_t k = 0; k < ops.size() && k + 1 < operands.size(); ++k) {
+      if (ops[k] != syntax::CmpOp::In && ops[k] != syntax::CmpOp::NotIn) continue;
+      const Node* key = operands[k];
+      const Node* env = operands[k + 1];
+      if (!key || !env || key->kind() != NodeKind::Constant || !ctx.tree.is_string(*key) ||
+          key->first_token() != key->last_token())
+        continue;
+      const semantic::Reference* r = ctx.m.reference_at(env->last_token());
+      if (r && r->first == env->first_token() && r->last == env->last_token() &&
+          r->qualified == "os.environ")
+        out.insert(key->first_token());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void run_env(Context& ctx) {
   const semantic::Model& m = ctx.m;
+  const std::unordered_set<TokenIndex> tests = environ_tests(ctx);
   const auto n = static_cast<TokenIndex>(m.tokens().size());
   for (TokenIndex i = 0; i < n; ++i) {
     if (m.kind(i) != TokenKind::String) continue;
@@ -81,7 +111,7 @@ void run_env(Context& ctx) {
     const bool cudaish = var.starts_with("CUDA_") || var.starts_with("NCCL_") ||
                          var == "PYTORCH_CUDA_ALLOC_CONF" || var == "CUDA_LAUNCH_BLOCKING";
     if (!(entry && entry->kind == catalogue::Kind::EnvVar) && !cudaish) continue;
-    if (!env_access(m, i)) continue;
+    if (!env_access(m, i) && !tests.contains(i)) continue;
     const std::uint32_t b = sv->value_begin;
     const std::uint32_t e = b + static_cast<std::uint32_t>(sv->value.size());
     const catalogue::Mapping* mp = entry ? ctx.cat.lookup(key, ctx.target.name) : nullptr;
