@@ -249,7 +249,8 @@ bool divisor_count(Context& ctx, const semantic::Reference& ref, std::size_t n,
   std::pair<std::uint32_t, std::uint32_t> range;
   if (mp.as_divisor.empty() || !divides(ctx, ref, n, range)) return false;
   const std::string value = ctx.render(mp.as_divisor, range.first);
-  ctx.modify("TP100", prefix, "change " + prefix + "(...) to " + value + " (" + mp.as_divisor_note + ")",
+  ctx.modify("TP100", prefix,
+             "change " + prefix + "(...) to " + value + " (" + mp.as_divisor_note + ")",
              range.first, range.second, value);
   ctx.label_last("changes behaviour: a count of devices that cannot be 0 where it divides",
                  fix::Applicability::Unsafe);

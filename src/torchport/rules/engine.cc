@@ -57,6 +57,10 @@ constexpr RuleInfo kRegistry[] = {
      "torch.backends.cuda.sdp_kernel(enable_...=) becomes "
      "torch.nn.attention.sdpa_kernel([backends])",
      "sdpa_kernel"},
+    {"TP120", "oom-text",
+     "a test of CUDA's out-of-memory text in an exception becomes "
+     "isinstance(e, torch.OutOfMemoryError)",
+     "oom_text"},
     {"TP200", "cuda-amp", "torch.cuda.amp autocast/GradScaler become torch.amp with a device type",
      "amp"},
     {"TP201", "amp-default-dtype",
@@ -163,6 +167,7 @@ constexpr FamilyInfo kFamilies[] = {
     // ProfilerActivity.CUDA, the amp names and the float64 tensor types (dtypes) are claimed
     // (Context::handled) before the generic torch.cuda mappings.
     {"sdpa_kernel", Input::PythonFile, NeedTree | NeedModel, {}, run_sdpa_kernel},
+    {"oom_text", Input::PythonFile, NeedTree | NeedModel, {}, run_oom_text},
     {"cuda_api",
      Input::PythonFile,
      NeedModel | NeedCatalogue,

@@ -2,11 +2,11 @@
 //
 // What it does:
 //   String keys of os.environ[...], os.environ.get/setdefault/pop, os.getenv and os.putenv, and
-//   keys tested with `in` / `not in` os.environ, that name a CUDA or NCCL variable are replaced by the target's equivalent from the catalogue;
-//   CUDA_VISIBLE_DEVICES becomes the target's visible-devices variable. NCCL variables are
-//   renamed only where the catalogue names a twin (NCCL_SOCKET_IFNAME -> HCCL_SOCKET_IFNAME on
-//   npu), else by the catalogue's prefix entry (NCCL_* -> CNCL_* on mlu). Variables without an
-//   equivalent are reported.
+//   keys tested with `in` / `not in` os.environ, that name a CUDA or NCCL variable are replaced by
+//   the target's equivalent from the catalogue; CUDA_VISIBLE_DEVICES becomes the target's
+//   visible-devices variable. NCCL variables are renamed only where the catalogue names a twin
+//   (NCCL_SOCKET_IFNAME -> HCCL_SOCKET_IFNAME on npu), else by the catalogue's prefix entry (NCCL_*
+//   -> CNCL_* on mlu). Variables without an equivalent are reported.
 // Why:
 //   Each runtime reads its own variables: setting CUDA_VISIBLE_DEVICES does nothing on an Ascend
 //   NPU (ASCEND_RT_VISIBLE_DEVICES) or a Cambricon MLU (MLU_VISIBLE_DEVICES).
