@@ -61,6 +61,9 @@ constexpr RuleInfo kRegistry[] = {
      "a test of CUDA's out-of-memory text in an exception becomes "
      "isinstance(e, torch.OutOfMemoryError)",
      "oom_text"},
+    {"TP130", "nvidia-smi",
+     "nvidia-smi in a subprocess: a count of its GPU list becomes the target's device count",
+     "nvidia_smi"},
     {"TP200", "cuda-amp", "torch.cuda.amp autocast/GradScaler become torch.amp with a device type",
      "amp"},
     {"TP201", "amp-default-dtype",
@@ -168,6 +171,7 @@ constexpr FamilyInfo kFamilies[] = {
     // (Context::handled) before the generic torch.cuda mappings.
     {"sdpa_kernel", Input::PythonFile, NeedTree | NeedModel, {}, run_sdpa_kernel},
     {"oom_text", Input::PythonFile, NeedTree | NeedModel, {}, run_oom_text},
+    {"nvidia_smi", Input::PythonFile, NeedTree | NeedModel | NeedCatalogue, {}, run_nvidia_smi},
     {"cuda_api",
      Input::PythonFile,
      NeedModel | NeedCatalogue,
