@@ -319,6 +319,52 @@ def test_rows_name_the_cell_and_its_line(tmp_path: Path) -> None:
     assert out["cells"][1]["outputs"] == NB["cells"][1]["outputs"]  # type: ignore[index]
 
 
+def test_shell_lines_that_name_cuda_tools_are_rows_and_stay(tmp_path: Path) -> None:
+    """IPython lines are never edited: one that runs nvidia-smi or sets CUDA_VISIBLE_DEVICES is a
+    row (with the target's variable), in its cell and line, and the cell keeps its bytes."""
+    nb = json.loads(json.dumps(NB))
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": [
+                "%env CUDA_VISIBLE_DEVICES=0\n",
+                "if torch.cuda.is_available():\n",
+                "    !nvidia-smi -L\n",
+                "!nvidia-smi-like --help\n",
+                "!CUDA_VISIBLE_DEVICES=1 python train.py",
+            ],
+        }
+    )
+    write_nb(tmp_path / "proj" / "nb.ipynb", nb)
+    p = torchport("migrate", str(tmp_path / "proj"), "--target", "npu", "-o", str(tmp_path / "out"), "-q")
+    assert p.returncode == 0, p.stderr
+    result = tmp_path / "out" / "proj_npu"
+    rows = sorted(
+        (r["cell"], r["start_line"], r["code"], r["api"], r["operation"])
+        for r in report_of(result)["findings"]
+        if r["cell"] == 4
+    )
+    assert rows == [
+        (4, 1, "TP500", "CUDA_VISIBLE_DEVICES", "UNSUPPORTED"),
+        (4, 2, "TP100", "torch.cuda.is_available", "MODIFY"),
+        (4, 3, "TP130", "nvidia-smi", "UNSUPPORTED"),
+        (4, 5, "TP500", "CUDA_VISIBLE_DEVICES", "UNSUPPORTED"),
+    ], rows
+    messages = [r["message"] for r in report_of(result)["findings"] if r["code"] == "TP500" and r["cell"] == 4]
+    assert all("ASCEND_RT_VISIBLE_DEVICES" in m for m in messages), messages
+    out = json.loads((result / "nb.ipynb").read_bytes())
+    assert out["cells"][3]["source"] == [
+        "%env CUDA_VISIBLE_DEVICES=0\n",
+        "if torch_npu.npu.is_available():\n",
+        "    !nvidia-smi -L\n",
+        "!nvidia-smi-like --help\n",
+        "!CUDA_VISIBLE_DEVICES=1 python train.py",
+    ]
+
+
 def test_sarif_shows_the_cell(tmp_path: Path) -> None:
     write_nb(tmp_path / "proj" / "nb.ipynb", NB)
     p = torchport("analyze", str(tmp_path / "proj"), "--target", "npu", "--format", "sarif")

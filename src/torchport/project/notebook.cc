@@ -158,6 +158,17 @@ FileWork process_notebook(const ProjectFile& f, FileWork w, std::string bytes,
   Options opts = ctx.opts;
   opts.rules.top_of_module = nb->top;
   opts.rules.notebook = true;
+  for (const notebook::CodeCell& c : nb->cells) {
+    if (!c.in_module()) continue;
+    const std::vector<notebook::LineSpan> ml = notebook::split_lines(c.masked.text);
+    const std::vector<notebook::LineSpan> sl = notebook::split_lines(c.text);
+    for (std::size_t j = 0; j < ml.size() && j < sl.size() && j < c.masked.masked.size(); ++j) {
+      if (!c.masked.masked[j]) continue;
+      opts.rules.ipython_lines.push_back(
+          {c.module_begin + ml[j].begin, c.module_begin + ml[j].content_end,
+           c.text.substr(sl[j].begin, sl[j].content_end - sl[j].begin)});
+    }
+  }
   const FileContext nctx{ctx.cat, opts, ctx.ops, ctx.dist, ctx.package};
   Modelled modelled = build_model(std::move(parsed));
   Checked checked = run_rules(f, std::move(modelled), nctx, w);

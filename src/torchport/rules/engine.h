@@ -95,6 +95,16 @@ struct Options {
   /// target import, the device variable) goes before it even when it comes before the first
   /// torch import (in a .py file it goes after that import).
   bool notebook = false;
+  /// In a notebook: its IPython lines in Python cells (a `!` shell line, `%env`, other magics),
+  /// masked in the module. Each has the module offsets of its masked text and its own source
+  /// line, for the rules that report what it runs or sets (nvidia-smi, CUDA_VISIBLE_DEVICES):
+  /// torchport does not edit IPython lines.
+  struct IPythonLine {
+    std::uint32_t begin = 0;
+    std::uint32_t end = 0;
+    std::string text;
+  };
+  std::vector<IPythonLine> ipython_lines = {};
 };
 
 /// One row of the vendor's advice reports (Ascend's api_precision_advice.csv,

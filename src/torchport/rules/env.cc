@@ -16,7 +16,9 @@
 //   os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
 // Safety:
 //   The same name in any other string (a message, a shell command) is left alone. Variables the
-//   target has no equivalent for stay and are reported UNSUPPORTED with the reason.
+//   target has no equivalent for stay and are reported UNSUPPORTED with the reason, as is a
+//   notebook's IPython line that names CUDA_VISIBLE_DEVICES (`%env`, a `!` shell line), with the
+//   target's variable: torchport does not edit IPython lines.
 #include <torchport/rules/context.h>
 
 #include <unordered_set>
@@ -78,6 +80,19 @@ std::unordered_set<TokenIndex> environ_tests(const Context& ctx) {
 void run_env(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const std::unordered_set<TokenIndex> tests = environ_tests(ctx);
+  // A notebook's IPython lines (`%env CUDA_VISIBLE_DEVICES=0`, `!CUDA_VISIBLE_DEVICES=0 python
+  // train.py`): kept as they are, so reported with the target's variable.
+  for (const Options::IPythonLine& l : ctx.opts.ipython_lines) {
+    if (l.text.find("CUDA_VISIBLE_DEVICES") == std::string::npos) continue;
+    const std::string& var = ctx.target.visible_devices;
+    ctx.flag("TP500", Operation::Unsupported, "CUDA_VISIBLE_DEVICES",
+             "an IPython line sets or reads CUDA_VISIBLE_DEVICES (" + l.text + "), which " +
+                 ctx.target.name + " does not read" +
+                 (var.empty() ? std::string(" (it has no visible-devices variable)")
+                              : "; its variable is " + var) +
+                 ". IPython lines are kept as they are: change it by hand",
+             l.begin, l.end);
+  }
   const auto n = static_cast<TokenIndex>(m.tokens().size());
   for (TokenIndex i = 0; i < n; ++i) {
     if (m.kind(i) != TokenKind::String) continue;

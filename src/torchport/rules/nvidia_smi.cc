@@ -7,7 +7,8 @@
 //   `--list-gpus`) and the code counts the list (len() of its lines through
 //   .decode/.strip/.split/.splitlines/.read/.readlines/.stdout, or .count("GPU")), the whole
 //   count becomes the target's device count, the one torch.cuda.device_count() becomes there
-//   (the catalogue's mapping). Any other nvidia-smi call is reported.
+//   (the catalogue's mapping). Any other nvidia-smi call is reported, as is a notebook's
+//   IPython line that runs it (`!nvidia-smi`), which torchport does not edit.
 // Why:
 //   nvidia-smi knows NVIDIA GPUs only: on another machine it is not installed (FileNotFoundError)
 //   or lists no device, so the count is wrong or the script dies at start-up.
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <string>
 #include <string_view>
 
@@ -48,12 +50,36 @@ constexpr std::array<std::string_view, 8> kRunners = {"subprocess.check_output",
 constexpr std::array<std::string_view, 9> kThrough = {
     "decode", "strip", "rstrip", "lstrip", "split", "splitlines", "read", "readlines", "stdout"};
 
+/// The shell text runs the program nvidia-smi (the word itself, not nvidia-smi-like).
+bool runs_nvidia_smi(std::string_view text) {
+  constexpr std::string_view kTool = "nvidia-smi";
+  const auto part = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+  };
+  for (std::size_t at = text.find(kTool); at != std::string_view::npos;
+       at = text.find(kTool, at + 1)) {
+    const std::size_t end = at + kTool.size();
+    if ((at == 0 || !part(text[at - 1])) && (end == text.size() || !part(text[end]))) return true;
+  }
+  return false;
+}
+
 class NvidiaSmi {
  public:
   explicit NvidiaSmi(Context& ctx) : ctx_(ctx), t_(ctx.tree) {}
 
   void run() {
     for (const Node* c : t_.find_all(NodeKind::Call)) call(*c);
+    // A notebook's shell lines (`!nvidia-smi`): kept as they are, so reported.
+    for (const Options::IPythonLine& l : ctx_.opts.ipython_lines) {
+      if (!runs_nvidia_smi(l.text)) continue;
+      ctx_.flag("TP130", Operation::Unsupported, "nvidia-smi",
+                "an IPython line runs nvidia-smi (" + l.text +
+                    "), which knows NVIDIA GPUs only: on " + ctx_.target.name +
+                    " it is not installed or lists no device. IPython lines are kept as they "
+                    "are: change or remove it by hand",
+                l.begin, l.end);
+    }
   }
 
  private:
