@@ -353,7 +353,8 @@ def test_shell_lines_that_name_cuda_tools_are_rows_and_stay(tmp_path: Path) -> N
         (4, 3, "TP130", "nvidia-smi", "UNSUPPORTED"),
         (4, 5, "TP500", "CUDA_VISIBLE_DEVICES", "UNSUPPORTED"),
     ], rows
-    messages = [r["message"] for r in report_of(result)["findings"] if r["code"] == "TP500" and r["cell"] == 4]
+    findings = report_of(result)["findings"]
+    messages = [r["message"] for r in findings if r["code"] == "TP500" and r["cell"] == 4]
     assert all("ASCEND_RT_VISIBLE_DEVICES" in m for m in messages), messages
     out = json.loads((result / "nb.ipynb").read_bytes())
     assert out["cells"][3]["source"] == [
