@@ -52,6 +52,9 @@ AMP_NO_ARG = {"torch.is_autocast_enabled"}
 
 # The catalogue entry (devices.json) of "cuda" as a GPU platform name beside "rocm".
 PLATFORM = '"cuda" beside "rocm"'
+# The catalogue entry (devices.json) of a comparison with "cuda" and-ed with a test of
+# torch.version.hip / torch.version.cuda: the guard of a CUDA-only path.
+CUDA_BUILD = '"cuda" and torch.version'
 
 
 @dataclass(frozen=True, order=True)
@@ -286,6 +289,23 @@ class _Finder(ast.NodeVisitor):
             self.message_depth -= 1
 
     # -- strings ----------------------------------------------------------------------------
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        """`device_type == "cuda" and torch.version.hip is None`: and-ed with a test of the torch
+        build (torch.version.hip / torch.version.cuda), the comparison guards a path only NVIDIA
+        CUDA builds have; the reference is named by that entry of the catalogue."""
+        if isinstance(node.op, ast.And) and any(
+            self.qualname(n) in ("torch.version.hip", "torch.version.cuda")
+            for v in node.values
+            for n in ast.walk(v)
+            if isinstance(n, ast.Attribute)
+        ):
+            for v in node.values:
+                if isinstance(v, ast.Compare):
+                    for n in [v.left, *v.comparators]:
+                        if isinstance(n, ast.Constant) and n.value == "cuda":
+                            self.keyword_strings[id(n)] = CUDA_BUILD
+        self.generic_visit(node)
+
     def visit_Compare(self, node: ast.Compare) -> None:
         self._platform(node)
         for s in [node.left, *node.comparators]:

@@ -168,3 +168,43 @@ def test_unflagged_maps_back_and_checks_rows() -> None:
 def test_unflagged_empty_when_every_reference_is_reported() -> None:
     rows = [oracle.Row(3, 4, "UNSUPPORTED", "torch.cuda", "left for the user")]
     assert oracle.unflagged(ORIGINAL, MIGRATED, rows) == []
+
+
+KEPT_ON_PURPOSE = textwrap.dedent(
+    """\
+    import torch
+    from tools import utils
+
+
+    def wrap(fn, args):
+        if args.gpu_arch_type in ("cuda", "rocm"):
+            pass
+        if not (utils.device_type == "cuda" and torch.cuda.is_available() and torch.version.hip is None):
+            return fn
+        if utils.device_type == "cuda" or torch.version.hip is None:
+            return None
+        return fn.to("cuda")
+    """
+)
+
+
+@pytest.mark.parametrize("target", ["npu", "cpu", "accelerator"])
+def test_strings_the_catalogue_keeps_are_not_unfixed(target: str) -> None:
+    """ "cuda" beside "rocm" (a GPU platform) and "cuda" and-ed with a torch.version test (the
+    guard of a CUDA-only path) are kept on purpose (devices.json); the same comparison or-ed with
+    the build test, and a device string, are not."""
+    from tests.corpus import kept
+
+    refs = oracle.find_references(KEPT_ON_PURPOSE)
+    named = {(r.line, r.qualified) for r in refs if r.kind in ("device-string", "device-compare")}
+    assert named == {
+        (6, '"cuda" beside "rocm"'),
+        (8, '"cuda" and torch.version'),
+        (10, ""),
+        (12, ""),
+    }, named
+    left = {(r.line, r.kind) for r in kept.unfixed(refs, target)}
+    # on cpu every comparison with "cuda" is kept (devices.json: false there, as on a machine
+    # without CUDA)
+    compare = set() if target == "cpu" else {(10, "device-compare")}
+    assert left == {(8, "cuda-api"), (12, "device-string")} | compare, left

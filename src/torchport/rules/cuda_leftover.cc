@@ -121,6 +121,28 @@ class Walker {
            name.ends_with("Exception") || name.ends_with("Warning");
   }
 
+  /// `device_type == "cuda" and torch.version.hip is None`: the comparison holding `n` is one
+  /// term of an `and` whose other terms test the torch build (torch.version.hip / .cuda).
+  bool cuda_build_guard(const Node& n) const {
+    const Node* cmp = n.parent();
+    if (!cmp || cmp->kind() != NodeKind::Compare || !cmp->parent()) return false;
+    const Node* op = cmp->parent();
+    if (op->kind() != NodeKind::BoolOp || op->extra_tokens().empty() ||
+        ctx_.m.kind(op->extra_tokens()[0]) != syntax::TokenKind::KwAnd)
+      return false;
+    bool found = false;
+    for (const Node* v : op->children()) {
+      if (v == cmp) continue;
+      syntax::walk(*v, [&](const Node& a) {
+        if (found || a.kind() != NodeKind::Attribute) return;
+        const semantic::Reference* r = ctx_.m.reference_at(a.last_token());
+        found = r && r->last == a.last_token() &&
+                (r->qualified == "torch.version.hip" || r->qualified == "torch.version.cuda");
+      });
+    }
+    return found;
+  }
+
   std::string device_phrase() const {
     return ctx_.accelerator() ? std::string("the accelerator") : ctx_.target.name;
   }
@@ -154,7 +176,14 @@ class Walker {
     } else if (device_string(*v) ||
                (v == "cuda:" && (n.kind() == NodeKind::JoinedStr ||
                                  (n.parent() && n.parent()->kind() == NodeKind::BinOp)))) {
-      if (compare && ctx_.target.host) {
+      if (compare && cuda_build_guard(n)) {
+        report(n, api,
+               "a comparison with \"cuda\" and-ed with a test of torch.version (hip / cuda) is "
+               "kept as is: it asks for an NVIDIA CUDA build, to guard a CUDA-only path; on " +
+                   device_phrase() +
+                   " it is false and the code takes its portable path (catalogue: \"cuda\" and "
+                   "torch.version)");
+      } else if (compare && ctx_.target.host) {
         report(n, api,
                "a comparison with a CUDA device type is left as is: it is false on " +
                    ctx_.target.name +
