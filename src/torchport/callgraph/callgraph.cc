@@ -197,6 +197,107 @@ struct Span {
   std::int32_t cls = -1;
 };
 
+/// The innermost followed definition holding token `tok` (spans sorted by first token), or
+/// nullptr. Methods lie inside their class, not inside another span: the last span starting at
+/// or before tok that also ends after it.
+const Span* innermost_span(const std::vector<Span>& spans, std::uint32_t tok) {
+  auto it = std::upper_bound(spans.begin(), spans.end(), tok,
+                             [](std::uint32_t t, const Span& s) { return t < s.first; });
+  while (it != spans.begin()) {
+    --it;
+    if (it->last >= tok) return &*it;
+    if (it->cls < 0) break;
+  }
+  return nullptr;
+}
+
+/// A literal module-level __all__ (a list or tuple of strings): what `from m import *` brings;
+/// nullopt when there is none or it is not literal.
+std::optional<std::unordered_set<std::string>> literal_all(const syntax::Tree& tree) {
+  std::optional<std::unordered_set<std::string>> all;
+  for (const Node* st : tree.root().children()) {
+    if (st->kind() != NodeKind::Assign || st->targets().size() != 1) continue;
+    const Node* t = *st->targets().begin();
+    const Node* v = st->value();
+    if (t->kind() != NodeKind::Name || tree.name(*t) != "__all__" || !v) continue;
+    if (v->kind() != NodeKind::List && v->kind() != NodeKind::Tuple) continue;
+    std::unordered_set<std::string> names;
+    bool literal = true;
+    for (const Node* e : v->elts()) {
+      std::optional<std::string> sv =
+          e->kind() == NodeKind::Constant ? tree.string_value(*e) : std::nullopt;
+      if (!sv)
+        literal = false;
+      else
+        names.insert(*sv);
+    }
+    all = literal ? std::optional(std::move(names)) : std::nullopt;
+  }
+  return all;
+}
+
+/// The qualified name of a class base `b` of module `m` (an import, or a class of the module
+/// itself), or "" when it is neither.
+std::string base_name(const semantic::Model& model, const FileFacts& facts, const Module& m,
+                      const Node& b) {
+  if (b.token() == syntax::kNoToken) return {};
+  const semantic::Reference* r = model.reference_at(b.token());
+  if (!r || r->last != b.token()) return {};
+  std::string head(model.token_text(r->names.front()));
+  std::string q;
+  if (auto it = facts.imports.find(head); it != facts.imports.end())
+    q = it->second;
+  else if (m.classes.count(head))
+    q = m.name + "." + head;
+  else
+    return {};
+  for (std::size_t i = 1; i < r->names.size(); ++i)
+    q += "." + std::string(model.token_text(r->names[i]));
+  return q;
+}
+
+/// A project's Python file: its path and its name relative to the input.
+struct PyFile {
+  fs::path path;
+  std::string rel;
+};
+
+/// The .py files of the input (a file, or a tree without VCS, cache, build and virtualenv
+/// directories when `default_excludes`), sorted; their top-level module names go to `tops`.
+std::vector<PyFile> project_files(const fs::path& root, bool default_excludes,
+                                  std::unordered_set<std::string>& tops) {
+  std::error_code ec;
+  std::vector<PyFile> files;
+  if (fs::is_regular_file(root, ec)) {
+    files.push_back({root, root.filename().string()});
+    tops.insert(root.stem().string());
+    return files;
+  }
+  for (auto it = fs::recursive_directory_iterator(
+           root, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const fs::path& p = it->path();
+    std::string fname = p.filename().string();
+    if (it->is_directory(ec)) {
+      if (default_excludes &&
+          (fname == ".git" || fname == ".hg" || fname == ".svn" || fname == "__pycache__" ||
+           fname == "node_modules" || fname == "build" || fname == "dist" ||
+           fname.ends_with(".egg-info") || fs::exists(p / "pyvenv.cfg", ec)))
+        it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_symlink(ec) || p.extension() != ".py") continue;
+    std::string rel = fs::relative(p, root, ec).generic_string();
+    files.push_back({p, rel});
+    std::string top = rel.substr(0, rel.find('/'));
+    tops.insert(top.ends_with(".py") ? top.substr(0, top.size() - 3) : top);
+  }
+  std::sort(files.begin(), files.end(),
+            [](const PyFile& a, const PyFile& b) { return a.rel < b.rel; });
+  return files;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -383,24 +484,7 @@ std::unique_ptr<Module> Analyzer::parse_module(const std::string& name, const fs
   m->imports = facts.imports;
   m->stars = facts.stars;
   // A literal module-level __all__ limits what `from m import *` brings.
-  for (const Node* st : tree.root().children()) {
-    if (st->kind() != NodeKind::Assign || st->targets().size() != 1) continue;
-    const Node* t = *st->targets().begin();
-    const Node* v = st->value();
-    if (t->kind() != NodeKind::Name || tree.name(*t) != "__all__" || !v) continue;
-    if (v->kind() != NodeKind::List && v->kind() != NodeKind::Tuple) continue;
-    std::unordered_set<std::string> names;
-    bool literal = true;
-    for (const Node* e : v->elts()) {
-      std::optional<std::string> sv =
-          e->kind() == NodeKind::Constant ? tree.string_value(*e) : std::nullopt;
-      if (!sv)
-        literal = false;
-      else
-        names.insert(*sv);
-    }
-    m->all = literal ? std::optional(std::move(names)) : std::nullopt;
-  }
+  m->all = literal_all(tree);
 
   // Module-level definitions (through if/try/with blocks, not into functions or classes).
   std::vector<Span> spans;
@@ -409,22 +493,6 @@ std::unique_ptr<Module> Analyzer::parse_module(const std::string& name, const fs
     m->funcs.push_back(FuncDef{qname, tree.start(def).line, {}});
     spans.push_back(Span{def.first_token(), def.last_token(), fi, cls});
     return fi;
-  };
-  auto base_name = [&](const Node& b) -> std::string {
-    if (b.token() == syntax::kNoToken) return {};
-    const semantic::Reference* r = model.reference_at(b.token());
-    if (!r || r->last != b.token()) return {};
-    std::string head(model.token_text(r->names.front()));
-    std::string q;
-    if (auto it = facts.imports.find(head); it != facts.imports.end())
-      q = it->second;
-    else if (m->classes.count(head))
-      q = name + "." + head;
-    else
-      return {};
-    for (std::size_t i = 1; i < r->names.size(); ++i)
-      q += "." + std::string(model.token_text(r->names[i]));
-    return q;
   };
   std::function<void(const Node&, std::int32_t)> body = [&](const Node& parent, std::int32_t cls) {
     for (const Node* s : parent.children()) {
@@ -447,7 +515,8 @@ std::unique_ptr<Module> Analyzer::parse_module(const std::string& name, const fs
           std::string n(tree.name(*s));
           m->classes_.push_back(ClassDef{name + "." + n, {}, {}});
           for (const Node* b : s->bases())
-            if (std::string q = base_name(*b); !q.empty()) m->classes_.back().bases.push_back(q);
+            if (std::string q = base_name(model, facts, *m, *b); !q.empty())
+              m->classes_.back().bases.push_back(q);
           m->classes[n] = static_cast<std::uint32_t>(ci);
           body(*s, ci);
           break;
@@ -467,18 +536,7 @@ std::unique_ptr<Module> Analyzer::parse_module(const std::string& name, const fs
   body(tree.root(), -1);
   std::sort(spans.begin(), spans.end(),
             [](const Span& a, const Span& b) { return a.first < b.first; });
-  auto span_of = [&](std::uint32_t tok) -> const Span* {
-    auto it = std::upper_bound(spans.begin(), spans.end(), tok,
-                               [](std::uint32_t t, const Span& s) { return t < s.first; });
-    // Methods lie inside their class, not inside another span: the last span starting at or
-    // before tok that also ends after it is the innermost followed definition.
-    while (it != spans.begin()) {
-      --it;
-      if (it->last >= tok) return &*it;
-      if (it->cls < 0) break;
-    }
-    return nullptr;
-  };
+  auto span_of = [&](std::uint32_t tok) { return innermost_span(spans, tok); };
   std::unordered_set<std::uint64_t> seen;  // (function, token) already recorded
   auto qualify = [&](const semantic::Reference& r, const Span& sp) -> std::string {
     std::string head(model.token_text(r.names.front()));
@@ -836,39 +894,7 @@ Result Analyzer::run(const std::string& input) {
     }
   }
   // The project's files and its own top-level modules (never third-party).
-  struct PyFile {
-    fs::path path;
-    std::string rel;
-  };
-  std::vector<PyFile> files;
-  const bool single = fs::is_regular_file(root, ec);
-  if (single) {
-    files.push_back({root, root.filename().string()});
-    project_tops_.insert(root.stem().string());
-  } else {
-    for (auto it = fs::recursive_directory_iterator(
-             root, fs::directory_options::skip_permission_denied, ec);
-         it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (ec) break;
-      const fs::path& p = it->path();
-      std::string fname = p.filename().string();
-      if (it->is_directory(ec)) {
-        if (opts_.default_excludes &&
-            (fname == ".git" || fname == ".hg" || fname == ".svn" || fname == "__pycache__" ||
-             fname == "node_modules" || fname == "build" || fname == "dist" ||
-             fname.ends_with(".egg-info") || fs::exists(p / "pyvenv.cfg", ec)))
-          it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_symlink(ec) || p.extension() != ".py") continue;
-      std::string rel = fs::relative(p, root, ec).generic_string();
-      files.push_back({p, rel});
-      std::string top = rel.substr(0, rel.find('/'));
-      project_tops_.insert(top.ends_with(".py") ? top.substr(0, top.size() - 3) : top);
-    }
-    std::sort(files.begin(), files.end(),
-              [](const PyFile& a, const PyFile& b) { return a.rel < b.rel; });
-  }
+  const std::vector<PyFile> files = project_files(root, opts_.default_excludes, project_tops_);
   result_.stats.project_files = files.size();
   std::set<std::string> libraries;
   struct Entry {
