@@ -26,14 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 150
 # "path:function" -> why it is still over the limit.
-ALLOWED: dict[str, str] = {
-    # The lead's files while issue 32 is in progress (split there, then removed from here).
-    "src/torchport/rules/device.cc:cuda_methods": "issue 32 §2: TP301/TP302, being split by the lead",
-    "src/torchport/rules/cuda_api.cc:run_cuda_api": "issue 32 §2: TP100, being split by the lead",
-    # analyze --third-party, outside the rule families.
-    "src/torchport/callgraph/callgraph.cc:Analyzer::parse_module": "issue 32 §2: not split yet",
-    "src/torchport/callgraph/callgraph.cc:Analyzer::run": "issue 32 §2: not split yet",
-}
+ALLOWED: dict[str, str] = {}
 
 
 @dataclass

@@ -515,177 +515,222 @@ bool legacy_constructor(Context& ctx, const semantic::Reference& ref) {
   return true;
 }
 
+// A reference resolved against the catalogue: the longest catalogued prefix of its qualified
+// name, the mapping for the target (the fallback for an uncatalogued torch.cuda name, the
+// device module's function on accelerator), and the bytes the chain names of the prefix cover.
+struct Resolved {
+  std::string prefix;
+  catalogue::Mapping mapping;
+  std::size_t n = 1;  ///< how many chain names cover the prefix
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+  std::string extra;  ///< segments the head already covers beyond the prefix
+};
+
+// The device module's function on accelerator: the target must also run on CPU-only machines,
+// where torch.accelerator.X raises; the current accelerator's device module (torch.cpu there)
+// has these functions.
+void accelerator_module_function(const Context& ctx, Resolved& r) {
+  if (!ctx.accelerator() || !r.prefix.starts_with("torch.cuda.")) return;
+  const std::string_view fn = std::string_view(r.prefix).substr(11);
+  // Event: see the catalogue; set_device: torch.accelerator.set_device_index, guarded.
+  if (!common(fn) || fn == "device_count" || fn == "Event" || fn == "set_device") return;
+  catalogue::Mapping& mp = r.mapping;
+  mp.replacement = "{module}." + std::string(fn);
+  mp.status = catalogue::Status::Supported;
+  mp.min_torch = std::string(kAcceleratorMinTorch);
+  mp.note = "the current accelerator's device module, torch.cpu when there is none";
+  mp.changes.clear();  // the device module's own function
+  // Without an accelerator the device module is torch.cpu: its function's signature.
+  mp.refused_keywords.clear();
+  if (const catalogue::Mapping* cpu = ctx.cat.lookup(r.prefix, "cpu");
+      cpu && cpu->replacement == "torch.cpu." + std::string(fn))
+    mp.refused_keywords = cpu->refused_keywords;
+}
+
+// Resolves `ref`; nullopt when it is no CUDA API to port, or was reported here (a catalogued
+// name without a mapping for the target).
+std::optional<Resolved> resolve(Context& ctx, const semantic::Reference& ref) {
+  const semantic::Model& m = ctx.m;
+  const std::string& q = ref.qualified;
+  Resolved r;
+  // The longest catalogued prefix.
+  std::string prefix = q;
+  const catalogue::Mapping* found = nullptr;
+  const catalogue::Entry* entry = nullptr;
+  while (!prefix.empty()) {
+    entry = ctx.cat.find(prefix);
+    if (entry && entry->kind != catalogue::Kind::Method && entry->kind != catalogue::Kind::String &&
+        entry->kind != catalogue::Kind::EnvVar && entry->kind != catalogue::Kind::Package) {
+      found = ctx.cat.lookup(prefix, ctx.target.name);
+      break;
+    }
+    entry = nullptr;
+    auto dot = prefix.rfind('.');
+    if (dot == std::string::npos) break;
+    prefix.resize(dot);
+  }
+  if (!entry) {
+    if (!cuda_specific(q)) return std::nullopt;
+    // torch.cuda.X: map torch.cuda.X itself (X's attributes follow).
+    prefix = q.starts_with("torch.cuda.") ? q.substr(0, q.find('.', 11)) : q;
+    if (q.starts_with("torch.backends.")) prefix = q;
+    std::optional<catalogue::Mapping> fb = fallback(ctx, prefix);
+    if (!fb) return std::nullopt;
+    r.mapping = std::move(*fb);
+  } else if (!found) {
+    ctx.flag("TP100", Operation::Unknown, prefix,
+             "the catalogue has no mapping of " + prefix + " for " + ctx.target.name,
+             m.tokens()[ref.first].begin, m.tokens()[ref.last].end);
+    return std::nullopt;
+  } else {
+    r.mapping = *found;
+  }
+  // The chain names covering `prefix`.
+  const auto head = m.lookup(m.token_text(ref.first), ref.scope);
+  const std::size_t head_segments = head ? segments(head->target) : 1;
+  const std::size_t want = segments(prefix);
+  r.n = std::min(want >= head_segments ? 1 + (want - head_segments) : 1, ref.names.size());
+  r.begin = m.tokens()[ref.first].begin;
+  r.end = m.tokens()[ref.names[r.n - 1]].end;
+  // Segments covered by those names beyond `prefix` (when the head already goes deeper).
+  std::string covered = head ? head->target : std::string(m.token_text(ref.first));
+  for (std::size_t i = 1; i < r.n; ++i) covered += "." + std::string(m.token_text(ref.names[i]));
+  r.extra = covered.size() > prefix.size() ? covered.substr(prefix.size()) : "";
+  r.prefix = std::move(prefix);
+  accelerator_module_function(ctx, r);
+  return r;
+}
+
+// A mapping whose support is unknown, or that keeps the name as it is: reported when it says
+// something (never silent). True when the reference is done.
+bool unknown_or_kept(Context& ctx, const Resolved& r) {
+  const catalogue::Mapping& mp = r.mapping;
+  const std::string& prefix = r.prefix;
+  const std::string unknown =
+      mp.note.empty() ? "support of " + prefix + " on " + ctx.target.name + " is unknown" : mp.note;
+  if (mp.replacement.empty() && mp.status == catalogue::Status::Unknown) {
+    ctx.flag("TP100", Operation::Unknown, prefix, unknown, r.begin, r.end);
+    return true;
+  }
+  if (mp.replacement != prefix) return false;
+  if (mp.status == catalogue::Status::Unknown) {
+    ctx.flag("TP100", Operation::Unknown, prefix, unknown, r.begin, r.end);
+  } else if (!mp.note.empty() && !ctx.accelerator()) {
+    // Kept, but without effect on the target (a cuDNN flag off CUDA): never silent.
+    ctx.flag("TP100", Operation::Unsupported, prefix, mp.note, r.begin, r.end);
+  } else if (!mp.note.empty()) {
+    // accelerator: right to keep (the output also runs on CUDA), but it does nothing on the
+    // other devices, and the report says so.
+    ctx.flag("TP100", Operation::Unknown, prefix,
+             mp.note + " (it takes effect on CUDA only, on no other device)", r.begin, r.end);
+  }
+  return true;
+}
+
+// A call passing a keyword the replacement does not take would become a TypeError: reported
+// instead. True when done.
+bool refused_keyword(Context& ctx, const semantic::Reference& ref, const Resolved& r) {
+  const catalogue::Mapping& mp = r.mapping;
+  if (mp.refused_keywords.empty() || r.n != ref.names.size()) return false;
+  const semantic::Model& m = ctx.m;
+  std::string refused;
+  if (auto lp = m.next(ref.last); lp && m.kind(*lp) == syntax::TokenKind::LPar) {
+    for (const Arg& a : call_args(m, *lp)) {
+      if (!a.keyword.empty() && std::find(mp.refused_keywords.begin(), mp.refused_keywords.end(),
+                                          a.keyword) != mp.refused_keywords.end())
+        refused += (refused.empty() ? "" : ", ") + std::string(a.keyword) + "=";
+    }
+  }
+  if (refused.empty()) return false;
+  const std::string shown =
+      mp.replacement.starts_with("{module}.")
+          ? "torch.cpu." + mp.replacement.substr(9) + " (the device module without an accelerator)"
+          : mp.replacement;
+  ctx.flag("TP100", Operation::Unsupported, r.prefix,
+           shown + " does not take " + refused +
+               " (its signature in the torch the catalogue was built from): the call is "
+               "left in place",
+           r.begin, r.end);
+  return true;
+}
+
+// What cannot be rewritten: no replacement, one the --torch-version lacks, or an assignment to
+// a name that would become a call. Reported; true when done.
+bool not_rewritable(Context& ctx, const semantic::Reference& ref, const Resolved& r) {
+  const catalogue::Mapping& mp = r.mapping;
+  const std::string& prefix = r.prefix;
+  if (mp.status == catalogue::Status::Unsupported || mp.replacement.empty()) {
+    std::string why =
+        mp.note.empty() ? prefix + " has no equivalent on " + ctx.target.name : mp.note;
+    // `isinstance(x, torch.cuda.FloatTensor)`: a type test, not a construction to port.
+    if (in_type_test(ctx.m, ref.first))
+      why = prefix + " in a type test: no tensor is one on " + ctx.target.name +
+            ", so the test is false there, as on a machine without CUDA (left as is; test "
+            "x.dtype and x.device.type if that is what it means)";
+    ctx.flag("TP100", Operation::Unsupported, prefix, why, r.begin, r.end);
+    return true;
+  }
+  if (!ctx.version_ok(mp.min_torch)) {
+    ctx.flag("TP100", Operation::Unsupported, prefix,
+             "the replacement " + mp.replacement + " needs torch >= " + mp.min_torch +
+                 " (--torch-version " + ctx.opts.torch_version + "); left in place",
+             r.begin, r.end);
+    return true;
+  }
+  // An attribute that is assigned to (or deleted) keeps its name: a store target can only
+  // become another dotted name, never a call or a value.
+  const bool plain_name = std::all_of(mp.replacement.begin(), mp.replacement.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  });
+  if (ref.store && r.n == ref.names.size() && !plain_name) {
+    ctx.flag("TP100", Operation::Unsupported, prefix,
+             "assignment to " + prefix + "; use " + mp.replacement + " instead", r.begin, r.end);
+    return true;
+  }
+  return false;
+}
+
+// The rewrite to the mapping's replacement (labelled when it changes behaviour, guarded where
+// the vendor's function returns None).
+void rewrite(Context& ctx, const semantic::Reference& ref, const Resolved& r) {
+  const catalogue::Mapping& mp = r.mapping;
+  const std::string& prefix = r.prefix;
+  if (mp.replacement == "torch.manual_seed" && drop_repeated_seed(ctx, ref, prefix)) return;
+  std::string text = ctx.spell_host_event(ctx.render(mp.replacement, r.begin) + r.extra);
+  if (mp.replacement.find(kHostEvent) != std::string::npos) ctx.used_host_event = true;
+  if (ctx.m.text().substr(r.begin, r.end - r.begin) == text) return;
+  ctx.require_torch(mp.min_torch);
+  if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+  std::string message = ctx.spell_host_event("change " + prefix + " to " + mp.replacement);
+  if (!mp.note.empty()) message += " (" + ctx.spell_host_event(mp.note) + ")";
+  if (!mp.if_none.empty() && none_guarded(ctx, ref, r.n, prefix, mp, message, text)) return;
+  ctx.modify("TP100", prefix, message, r.begin, r.end, text);
+  if (!mp.changes.empty()) ctx.label_last(mp.changes, fix::Applicability::Unsafe);
+  if (mp.status == catalogue::Status::Unknown) {
+    ctx.flag("TP100", Operation::Unknown, prefix,
+             mp.note.empty() ? "support of " + mp.replacement + " is not confirmed" : mp.note,
+             r.begin, r.end);
+  }
+}
+
 }  // namespace
 
 void run_cuda_api(Context& ctx) {
-  const semantic::Model& m = ctx.m;
-  for (const semantic::Reference& ref : m.references()) {
+  for (const semantic::Reference& ref : ctx.m.references()) {
     if (ref.qualified.empty() || ctx.handled.contains(ref.first)) continue;
     const std::string& q = ref.qualified;
     if (q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel") continue;  // TP401
     if (q == "torch.cuda.is_available" && drop_cuda_requirement(ctx, ref)) continue;
     if (legacy_constructor(ctx, ref)) continue;
-    // The longest catalogued prefix.
-    std::string prefix = q;
-    const catalogue::Mapping* found = nullptr;
-    const catalogue::Entry* entry = nullptr;
-    while (!prefix.empty()) {
-      entry = ctx.cat.find(prefix);
-      if (entry && entry->kind != catalogue::Kind::Method &&
-          entry->kind != catalogue::Kind::String && entry->kind != catalogue::Kind::EnvVar &&
-          entry->kind != catalogue::Kind::Package) {
-        found = ctx.cat.lookup(prefix, ctx.target.name);
-        break;
-      }
-      entry = nullptr;
-      auto dot = prefix.rfind('.');
-      if (dot == std::string::npos) break;
-      prefix.resize(dot);
-    }
-    std::optional<catalogue::Mapping> fb;
-    if (!entry) {
-      if (!cuda_specific(q)) continue;
-      // torch.cuda.X: map torch.cuda.X itself (X's attributes follow).
-      prefix = q.starts_with("torch.cuda.") ? q.substr(0, q.find('.', 11)) : q;
-      if (q.starts_with("torch.backends.")) prefix = q;
-      fb = fallback(ctx, prefix);
-      if (!fb) continue;
-      found = &*fb;
-    } else if (!found) {
-      ctx.flag("TP100", Operation::Unknown, prefix,
-               "the catalogue has no mapping of " + prefix + " for " + ctx.target.name,
-               m.tokens()[ref.first].begin, m.tokens()[ref.last].end);
+    const std::optional<Resolved> r = resolve(ctx, ref);
+    if (!r || unknown_or_kept(ctx, *r) || refused_keyword(ctx, ref, *r)) continue;
+    if (divisor_count(ctx, ref, r->n, r->prefix, r->mapping)) continue;
+    if (!r->mapping.without_device.empty() &&
+        emulate_without_device(ctx, ref, r->n, r->prefix, r->mapping))
       continue;
-    }
-    // The chain names covering `prefix`.
-    const auto head = m.lookup(m.token_text(ref.first), ref.scope);
-    const std::size_t head_segments = head ? segments(head->target) : 1;
-    const std::size_t want = segments(prefix);
-    std::size_t n = want >= head_segments ? 1 + (want - head_segments) : 1;
-    n = std::min(n, ref.names.size());
-    const std::uint32_t begin = m.tokens()[ref.first].begin;
-    const std::uint32_t end = m.tokens()[ref.names[n - 1]].end;
-    // Segments covered by those names beyond `prefix` (when the head already goes deeper).
-    std::string covered = head ? head->target : std::string(m.token_text(ref.first));
-    for (std::size_t i = 1; i < n; ++i) covered += "." + std::string(m.token_text(ref.names[i]));
-    std::string extra = covered.size() > prefix.size() ? covered.substr(prefix.size()) : "";
-
-    // The accelerator target must also run on CPU-only machines, where torch.accelerator.X
-    // raises; the current accelerator's device module (torch.cpu there) has these functions.
-    std::optional<catalogue::Mapping> accel;
-    if (ctx.accelerator() && prefix.starts_with("torch.cuda.")) {
-      std::string_view fn = std::string_view(prefix).substr(11);
-      // Event: see the catalogue; set_device: torch.accelerator.set_device_index, guarded.
-      if (common(fn) && fn != "device_count" && fn != "Event" && fn != "set_device") {
-        accel = *found;
-        accel->replacement = "{module}." + std::string(fn);
-        accel->status = catalogue::Status::Supported;
-        accel->min_torch = std::string(kAcceleratorMinTorch);
-        accel->note = "the current accelerator's device module, torch.cpu when there is none";
-        accel->changes.clear();  // the device module's own function
-        // Without an accelerator the device module is torch.cpu: its function's signature.
-        accel->refused_keywords.clear();
-        if (const catalogue::Mapping* cpu = ctx.cat.lookup(prefix, "cpu");
-            cpu && cpu->replacement == "torch.cpu." + std::string(fn))
-          accel->refused_keywords = cpu->refused_keywords;
-        found = &*accel;
-      }
-    }
-    const catalogue::Mapping& mp = *found;
-    if (mp.replacement.empty() && mp.status == catalogue::Status::Unknown) {
-      ctx.flag("TP100", Operation::Unknown, prefix,
-               mp.note.empty() ? "support of " + prefix + " on " + ctx.target.name + " is unknown"
-                               : mp.note,
-               begin, end);
-      continue;
-    }
-    if (mp.replacement == prefix) {  // kept as it is
-      if (mp.status == catalogue::Status::Unknown) {
-        ctx.flag("TP100", Operation::Unknown, prefix,
-                 mp.note.empty() ? "support of " + prefix + " on " + ctx.target.name + " is unknown"
-                                 : mp.note,
-                 begin, end);
-      } else if (!mp.note.empty() && !ctx.accelerator()) {
-        // Kept, but without effect on the target (a cuDNN flag off CUDA): never silent.
-        ctx.flag("TP100", Operation::Unsupported, prefix, mp.note, begin, end);
-      } else if (!mp.note.empty()) {
-        // accelerator: right to keep (the output also runs on CUDA), but it does nothing on the
-        // other devices, and the report says so.
-        ctx.flag("TP100", Operation::Unknown, prefix,
-                 mp.note + " (it takes effect on CUDA only, on no other device)", begin, end);
-      }
-      continue;
-    }
-    // A call passing a keyword the replacement does not take would become a TypeError.
-    if (!mp.refused_keywords.empty() && n == ref.names.size()) {
-      std::string refused;
-      if (auto lp = m.next(ref.last); lp && m.kind(*lp) == syntax::TokenKind::LPar) {
-        for (const Arg& a : call_args(m, *lp)) {
-          if (!a.keyword.empty() &&
-              std::find(mp.refused_keywords.begin(), mp.refused_keywords.end(), a.keyword) !=
-                  mp.refused_keywords.end())
-            refused += (refused.empty() ? "" : ", ") + std::string(a.keyword) + "=";
-        }
-      }
-      if (!refused.empty()) {
-        const std::string shown = mp.replacement.starts_with("{module}.")
-                                      ? "torch.cpu." + mp.replacement.substr(9) +
-                                            " (the device module without an accelerator)"
-                                      : mp.replacement;
-        ctx.flag("TP100", Operation::Unsupported, prefix,
-                 shown + " does not take " + refused +
-                     " (its signature in the torch the catalogue was built from): the call is "
-                     "left in place",
-                 begin, end);
-        continue;
-      }
-    }
-    if (divisor_count(ctx, ref, n, prefix, mp)) continue;
-    if (!mp.without_device.empty() && emulate_without_device(ctx, ref, n, prefix, mp)) continue;
-    if (mp.status == catalogue::Status::Unsupported || mp.replacement.empty()) {
-      std::string why =
-          mp.note.empty() ? prefix + " has no equivalent on " + ctx.target.name : mp.note;
-      // `isinstance(x, torch.cuda.FloatTensor)`: a type test, not a construction to port.
-      if (in_type_test(m, ref.first))
-        why = prefix + " in a type test: no tensor is one on " + ctx.target.name +
-              ", so the test is false there, as on a machine without CUDA (left as is; test "
-              "x.dtype and x.device.type if that is what it means)";
-      ctx.flag("TP100", Operation::Unsupported, prefix, why, begin, end);
-      continue;
-    }
-    if (!ctx.version_ok(mp.min_torch)) {
-      ctx.flag("TP100", Operation::Unsupported, prefix,
-               "the replacement " + mp.replacement + " needs torch >= " + mp.min_torch +
-                   " (--torch-version " + ctx.opts.torch_version + "); left in place",
-               begin, end);
-      continue;
-    }
-    // An attribute that is assigned to (or deleted) keeps its name: a store target can only
-    // become another dotted name, never a call or a value.
-    const bool plain_name = std::all_of(mp.replacement.begin(), mp.replacement.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-    });
-    if (ref.store && n == ref.names.size() && !plain_name) {
-      ctx.flag("TP100", Operation::Unsupported, prefix,
-               "assignment to " + prefix + "; use " + mp.replacement + " instead", begin, end);
-      continue;
-    }
-    if (mp.replacement == "torch.manual_seed" && drop_repeated_seed(ctx, ref, prefix)) continue;
-    std::string text = ctx.spell_host_event(ctx.render(mp.replacement, begin) + extra);
-    if (mp.replacement.find(kHostEvent) != std::string::npos) ctx.used_host_event = true;
-    if (m.text().substr(begin, end - begin) == text) continue;
-    ctx.require_torch(mp.min_torch);
-    if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
-    std::string message = ctx.spell_host_event("change " + prefix + " to " + mp.replacement);
-    if (!mp.note.empty()) message += " (" + ctx.spell_host_event(mp.note) + ")";
-    if (!mp.if_none.empty() && none_guarded(ctx, ref, n, prefix, mp, message, text)) continue;
-    ctx.modify("TP100", prefix, message, begin, end, text);
-    if (!mp.changes.empty()) ctx.label_last(mp.changes, fix::Applicability::Unsafe);
-    if (mp.status == catalogue::Status::Unknown) {
-      ctx.flag("TP100", Operation::Unknown, prefix,
-               mp.note.empty() ? "support of " + mp.replacement + " is not confirmed" : mp.note,
-               begin, end);
-    }
+    if (not_rewritable(ctx, ref, *r)) continue;
+    rewrite(ctx, ref, *r);
   }
 }
 

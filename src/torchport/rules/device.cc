@@ -921,10 +921,180 @@ void load_map_location(Context& ctx) {
   }
 }
 
+// `x.is_cuda` (TP302): the target's attribute, a device-type comparison (TorchScript, accelerator),
+// parenthesised or negated where the expression around it needs it.
+void is_cuda_attribute(Context& ctx, TokenIndex i) {
+  const semantic::Model& m = ctx.m;
+  const std::string& t = ctx.target.name;
+  const syntax::Token& tok = m.tokens()[i];
+  const catalogue::Mapping* mp = ctx.cat.lookup(".is_cuda", t);
+  if (mp && mp->status == catalogue::Status::Unsupported) {
+    ctx.flag("TP302", Operation::Unsupported, ".is_cuda", mp->note, tok.begin, tok.end);
+    return;
+  }
+  std::string repl;
+  const bool scripted = !ctx.target.host && in_scripted_function(m, i);
+  if (scripted && ctx.accelerator()) {
+    // "On an accelerator" (TorchScript reads no module-level names).
+    repl = "device.type != \"cpu\"";
+  } else if (scripted) {
+    // TorchScript knows only torch's built-in Tensor attributes: a vendor's is_npu / is_mlu
+    // is a Python property (generate_methods_for_privateuse1_backend), so say it with the
+    // device type, which it reads.
+    repl = "device.type == \"" + ctx.target.device + "\"";
+  } else if (mp && !mp->replacement.empty()) {
+    repl = ctx.render(mp->replacement, tok.begin);
+    if (repl.starts_with(".")) repl.erase(0, 1);
+  } else if (ctx.accelerator()) {
+    repl = "device.type != \"cpu\"";  // on an accelerator, whichever is current
+  } else {
+    repl = "is_" + ctx.target.device;
+  }
+  // A replacement that is itself a comparison is parenthesised where an operator around it
+  // binds tighter (it would chain, or not parse), and quoted apart from an f-string's own.
+  const bool comparison =
+      repl.find("==") != std::string::npos || repl.find("!=") != std::string::npos;
+  const syntax::Node* node = ctx.attribute_named_at(i);
+  if (comparison) {
+    const FStringQuote fq = enclosing_fstring(m, i);
+    if (fq.depth > 1) {
+      ctx.flag("TP302", Operation::Unsupported, ".is_cuda",
+               ".is_cuda inside a nested f-string; rewrite as x.device.type comparison by hand",
+               tok.begin, tok.end);
+      return;
+    }
+    if (fq.quote == '"') std::ranges::replace(repl, '"', '\'');
+  }
+  const bool parenthesise = comparison && node && binds_tighter_than_comparison(ctx.tree, *node);
+  if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+  // `not x.is_cuda` reads better as `x.device.type == "cpu"` than as a double negation.
+  const syntax::Node* up = node ? node->parent() : nullptr;
+  const bool under_not = node && !node->has(syntax::kParenthesized) && up &&
+                         up->kind() == syntax::NodeKind::UnaryOp &&
+                         m.kind(up->token()) == TokenKind::KwNot;
+  std::string negated;  // `not x.is_cuda` as one comparison: the other operator
+  if (const auto eq = repl.find(" == "); eq != std::string::npos)
+    negated = repl.substr(0, eq) + " != " + repl.substr(eq + 4);
+  if (const auto ne = repl.find(" != "); ne != std::string::npos)
+    negated = repl.substr(0, ne) + " == " + repl.substr(ne + 4);
+  if (!negated.empty() && under_not) {
+    Finding f;
+    f.code = "TP302";
+    f.op = Operation::Modify;
+    f.api = ".is_cuda";
+    f.message = "change not x.is_cuda to x." + negated;
+    f.begin = tok.begin;
+    f.end = tok.end;
+    fix::Fix fx;
+    fx.edits.push_back(
+        fix::Edit{m.tokens()[up->token()].begin, m.tokens()[node->first_token()].begin, ""});
+    fx.edits.push_back(fix::Edit{tok.begin, tok.end, negated});
+    f.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(f));
+    ctx.changed = true;
+    return;
+  }
+  if (parenthesise) {
+    Finding f;
+    f.code = "TP302";
+    f.op = Operation::Modify;
+    f.api = ".is_cuda";
+    f.message = "change attribute is_cuda to " + repl + " (parenthesised)";
+    f.begin = tok.begin;
+    f.end = tok.end;
+    fix::Fix fx;
+    const std::uint32_t start = m.tokens()[node->first_token()].begin;
+    fx.edits.push_back(fix::Edit{start, start, "("});
+    fx.edits.push_back(fix::Edit{tok.begin, tok.end, repl + ")"});
+    f.fix = std::move(fx);
+    ctx.result.findings.push_back(std::move(f));
+    ctx.changed = true;
+    return;
+  }
+  ctx.modify("TP302", ".is_cuda", "change attribute is_cuda to " + repl, tok.begin, tok.end, repl);
+}
+
+// `x.cuda(...)` (TP301): the target's method, or .to(<device>, <the other arguments>).
+void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
+  const semantic::Model& m = ctx.m;
+  const std::string& t = ctx.target.name;
+  const syntax::Token& tok = m.tokens()[i];
+  const catalogue::Mapping* mp = ctx.cat.lookup(".cuda", t);
+  if (mp && mp->status == catalogue::Status::Unsupported) {
+    ctx.flag("TP301", Operation::Unsupported, ".cuda", mp->note, tok.begin, tok.end);
+    return;
+  }
+  std::string method;
+  if (mp && mp->replacement.starts_with(".") && mp->replacement.find('(') == std::string::npos &&
+      mp->replacement != ".to" && mp->replacement != ".cpu") {
+    // .npu/.mlu/.musa/.xpu take the same arguments as .cuda; .cpu does not (non_blocking),
+    // so cpu goes through .to("cpu", ...).
+    method = mp->replacement.substr(1);
+  }
+  if (!method.empty()) {
+    ctx.modify("TP301", ".cuda", "change method .cuda to ." + method, tok.begin, tok.end, method);
+    return;
+  }
+  // .to(<device>, <the other arguments>). The arguments' own bytes are never replaced, so
+  // rewrites inside them (`.cuda(torch.cuda.current_device())`) still apply.
+  auto args = call_args(m, nx);
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> idx;  // byte range of the index
+  for (const Arg& a : args) {
+    if (a.keyword.empty() && !idx && m.kind(a.first) != TokenKind::Star &&
+        m.kind(a.first) != TokenKind::DoubleStar) {
+      idx.emplace(m.tokens()[a.first].begin, m.tokens()[a.last].end);
+    } else if (a.keyword == "device") {
+      auto eq = m.next(a.first);
+      idx.emplace(m.tokens()[*m.next(*eq)].begin, m.tokens()[a.last].end);
+    }
+  }
+  if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
+  fix::Fix fx;
+  fx.edits.push_back(fix::Edit{tok.begin, tok.end, "to"});
+  std::string msg;
+  if (!idx) {
+    const std::string dev = ctx.device_expr(tok.begin);
+    const std::uint32_t at = m.tokens()[nx].end;
+    fx.edits.push_back(fix::Edit{at, at, dev + (args.empty() ? "" : ", ")});
+    msg = "change method .cuda(...) to .to(" + dev + ")";
+  } else {
+    const std::string text(m.text().substr(idx->first, idx->second - idx->first));
+    const bool literal =
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (literal || !ctx.target.device_index) {
+      const std::string dev =
+          literal ? index_device(ctx, text, tok.begin) : "\"" + ctx.target.device + "\"";
+      fx.edits.push_back(fix::Edit{idx->first, idx->second, dev});
+      // The dropped index expression takes the findings inside it along.
+      std::erase_if(ctx.result.findings, [&](const Finding& g) {
+        return g.begin >= idx->first && g.end <= idx->second;
+      });
+      msg = "change method .cuda(" + text + ") to .to(" + dev + ")";
+      if (!ctx.target.device_index) msg += " (" + t + " has one device)";
+    } else {
+      const std::string type =
+          ctx.accelerator() ? ctx.device_type_expr(tok.begin) : "\"" + ctx.target.device + "\"";
+      fx.edits.push_back(
+          fix::Edit{idx->first, idx->first, ctx.render("torch.device") + "(" + type + ", "});
+      fx.edits.push_back(fix::Edit{idx->second, idx->second, ")"});
+      msg = "change method .cuda(" + text + ") to .to(torch.device(" + type + ", " + text + "))";
+    }
+  }
+  Finding f;
+  f.code = "TP301";
+  f.op = Operation::Modify;
+  f.api = ".cuda";
+  f.message = msg;
+  f.begin = tok.begin;
+  f.end = m.tokens()[*m.match(nx)].end;
+  f.fix = std::move(fx);
+  ctx.result.findings.push_back(std::move(f));
+  ctx.changed = true;
+}
+
 void cuda_methods(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
-  const std::string& t = ctx.target.name;
   for (TokenIndex i = 0; i < n; ++i) {
     if (m.kind(i) != TokenKind::Name) continue;
     std::string_view name = m.token_text(i);
@@ -941,170 +1111,12 @@ void cuda_methods(Context& ctx) {
       if (k0 == TokenKind::KwImport || k0 == TokenKind::KwFrom) continue;
     }
     auto nx = m.next(i);
-    const syntax::Token& tok = m.tokens()[i];
     if (name == "is_cuda") {
-      const catalogue::Mapping* mp = ctx.cat.lookup(".is_cuda", t);
-      if (mp && mp->status == catalogue::Status::Unsupported) {
-        ctx.flag("TP302", Operation::Unsupported, ".is_cuda", mp->note, tok.begin, tok.end);
-        continue;
-      }
-      std::string repl;
-      const bool scripted = !ctx.target.host && in_scripted_function(m, i);
-      if (scripted && ctx.accelerator()) {
-        // "On an accelerator" (TorchScript reads no module-level names).
-        repl = "device.type != \"cpu\"";
-      } else if (scripted) {
-        // TorchScript knows only torch's built-in Tensor attributes: a vendor's is_npu / is_mlu
-        // is a Python property (generate_methods_for_privateuse1_backend), so say it with the
-        // device type, which it reads.
-        repl = "device.type == \"" + ctx.target.device + "\"";
-      } else if (mp && !mp->replacement.empty()) {
-        repl = ctx.render(mp->replacement, tok.begin);
-        if (repl.starts_with(".")) repl.erase(0, 1);
-      } else if (ctx.accelerator()) {
-        repl = "device.type != \"cpu\"";  // on an accelerator, whichever is current
-      } else {
-        repl = "is_" + ctx.target.device;
-      }
-      // A replacement that is itself a comparison is parenthesised where an operator around it
-      // binds tighter (it would chain, or not parse), and quoted apart from an f-string's own.
-      const bool comparison =
-          repl.find("==") != std::string::npos || repl.find("!=") != std::string::npos;
-      const syntax::Node* node = ctx.attribute_named_at(i);
-      if (comparison) {
-        const FStringQuote fq = enclosing_fstring(m, i);
-        if (fq.depth > 1) {
-          ctx.flag("TP302", Operation::Unsupported, ".is_cuda",
-                   ".is_cuda inside a nested f-string; rewrite as x.device.type comparison by hand",
-                   tok.begin, tok.end);
-          continue;
-        }
-        if (fq.quote == '"') std::ranges::replace(repl, '"', '\'');
-      }
-      const bool parenthesise =
-          comparison && node && binds_tighter_than_comparison(ctx.tree, *node);
-      if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
-      // `not x.is_cuda` reads better as `x.device.type == "cpu"` than as a double negation.
-      const syntax::Node* up = node ? node->parent() : nullptr;
-      const bool under_not = node && !node->has(syntax::kParenthesized) && up &&
-                             up->kind() == syntax::NodeKind::UnaryOp &&
-                             m.kind(up->token()) == TokenKind::KwNot;
-      std::string negated;  // `not x.is_cuda` as one comparison: the other operator
-      if (const auto eq = repl.find(" == "); eq != std::string::npos)
-        negated = repl.substr(0, eq) + " != " + repl.substr(eq + 4);
-      if (const auto ne = repl.find(" != "); ne != std::string::npos)
-        negated = repl.substr(0, ne) + " == " + repl.substr(ne + 4);
-      if (!negated.empty() && under_not) {
-        Finding f;
-        f.code = "TP302";
-        f.op = Operation::Modify;
-        f.api = ".is_cuda";
-        f.message = "change not x.is_cuda to x." + negated;
-        f.begin = tok.begin;
-        f.end = tok.end;
-        fix::Fix fx;
-        fx.edits.push_back(
-            fix::Edit{m.tokens()[up->token()].begin, m.tokens()[node->first_token()].begin, ""});
-        fx.edits.push_back(fix::Edit{tok.begin, tok.end, negated});
-        f.fix = std::move(fx);
-        ctx.result.findings.push_back(std::move(f));
-        ctx.changed = true;
-        continue;
-      }
-      if (parenthesise) {
-        Finding f;
-        f.code = "TP302";
-        f.op = Operation::Modify;
-        f.api = ".is_cuda";
-        f.message = "change attribute is_cuda to " + repl + " (parenthesised)";
-        f.begin = tok.begin;
-        f.end = tok.end;
-        fix::Fix fx;
-        const std::uint32_t start = m.tokens()[node->first_token()].begin;
-        fx.edits.push_back(fix::Edit{start, start, "("});
-        fx.edits.push_back(fix::Edit{tok.begin, tok.end, repl + ")"});
-        f.fix = std::move(fx);
-        ctx.result.findings.push_back(std::move(f));
-        ctx.changed = true;
-        continue;
-      }
-      ctx.modify("TP302", ".is_cuda", "change attribute is_cuda to " + repl, tok.begin, tok.end,
-                 repl);
+      is_cuda_attribute(ctx, i);
       continue;
     }
-    // .cuda
     if (!nx || m.kind(*nx) != TokenKind::LPar) continue;  // an attribute of the user's own
-    const catalogue::Mapping* mp = ctx.cat.lookup(".cuda", t);
-    if (mp && mp->status == catalogue::Status::Unsupported) {
-      ctx.flag("TP301", Operation::Unsupported, ".cuda", mp->note, tok.begin, tok.end);
-      continue;
-    }
-    std::string method;
-    if (mp && mp->replacement.starts_with(".") && mp->replacement.find('(') == std::string::npos &&
-        mp->replacement != ".to" && mp->replacement != ".cpu") {
-      // .npu/.mlu/.musa/.xpu take the same arguments as .cuda; .cpu does not (non_blocking),
-      // so cpu goes through .to("cpu", ...).
-      method = mp->replacement.substr(1);
-    }
-    if (!method.empty()) {
-      ctx.modify("TP301", ".cuda", "change method .cuda to ." + method, tok.begin, tok.end, method);
-      continue;
-    }
-    // .to(<device>, <the other arguments>). The arguments' own bytes are never replaced, so
-    // rewrites inside them (`.cuda(torch.cuda.current_device())`) still apply.
-    auto args = call_args(m, *nx);
-    std::optional<std::pair<std::uint32_t, std::uint32_t>> idx;  // byte range of the index
-    for (const Arg& a : args) {
-      if (a.keyword.empty() && !idx && m.kind(a.first) != TokenKind::Star &&
-          m.kind(a.first) != TokenKind::DoubleStar) {
-        idx.emplace(m.tokens()[a.first].begin, m.tokens()[a.last].end);
-      } else if (a.keyword == "device") {
-        auto eq = m.next(a.first);
-        idx.emplace(m.tokens()[*m.next(*eq)].begin, m.tokens()[a.last].end);
-      }
-    }
-    if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
-    fix::Fix fx;
-    fx.edits.push_back(fix::Edit{tok.begin, tok.end, "to"});
-    std::string msg;
-    if (!idx) {
-      const std::string dev = ctx.device_expr(tok.begin);
-      const std::uint32_t at = m.tokens()[*nx].end;
-      fx.edits.push_back(fix::Edit{at, at, dev + (args.empty() ? "" : ", ")});
-      msg = "change method .cuda(...) to .to(" + dev + ")";
-    } else {
-      const std::string text(m.text().substr(idx->first, idx->second - idx->first));
-      const bool literal =
-          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-      if (literal || !ctx.target.device_index) {
-        const std::string dev =
-            literal ? index_device(ctx, text, tok.begin) : "\"" + ctx.target.device + "\"";
-        fx.edits.push_back(fix::Edit{idx->first, idx->second, dev});
-        // The dropped index expression takes the findings inside it along.
-        std::erase_if(ctx.result.findings, [&](const Finding& g) {
-          return g.begin >= idx->first && g.end <= idx->second;
-        });
-        msg = "change method .cuda(" + text + ") to .to(" + dev + ")";
-        if (!ctx.target.device_index) msg += " (" + t + " has one device)";
-      } else {
-        const std::string type =
-            ctx.accelerator() ? ctx.device_type_expr(tok.begin) : "\"" + ctx.target.device + "\"";
-        fx.edits.push_back(
-            fix::Edit{idx->first, idx->first, ctx.render("torch.device") + "(" + type + ", "});
-        fx.edits.push_back(fix::Edit{idx->second, idx->second, ")"});
-        msg = "change method .cuda(" + text + ") to .to(torch.device(" + type + ", " + text + "))";
-      }
-    }
-    Finding f;
-    f.code = "TP301";
-    f.op = Operation::Modify;
-    f.api = ".cuda";
-    f.message = msg;
-    f.begin = tok.begin;
-    f.end = m.tokens()[*m.match(*nx)].end;
-    f.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(f));
-    ctx.changed = true;
+    cuda_method_call(ctx, i, *nx);
   }
 }
 
