@@ -324,10 +324,6 @@ TEST(RuleFixtures, OutputsAndFindingsMatchTheHandWrittenExpectations) {
       want.erase(want.find_last_not_of("\n") + 1);
       EXPECT_EQ(r.min_torch_version, want);
     }
-    if (std::getenv("TORCHPORT_FIXTURE_DUMP")) {
-      std::ofstream(c.dir / (c.target + ".actual")) << out;
-      std::ofstream(c.dir / (c.target + ".findings.actual")) << findings_text(input, r);
-    }
   }
 }
 
