@@ -109,7 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     gen = args.root / "tools" / "gen_rules_doc.py"
     if gen.exists():
         subprocess.run([sys.executable, str(gen)], check=False)
-    print("now: fill in the doc comment, write the rule, and the fixture's expected outputs")
+    print(
+        "now: fill in the doc comment, write the rule, and the fixture's expected outputs by hand; "
+        "then read them once more and run tools/review_fixture.py NAME --accept"
+    )
     return 0
 
 
