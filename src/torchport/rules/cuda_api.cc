@@ -543,9 +543,13 @@ void accelerator_module_function(const Context& ctx, Resolved& r) {
   mp.changes.clear();  // the device module's own function
   // Without an accelerator the device module is torch.cpu: its function's signature.
   mp.refused_keywords.clear();
-  if (const catalogue::Mapping* cpu = ctx.cat.lookup(r.prefix, "cpu");
-      cpu && cpu->replacement == "torch.cpu." + std::string(fn))
-    mp.refused_keywords = cpu->refused_keywords;
+  // (the host target's mapping: the one whose device is the CPU, data/targets.json `host`)
+  for (const catalogue::Target& host : ctx.cat.targets()) {
+    if (!host.host) continue;
+    if (const catalogue::Mapping* cpu = ctx.cat.lookup(r.prefix, host.name);
+        cpu && cpu->replacement == "torch.cpu." + std::string(fn))
+      mp.refused_keywords = cpu->refused_keywords;
+  }
 }
 
 // Resolves `ref`; nullopt when it is no CUDA API to port, or was reported here (a catalogued

@@ -516,7 +516,7 @@ bool comparison_guard(Context& ctx, TokenIndex i, const semantic::StringValue& s
                       const std::string& api) {
   const semantic::Model& m = ctx.m;
   const syntax::Token& tok = m.tokens()[i];
-  if (ctx.target.name == "cpu") {
+  if (ctx.target.host) {
     ctx.flag("TP300", Operation::Unknown, api,
              "comparison with " + api +
                  " kept: it tests for a CUDA device, and on cpu it stays false as on a machine "
@@ -662,7 +662,7 @@ bool built_device_string(Context& ctx, TokenIndex i, const semantic::StringValue
   if (ctx.accelerator()) return accelerator_built_device(ctx, i, k, c, sv);
   const std::string api = std::string(m.token_text(i));
   const std::string& t = ctx.target.name;
-  if (t != "cpu" && t != "mps") {
+  if (ctx.target.device_index) {  // the target's devices take an index (data/targets.json)
     ctx.modify(
         "TP300", api,
         "replace \"cuda\" with \"" + ctx.target.device + "\" in a device string built at run time",
