@@ -320,6 +320,9 @@ void parse_version_changes(Catalogue::Impl& impl, const std::string& name, const
     if (v.fix_when != "always" && v.fix_when != "never" && v.fix_when != "saves_objects")
       throw DataError(where + ".fix_when: expected always, never or saves_objects");
     v.fix_note = str_field(c, "fix_note", where, false);
+    v.fix_reason = str_field(c, "fix_reason", where, v.fix_when != "never");
+    v.report_when = str_field(c, "report_when", where, v.fix_when != "always");
+    v.keyword_since = str_field(c, "keyword_since", where, false);
     v.source = str_field(c, "source", where, true);
     impl.version_changes.push_back(std::move(v));
   }

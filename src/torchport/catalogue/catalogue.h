@@ -37,6 +37,16 @@ struct VersionChange {
   std::string summary;
   std::string fix_when;  ///< "always", "never" or "saves_objects"
   std::string fix_note;
+  /// Why the old value is written, in the fix's message ("the file also saves whole objects
+  /// with torch.save"); required unless fix_when is "never".
+  std::string fix_reason;
+  /// When to pass the old value, in a report without a fix ("the file holds more than tensors
+  /// ... and is trusted"); required unless fix_when is "always".
+  std::string report_when;
+  /// The first torch that takes the keyword: where the torch the output runs on is not known,
+  /// an "always" row is still applied, since the old value is the default of every torch from
+  /// this one up to `since` ("" = only judged against a known torch).
+  std::string keyword_since;
   std::string source;
 };
 

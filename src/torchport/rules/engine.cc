@@ -189,7 +189,12 @@ constexpr FamilyInfo kFamilies[] = {
     // TP902 in setup.py (a Python file); after env, whose findings its own used to follow.
     {"setup_requires", Input::PythonFile, NeedModel | NeedCatalogue, {"env"}, run_setup_requires},
     {"dtypes", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_dtypes},
-    {"torch_versions", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_torch_versions},
+    // After the rewrites whose torch floor tells it which torch the output runs on.
+    {"torch_versions",
+     Input::PythonFile,
+     NeedModel | NeedCatalogue,
+     {"cuda_api", "device", "distributed", "oom_text"},
+     run_torch_versions},
     {"custom_args",
      Input::PythonFile,
      NeedModel | NeedCatalogue | NeedFindings,
