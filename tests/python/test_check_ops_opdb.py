@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tools_testlib import load_tool
 from torchport.check_ops.opdb import DB_TARGETS, OpDbError, db_dir, load
 from torchport.targets import get_target
 
@@ -16,11 +16,7 @@ UPSTREAM = REPO.parent / "shared" / "upstream"
 
 
 def _gen_module():
-    spec = importlib.util.spec_from_file_location("gen_opdb", REPO / "tools" / "gen_opdb.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("gen_opdb")
 
 
 @pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream is not next to the repository")

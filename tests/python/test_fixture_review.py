@@ -4,23 +4,18 @@ that step fails here, so output pasted from the tool cannot pass unseen."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tools_testlib import load_tool
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("review_fixture", REPO / "tools" / "review_fixture.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["review_fixture"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("review_fixture")
 
 
 def test_every_expected_file_is_reviewed_as_it_is() -> None:

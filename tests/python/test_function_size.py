@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from tools_testlib import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("function_size", REPO / "tools" / "function_size.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["function_size"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("function_size")
 
 
 def test_no_function_in_src_is_over_the_limit() -> None:

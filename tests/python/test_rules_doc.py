@@ -3,7 +3,6 @@ family documents the fixed headings; tools/new_rule.py scaffolds a family everyw
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -11,16 +10,13 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from tools_testlib import load_tool
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool(name)
 
 
 def test_rules_doc_is_current() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from runtime_testlib import run_torchport
+from tools_testlib import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 COVERAGE = json.loads((ROOT / "data" / "runtime" / "coverage.json").read_text(encoding="utf-8"))
@@ -216,14 +217,7 @@ def rehearsed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 
 def _expected_status(row: dict[str, Any], target: str) -> str:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "gen_runtime_coverage", ROOT / "tools" / "gen_runtime_coverage.py"
-    )
-    assert spec is not None and spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = load_tool("gen_runtime_coverage")
     names = json.loads((ROOT / "data" / "runtime" / "device_names.json").read_text(encoding="utf-8"))["names"]
     text = gen.cell(row, target, names)
     st = str(gen.status(text))

@@ -6,23 +6,17 @@ These tests need no network."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
+
+from tools_testlib import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 WHEELS = REPO / "data" / "vendor" / "torch_npu_wheels.json"
 
 
 def load_transfer_tool():
-    sys.path.insert(0, str(REPO / "tools"))
-    spec = importlib.util.spec_from_file_location(
-        "gen_transfer_to_npu", REPO / "tools" / "gen_transfer_to_npu.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("gen_transfer_to_npu", tools_on_path=True)
 
 
 transfer = load_transfer_tool()

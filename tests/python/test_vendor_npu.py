@@ -8,12 +8,12 @@ tools/check_vendor_npu.py reads the Python source of the pinned torch-npu wheels
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from tools_testlib import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 RESULT = REPO / "data" / "vendor" / "torch_npu_check.json"
@@ -21,15 +21,7 @@ WHEELS = REPO / "data" / "vendor" / "torch_npu_wheels.json"
 REGEN = "run tools/check_vendor_npu.py (it downloads the pinned torch-npu wheels)"
 
 
-def load_tool():
-    spec = importlib.util.spec_from_file_location("check_vendor_npu", REPO / "tools" / "check_vendor_npu.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["check_vendor_npu"] = mod  # dataclasses look the module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-tool = load_tool()
+tool = load_tool("check_vendor_npu")
 
 
 # --- the committed result against the catalogue as it is now ---------------------------------------
