@@ -199,8 +199,8 @@ void run_idiom(Context& ctx);              // TP310 idiom.cc, on the output (out
 std::optional<semantic::TokenIndex> uses_torch_distributed(const semantic::Model& m);
 void run_device_value(Context& ctx);  // TP304 device_value.cc
 void run_sdpa_kernel(Context& ctx);   // TP110 sdpa_kernel.cc
-void run_oom_text(Context& ctx);  // TP120 oom_text.cc
-void run_nvidia_smi(Context& ctx);  // TP130 nvidia_smi.cc
+void run_oom_text(Context& ctx);      // TP120 oom_text.cc
+void run_nvidia_smi(Context& ctx);    // TP130 nvidia_smi.cc
 // tools/new_rule.py: declarations
 void run_insertions(Context& ctx);       // TP900 insertions.cc
 void run_custom_op_calls(Context& ctx);  // TP903 custom_op_calls.cc
