@@ -165,8 +165,7 @@ struct DeviceValues::Impl {
       auto s = t.string_value(*a);
       if (!s || s->empty() || (*s)[0] != '-') return;
       if (dest.empty() || s->starts_with("--")) {
-        dest = s->substr(s->find_first_not_of('-'));
-        std::replace(dest.begin(), dest.end(), '-', '_');
+        dest = option_dest(*s);
       }
     }
     for (const Node* k : call.keywords()) {
@@ -578,6 +577,14 @@ Value DeviceValues::of(const syntax::Node& e) const {
 bool DeviceValues::is_index(const syntax::Node& e) const {
   const Value& v = of(e);
   return v.has(Source::Index) && v.only({Source::Index, Source::None});
+}
+
+std::string option_dest(std::string_view option) {
+  const std::size_t first = option.find_first_not_of('-');
+  if (first == std::string_view::npos) return {};
+  std::string dest(option.substr(first));
+  std::replace(dest.begin(), dest.end(), '-', '_');
+  return dest;
 }
 
 }  // namespace torchport::flow

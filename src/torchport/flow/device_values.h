@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -59,6 +60,10 @@ struct Value {
   void add(Source s) { sources |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(s)); }
   void merge(const Value& o);
 };
+
+/// argparse's dest for an option string: "--no-cuda" -> "no_cuda", "-d" -> "d"; "" for one made
+/// of dashes only ("--", which argparse refuses), so a script's odd option never throws here.
+std::string option_dest(std::string_view option);
 
 class DeviceValues {
  public:

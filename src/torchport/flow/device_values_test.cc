@@ -33,6 +33,27 @@ struct Probe {
   DeviceValues dv;
 };
 
+// Found by the migrate fuzzer: `parser.add_argument("--")` (an option of dashes only, which
+// argparse itself refuses) took substr(npos) and failed the file with an internal error.
+TEST(OptionDest, IsArgparsesDestAndEmptyForDashesOnly) {
+  EXPECT_EQ(option_dest("--no-cuda"), "no_cuda");
+  EXPECT_EQ(option_dest("-d"), "d");
+  EXPECT_EQ(option_dest("--dist-backend"), "dist_backend");
+  EXPECT_EQ(option_dest("--"), "");
+  EXPECT_EQ(option_dest("-"), "");
+  EXPECT_EQ(option_dest(""), "");
+}
+
+TEST(OptionDest, AnOptionOfDashesOnlyDoesNotStopTheLayer) {
+  Probe p(
+      "parser.add_argument('--')\n"
+      "parser.add_argument('-d', '--device', type=str, default='cuda')\n"
+      "args = parser.parse_args()\nm.to(args.device)\n");
+  const Value& dev = p.dv.of(p.arg("m.to"));
+  EXPECT_TRUE(dev.only({Source::DeviceString}));
+  EXPECT_EQ(p.literals(dev), "'cuda';");
+}
+
 TEST(DeviceValues, IntegerLiteralsAndRankSourcesAreIndices) {
   Probe p(
       "import os\nimport torch.distributed as dist\n"

@@ -157,8 +157,7 @@ class DeviceValueRule {
       if (a->kind() != NodeKind::Constant || !t_.is_string(*a)) return;
       auto s = t_.string_value(*a);
       if (!s || !s->starts_with("-")) return;
-      std::string dest = s->substr(s->find_first_not_of('-'));
-      std::replace(dest.begin(), dest.end(), '-', '_');
+      const std::string dest = flow::option_dest(*s);
       backend = backend || backend_name(dest) || dest.find("backend") != std::string::npos;
     }
     if (!backend) return;

@@ -631,9 +631,7 @@ std::set<std::string, std::less<>> Nccl::argparse_options() {
       for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       if (lower.find("backend") == std::string::npos) continue;
       if (option.empty() || name.starts_with("--")) option = name;
-      std::string dest = name.substr(name.find_first_not_of('-'));
-      std::replace(dest.begin(), dest.end(), '-', '_');
-      dests.push_back(dest);
+      dests.push_back(flow::option_dest(name));
     }
     if (option.empty()) continue;
     for (const Arg& a : args) {

@@ -66,12 +66,6 @@ struct Flag {
   std::string refused;  ///< why it cannot be ported ("" = it can)
 };
 
-std::string dest_of(std::string_view option) {
-  std::string d(option.substr(option.find_first_not_of('-')));
-  std::replace(d.begin(), d.end(), '-', '_');
-  return d;
-}
-
 /// "cuda"/"mps"/"xpu" and the polarity of a device flag's option ("--no-cuda"), or "".
 std::pair<std::string, bool> device_of(std::string_view option) {
   if (!option.starts_with("--")) return {};
@@ -107,7 +101,7 @@ std::optional<Flag> device_flag(const syntax::Tree& t, const Node* call) {
     }
   }
   if (fl.device.empty()) return {};
-  fl.dest = dest_of(fl.option);
+  fl.dest = flow::option_dest(fl.option);
   fl.stmt = call;
   auto refuse = [&](std::string why) {
     fl.refused = std::move(why);
@@ -496,7 +490,7 @@ std::vector<Finding> Porter::run() {
     std::size_t p = o.rfind("cuda");
     return o.replace(p, 4, word_);
   }();
-  const std::string new_dest = dest_of(new_option);
+  const std::string new_dest = flow::option_dest(new_option);
   std::vector<fix::Edit> edits;
   std::vector<std::string> notes;
   // The target's own flag of the same polarity (`--no-mps` for mps, next to `--no-cuda`): folded
