@@ -39,6 +39,10 @@
 //   Only values whose every source the layer knows are rewritten: a name also bound to a call
 //   result, a subscript or a loop variable is left to TP700, which reports it. A literal that
 //   another rule already rewrote or reported is left to that rule. Messages are never values.
+//   An index that TP100 rewrote inside (`torch.device(torch.cuda.current_device())`) is still
+//   this rule's: where the index stays, the device type goes around it with two insertions that
+//   keep TP100's rewrite (so a second migrate changes nothing); where it goes (cpu, mps), the
+//   replacement drops TP100's finding with it (Finding::drops).
 #include <torchport/flow/device_values.h>
 #include <torchport/rules/context.h>
 
@@ -62,6 +66,8 @@ class DeviceValueRule {
         modified_.emplace_back(f.begin, f.end);
         before_.emplace_back(f.begin, f.end);
       }
+      if (f.code == "TP100" && f.op == Operation::Modify)
+        api_rewrites_.emplace_back(f.begin, f.end);
     }
   }
 
@@ -219,8 +225,54 @@ class DeviceValueRule {
 
   // ---- integer indices ----
 
+  /// True when every finding that overlaps `n` is a rewrite of a torch.cuda API within it
+  /// (TP100: `torch.cuda.current_device` renamed, or the whole call made a value on cpu), so
+  /// the index itself is still this rule's.
+  bool only_api_rewrites(const Node& n) const {
+    const auto r = t_.byte_range(n);
+    return std::all_of(taken_.begin(), taken_.end(), [&](const auto& f) {
+      const bool overlaps = f.first < r.end && r.begin < std::max(f.second, f.first + 1);
+      return !overlaps ||
+             (f.first >= r.begin && f.second <= r.end &&
+              std::find(api_rewrites_.begin(), api_rewrites_.end(), f) != api_rewrites_.end());
+    });
+  }
+
+  // An index that another rule rewrote inside (`torch.device(torch.cuda.current_device())`,
+  // whose callee TP100 renamed): the device type goes around it with two insertions, so its
+  // bytes, and the rewrite in them, stay. Without it a second migrate would add the type.
+  void wrap_index(const Node& e, Position where, const std::string& type_arg) {
+    const auto r = t_.byte_range(e);
+    const std::string i(t_.text(e));
+    Finding f;
+    f.code = "TP304";
+    f.op = Operation::Modify;
+    f.api = "device index";
+    f.begin = r.begin;
+    f.end = r.end;
+    fix::Fix fx;
+    if (where == Position::DeviceCtor) {
+      fx.edits.push_back(fix::Edit{r.begin, r.begin, type_arg + ", "});
+      f.message = "change the integer device index " + i + " (cuda:" + i + " on CUDA) to " +
+                  type_arg + ", " + i + " (the index is kept)";
+    } else {
+      const std::string open = ctx_.torch_name() + ".device(" + type_arg + ", ";
+      fx.edits.push_back(fix::Edit{r.begin, r.begin, open});
+      fx.edits.push_back(fix::Edit{r.end, r.end, ")"});
+      f.message = "change the integer device index " + i + " (cuda:" + i + " on CUDA) to " + open +
+                  i + ") (the index is kept)";
+    }
+    f.fix = std::move(fx);
+    ctx_.result.findings.push_back(std::move(f));
+    ctx_.changed = true;
+    take(e);
+  }
+
   void index(const Node& e, Position where) {
-    if (!free(e)) return;
+    // Another rule's rewrite inside the index: kept around it where the index stays, dropped
+    // with the index where it goes (Finding::drops).
+    const bool inside = !free(e);
+    if (inside && !only_api_rewrites(e)) return;
     const std::string i(t_.text(e));
     const auto r = t_.byte_range(e);
     std::string type_arg;  // the device type, as an argument of torch.device
@@ -229,6 +281,8 @@ class DeviceValueRule {
     } else {
       type_arg = "\"" + ctx_.target.device + "\"";
     }
+    const bool kept_index = ctx_.accelerator() || ctx_.target.device_index;
+    if (inside && kept_index) return wrap_index(e, where, type_arg);
     std::string repl;
     std::string what;
     if (!ctx_.accelerator() && !ctx_.target.device_index) {
@@ -245,6 +299,7 @@ class DeviceValueRule {
                 "change the integer device index " + i + " (cuda:" + i + " on CUDA) to " + repl +
                     " (" + what + ")",
                 r.begin, r.end, repl);
+    if (inside) ctx_.result.findings.back().drops = {r.begin, r.end};
     take(e);
   }
 
@@ -635,6 +690,8 @@ class DeviceValueRule {
   const flow::DeviceValues& dv_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> taken_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> modified_;  ///< rewrites only
+  /// TP100's rewrites of catalogued torch.cuda APIs (an index may hold one)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> api_rewrites_;
   /// the other rules' rewrites (a guarded body they changed)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> before_;
 };
