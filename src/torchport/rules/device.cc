@@ -5,8 +5,10 @@
 //   device=, map_location=, device_type= and output_device= keywords; the first argument of
 //   torch.device, .to, torch.autocast, torch.amp.*, torch.set_default_device; torch.load's
 //   second argument; `x.device.type == "cuda"` and comparisons with device variables; argparse
-//   `--device` defaults and choices; and variables assigned a device value
-//   (`device = "cuda" if torch.cuda.is_available() else "cpu"`). It also adds
+//   `--device` defaults and choices; torch.library's device types (custom_op's device_types=,
+//   a tuple of them included, register_kernel's and impl's device argument: a kernel
+//   registered for "cuda" only is not found for the target's tensors); and variables assigned a
+//   device value (`device = "cuda" if torch.cuda.is_available() else "cpu"`). It also adds
 //   map_location=<the device> to torch.load calls that have none, since storages saved on a
 //   CUDA device fail to load anywhere else.
 //   TP301 rewrites `.cuda(...)` calls on tensors and modules, TP302 `.is_cuda`.
@@ -158,6 +160,15 @@ Ctx device_context(const Context& ctx, TokenIndex s, TokenIndex s_last) {
       const semantic::Reference* callee = callee_of(m, *en);
       const std::string q = callee ? callee->qualified : std::string();
       std::string_view last = callee_last_name(m, *en);
+      // torch.library's device types: custom_op(..., device_types="cuda") and
+      // register_kernel(op, "cuda") register the kernel for that device type only, so on the
+      // target it must name the target's (a tuple of them too: each is a device type).
+      if (a.keyword == "device_types" ||
+          (a.keyword.empty() && ((pos == 1 && (q == "torch.library.register_kernel" ||
+                                               q == "torch.library.impl")) ||
+                                 (pos == 0 && q.empty() && last == "register_kernel")))) {
+        return Ctx::Device;
+      }
       if (device_keyword(a.keyword)) {
         // A map_location dict maps the *saved* locations: its "cuda:0" keys must stay.
         if (in_container) return Ctx::None;
