@@ -1,10 +1,12 @@
 #include <torchport/flow/device_values.h>
+#include <torchport/flow/project_values.h>
 #include <torchport/semantic/model.h>
 
 #include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -79,6 +81,14 @@ struct DeviceValues::Impl {
   std::unordered_set<std::string_view> spawned;  ///< functions started by mp.spawn
   std::unordered_map<const Node*, std::vector<const Node*>> returns;  ///< def -> return values
   std::unordered_map<std::string, std::vector<const Node*>> option_values;  ///< dest -> defaults
+  std::vector<OptionFact> option_facts;
+  /// What an import binds: the absolute module, and the imported name ("" for the module).
+  struct ImportRef {
+    std::string module;
+    std::string name;
+  };
+  std::unordered_map<Key, ImportRef, KeyHash> imports;
+  ModuleContext where;
 
   mutable std::unordered_map<const Node*, Value> memo;
   mutable bool cut = false;                                   ///< the current walk hit a cut
@@ -86,7 +96,7 @@ struct DeviceValues::Impl {
   mutable std::unordered_set<const Node*> active;
   Value unknown_;
 
-  explicit Impl(const syntax::Tree& tree) : t(tree) {
+  Impl(const syntax::Tree& tree, ModuleContext w) : t(tree), where(std::move(w)) {
     unknown_.add(Source::Unknown);
     index(t.root(), &t.root(), nullptr);
   }
@@ -156,14 +166,18 @@ struct DeviceValues::Impl {
     }
   }
 
-  void argparse_option(const Node& call) {
+  void argparse_option(const Node& call, bool add_argument) {
     std::string dest;
     const Node* default_value = nullptr;
     bool has_default = false, is_int = false;
+    OptionFact fact;
+    fact.add_argument = add_argument;
     for (const Node* a : call.args()) {
       if (a->kind() != NodeKind::Constant || !t.is_string(*a)) return;
       auto s = t.string_value(*a);
       if (!s || s->empty() || (*s)[0] != '-') return;
+      if (fact.first.empty()) fact.first = *s;
+      fact.dests.push_back(option_dest(*s));
       if (dest.empty() || s->starts_with("--")) {
         dest = option_dest(*s);
       }
@@ -180,9 +194,35 @@ struct DeviceValues::Impl {
       }
     }
     if (dest.empty()) return;
+    if (std::find(fact.dests.begin(), fact.dests.end(), dest) == fact.dests.end())
+      fact.dests.push_back(dest);
+    fact.is_int = is_int;
+    fact.has_default = has_default;
+    fact.default_value = default_value;
+    option_facts.push_back(std::move(fact));
     if (is_int) int_options.insert(dest);
     auto& values = option_values[dest];
     if (has_default) values.push_back(default_value);
+  }
+
+  /// An import's binding, when the analysis knows the project (project_values.h): `import a.b`
+  /// binds the module a, `import a.b as x` the module a.b, `from m import x` the name x of m
+  /// (which may itself be a module of the package m).
+  void import_ref(const Node& alias, const Node* scope, std::string_view bound) {
+    if (!where.project) return;
+    const Node* stmt = alias.parent();
+    if (!stmt) return;
+    std::string dotted = t.alias_name(alias);
+    if (dotted.empty() || dotted == "*") return;
+    if (stmt->kind() == NodeKind::Import) {
+      imports[{scope, bound}] = {t.name(alias).empty() ? std::string(bound) : dotted, ""};
+    } else if (stmt->kind() == NodeKind::ImportFrom) {
+      std::string mod = t.module(*stmt);
+      if (const std::uint32_t level = t.level(*stmt); level > 0)
+        mod = ProjectValues::resolve_relative(where.module, where.is_package, level, mod);
+      if (mod.empty()) return;
+      imports[{scope, bound}] = {std::move(mod), std::move(dotted)};
+    }
   }
 
   void call(const Node& c) {
@@ -194,7 +234,7 @@ struct DeviceValues::Impl {
     calls[name].push_back(&c);
     // argparse's add_argument, and configargparse's group.add (OpenNMT-py and others)
     if ((name == "add_argument" || name == "add") && f->kind() == NodeKind::Attribute)
-      argparse_option(c);
+      argparse_option(c, name == "add_argument");
     if (name == "spawn" || name == "start_processes") {
       auto args = c.args();
       if (!args.empty() && (*args.begin())->kind() == NodeKind::Name)
@@ -247,6 +287,7 @@ struct DeviceValues::Impl {
           bound = t.token_text(n.extra_tokens().empty() ? n.first_token() : n.extra_tokens()[0]);
         }
         binds[{scope, bound}].push_back(nullptr);
+        import_ref(n, scope, bound);
         break;
       }
       case NodeKind::ExceptHandler:
@@ -295,8 +336,32 @@ struct DeviceValues::Impl {
     return out;
   }
 
+  /// The import that alone binds the name `n` where Python resolves it, if any.
+  const ImportRef* import_of(const Node& n) const {
+    const std::string_view id = t.name(n);
+    for (const Node* scope : scopes_of(n)) {
+      auto b = binds.find({scope, id});
+      const bool param = params.contains({scope, id});
+      if (b == binds.end() && !param) continue;
+      if (param || b->second.size() != 1) return nullptr;
+      auto it = imports.find({scope, id});
+      return it == imports.end() ? nullptr : &it->second;
+    }
+    return nullptr;
+  }
+
+  /// The value of a name another module of the project defines (nullopt: not known there).
+  std::optional<Value> from_project(const std::string& module, std::string_view name) const {
+    if (!where.project) return std::nullopt;
+    return where.project->module_name(module, name, where.module);
+  }
+
   Value name(const Node& n, int steps) const {
     const std::string_view id = t.name(n);
+    if (const ImportRef* ref = import_of(n); ref && !ref->name.empty()) {
+      if (auto v = from_project(ref->module, ref->name)) return *v;
+      return unknown_;
+    }
     for (const Node* scope : scopes_of(n)) {
       Value v;
       bool found = false;
@@ -387,7 +452,19 @@ struct DeviceValues::Impl {
       found = true;
       v.merge(values(it->second, steps));
     }
-    return found ? v : unknown_;
+    if (found || !where.project || !n.value() || n.value()->kind() != NodeKind::Name)
+      return found ? v : unknown_;
+    // `config.GPU_ID` with `config` a project module; else `args.gpu` with the parser built
+    // in another module (opts.py): the project's options of that dest.
+    const std::string_view head = t.name(*n.value());
+    if (const ImportRef* ref = import_of(*n.value())) {
+      const std::string module = ref->name.empty() ? ref->module : ref->module + "." + ref->name;
+      if (auto mv = from_project(module, attr)) return *mv;
+      return unknown_;
+    }
+    if (head == "self" || head == "cls") return unknown_;
+    if (auto ov = where.project->option(attr)) return *ov;
+    return unknown_;
   }
 
   bool env_rank(const Node& e) const {
@@ -564,8 +641,26 @@ bool DeviceValues::user_attribute(const syntax::Node& a) const {
   return false;
 }
 
-DeviceValues::DeviceValues(const syntax::Tree& tree) : impl_(std::make_unique<Impl>(tree)) {}
+DeviceValues::DeviceValues(const syntax::Tree& tree, ModuleContext where)
+    : impl_(std::make_unique<Impl>(tree, std::move(where))) {}
 DeviceValues::~DeviceValues() = default;
+
+std::vector<std::pair<std::string, Value>> DeviceValues::module_values() const {
+  std::vector<std::pair<std::string, Value>> out;
+  const Node* root = &impl_->t.root();
+  for (const auto& [key, values] : impl_->binds) {
+    if (key.first != root) continue;
+    if (std::any_of(values.begin(), values.end(), [](const Node* v) { return v == nullptr; }))
+      continue;  // an import, a def, a loop variable...
+    Value v = impl_->values(values, 0);
+    impl_->query_memo.clear();
+    impl_->cut = false;
+    out.emplace_back(std::string(key.second), std::move(v));
+  }
+  return out;
+}
+
+const std::vector<OptionFact>& DeviceValues::options() const { return impl_->option_facts; }
 
 Value DeviceValues::of(const syntax::Node& e) const {
   Value v = impl_->eval(e, 0);

@@ -2,7 +2,8 @@
 // from, read from the syntax tree. It sits between the semantic model and the rules: a rule asks
 // it "what is `gpu_id` in `model.to(gpu_id)`?" instead of matching tokens or names.
 //
-// The analysis follows values backwards, inside one module, through:
+// The analysis follows values backwards, inside one module (and, given the project, into the
+// project's other modules: project_values.h), through:
 //   - literals: an integer (a device index), "cuda" / "cuda:N", "cpu", "nccl", and device strings
 //     built from "cuda" at run time (f"cuda:{i}", "cuda:%d" % i, "cuda:" + str(i),
 //     "cuda:{}".format(i));
@@ -15,7 +16,9 @@
 //   - calls: `int(...)` of an index, `os.environ["LOCAL_RANK"]`, `os.getenv("RANK")` and the like
 //     under int(), torch.distributed's get_rank() / get_local_rank(), torch.cuda.current_device(),
 //     and the return values of the module's own functions (`select_device()`);
-//   - conditional and `or` expressions: both sides.
+//   - conditional and `or` expressions: both sides;
+//   - with a ModuleContext: a name imported from another module of the project, an attribute
+//     of such a module (`config.GPU_ID`), and `args.gpu` whose option another module defines.
 // A value whose sources are not all known says so (Source::Unknown among them), and the rules
 // then report instead of rewriting. The walk is memoised per node and bounded (a cycle or a chain
 // deeper than kMaxSteps is Unknown).
@@ -65,10 +68,30 @@ struct Value {
 /// of dashes only ("--", which argparse refuses), so a script's odd option never throws here.
 std::string option_dest(std::string_view option);
 
+class ProjectValues;
+
+/// Where the module being analysed sits in its project: the other modules' values follow
+/// `from ... import` and argparse options across files (project_values.h).
+struct ModuleContext {
+  const ProjectValues* project = nullptr;
+  std::string module;       ///< the module's dotted name ("pkg.train"); "" when not importable
+  bool is_package = false;  ///< the module is a package's __init__.py
+};
+
+/// An argparse option as the module defines it (add_argument, configargparse's `.add`).
+struct OptionFact {
+  std::vector<std::string> dests;  ///< every dest it may have: of each option string, and dest=
+  std::string first;               ///< the first option string ("--device")
+  bool add_argument = false;       ///< called as add_argument (not `.add`)
+  bool is_int = false;             ///< type=int
+  bool has_default = false;
+  const syntax::Node* default_value = nullptr;
+};
+
 class DeviceValues {
  public:
   /// Indexes the module (one walk). The tree must outlive this object.
-  explicit DeviceValues(const syntax::Tree& tree);
+  explicit DeviceValues(const syntax::Tree& tree, ModuleContext where = {});
   ~DeviceValues();
   DeviceValues(const DeviceValues&) = delete;
   DeviceValues& operator=(const DeviceValues&) = delete;
@@ -84,6 +107,13 @@ class DeviceValues {
   /// code assigns on the same object (`self.is_cuda = ...` in the same class; `cfg.cuda = ...`):
   /// a user's attribute, not torch's (Tensor.is_cuda cannot be assigned).
   bool user_attribute(const syntax::Node& attribute) const;
+
+  /// The value of every module-level name bound only by assignments (`GPU_ID = 0`), in no
+  /// particular order: what another module's `from this import GPU_ID` gets.
+  std::vector<std::pair<std::string, Value>> module_values() const;
+
+  /// The module's argparse options.
+  const std::vector<OptionFact>& options() const;
 
   /// The longest chain of bindings followed before giving up.
   static constexpr int kMaxSteps = 24;

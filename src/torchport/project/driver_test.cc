@@ -462,5 +462,47 @@ TEST_F(Driver, FileNameThatIsNotUtf8IsAReportRow) {
   EXPECT_EQ(ra.report.files[0].file, "caf\\xe9.py");
 }
 
+// The device values of one module reach another's device positions (flow/project_values.h):
+// an index imported from a config module and an option of an opts module are rewritten where
+// they are used, and a backend option whose default its own file rewrites is no row.
+TEST_F(Driver, DeviceValuesCrossTheProjectsModules) {
+  put("pkg/__init__.py", "");
+  put("pkg/config.py", "GPU_ID = 0\n");
+  put("pkg/opts.py",
+      "def add(parser):\n"
+      "    parser.add_argument('--gpu', type=int, default=0)\n"
+      "    parser.add_argument('--dist-backend', default='nccl')\n");
+  put("pkg/train.py",
+      "import torch\n"
+      "import torch.distributed as dist\n"
+      "from .config import GPU_ID\n"
+      "def main(args, model):\n"
+      "    dist.init_process_group(backend=args.dist_backend)\n"
+      "    model.to(GPU_ID)\n"
+      "    model.to(args.gpu)\n");
+  for (const std::string target : {"npu", "cpu"}) {
+    Options o = opts(target);
+    o.force = true;
+    RunResult r = go(o);
+    ASSERT_EQ(r.exit_code, 0) << r.error;
+    const fs::path out = root_ / "out" / ("proj_" + target);
+    const std::string train = get(out / "pkg/train.py");
+    const std::string opts_py = get(out / "pkg/opts.py");
+    if (target == "npu") {
+      EXPECT_NE(train.find("model.to(torch.device(\"npu\", GPU_ID))"), std::string::npos) << train;
+      EXPECT_NE(train.find("model.to(torch.device(\"npu\", args.gpu))"), std::string::npos)
+          << train;
+      EXPECT_NE(opts_py.find("default='hccl'"), std::string::npos) << opts_py;
+    } else {
+      EXPECT_EQ(train.find("model.to(GPU_ID)"), std::string::npos) << train;
+      EXPECT_NE(train.find("    model.to(\"cpu\")\n    model.to(\"cpu\")\n"), std::string::npos)
+          << train;
+      EXPECT_NE(opts_py.find("default='gloo'"), std::string::npos) << opts_py;
+    }
+    const std::string report = get(out / "torchport-report/report.json");
+    EXPECT_EQ(report.find("cannot resolve"), std::string::npos) << report;
+  }
+}
+
 }  // namespace
 }  // namespace torchport::project

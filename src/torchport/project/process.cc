@@ -138,7 +138,12 @@ Processed process_files(const Plan& plan, const Selected& selected, const Option
   Processed out;
   out.works.resize(files.size());
   rules::CustomOps ops;
-  const FileContext ctx{plan.catalogue(), opts, ops, plan.dist, selected.package};
+  std::vector<std::string> modules;
+  for (const ProjectFile& f : files)
+    if (f.kind == FileKind::Python) modules.push_back(f.rel);
+  const flow::ProjectValues values(plan.input_is_dir ? plan.input : plan.input.parent_path(),
+                                   std::move(modules));
+  const FileContext ctx{plan.catalogue(), opts, ops, plan.dist, selected.package, &values};
   ProgressLine progress(opts, files.size());
   auto run_pass = [&](const std::vector<std::size_t>& todo) {
     for_each_file(files, todo, max_jobs(opts), [&](std::size_t i) {

@@ -36,6 +36,8 @@ rules::Options file_options(const std::string& rel, const FileContext& ctx) {
   ropts.distributed_companion = ropts.distributed && rel != dist.main;
   ropts.distributed_main = dist.main;
   if (ropts.distributed) ropts.distributed_loader_functions = dist.loader_functions;
+  ropts.module = {ctx.values, flow::ProjectValues::module_of(rel),
+                  rel == "__init__.py" || rel.ends_with("/__init__.py")};
   return ropts;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <torchport/catalogue/catalogue.h>
+#include <torchport/flow/project_values.h>
 #include <torchport/project/parse.h>
 #include <torchport/project/prepare.h>
 #include <torchport/rules/engine.h>
@@ -29,6 +30,8 @@ struct FileContext {
   const rules::CustomOps& ops;
   const DistributedFiles& dist;
   std::string_view package;  ///< Selected::package
+  /// The project's modules, for device values that cross them (nullptr: none).
+  const flow::ProjectValues* values = nullptr;
 };
 
 /// A Python file between the phases once its tree is gone: the original's text and the facts

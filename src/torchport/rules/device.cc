@@ -164,9 +164,9 @@ Ctx device_context(const Context& ctx, TokenIndex s, TokenIndex s_last) {
       // register_kernel(op, "cuda") register the kernel for that device type only, so on the
       // target it must name the target's (a tuple of them too: each is a device type).
       if (a.keyword == "device_types" ||
-          (a.keyword.empty() && ((pos == 1 && (q == "torch.library.register_kernel" ||
-                                               q == "torch.library.impl")) ||
-                                 (pos == 0 && q.empty() && last == "register_kernel")))) {
+          (a.keyword.empty() &&
+           ((pos == 1 && (q == "torch.library.register_kernel" || q == "torch.library.impl")) ||
+            (pos == 0 && q.empty() && last == "register_kernel")))) {
         return Ctx::Device;
       }
       if (device_keyword(a.keyword)) {

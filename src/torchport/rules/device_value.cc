@@ -7,7 +7,8 @@
 //   (1) An integer device index given to `.to(i)`, `torch.device(i)` or `device=i`, where `i`
 //   is proven an index: a literal, LOCAL_RANK/RANK from the environment, a rank from mp.spawn or
 //   dist.get_rank(), an argparse option of type=int, and the names, parameters and return values
-//   that only ever hold those. An integer device means the current accelerator (cuda:i on a
+//   that only ever hold those, in this module or imported from another of the project's
+//   (`from .config import GPU_ID`; `args.gpu` with the parser built in opts.py). An integer device means the current accelerator (cuda:i on a
 //   CUDA machine; on a machine without one, "Cannot access accelerator device when none is
 //   available"). It becomes the target's device with that index on the indexed targets
 //   (torch.device("npu", i)), the one device on cpu and mps ("cpu": the index goes), and

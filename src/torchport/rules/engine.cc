@@ -341,7 +341,7 @@ Context::Context(const syntax::Tree& syntax_tree, const semantic::Model& model,
     : tree(syntax_tree), m(model), cat(catalogue), target(tgt), opts(options) {}
 
 const flow::DeviceValues& Context::values() const {
-  if (!values_) values_ = std::make_unique<flow::DeviceValues>(tree);
+  if (!values_) values_ = std::make_unique<flow::DeviceValues>(tree, opts.module);
   return *values_;
 }
 

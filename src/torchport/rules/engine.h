@@ -8,6 +8,7 @@
 #pragma once
 
 #include <torchport/fix/edit.h>
+#include <torchport/flow/device_values.h>
 
 #include <array>
 #include <cstdint>
@@ -105,6 +106,9 @@ struct Options {
     std::string text;
   };
   std::vector<IPythonLine> ipython_lines = {};
+  /// Where the module sits in its project, for the device values that come from another of
+  /// its modules (flow/project_values.h); empty for a single file.
+  flow::ModuleContext module = {};
 };
 
 /// One row of the vendor's advice reports (Ascend's api_precision_advice.csv,
