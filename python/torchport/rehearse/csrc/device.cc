@@ -1,5 +1,7 @@
 // The device: DeviceGuard with streams and host-timed events, the PrivateUse1 hooks, generators,
 // autocast.
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
@@ -9,6 +11,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <list>
+#include <unordered_map>
+#include <utility>
 
 #include "rehearse.h"
 
@@ -103,29 +108,251 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 };
 
-// A device generator. Its numbers come from a CPU generator, so that a rehearsed run draws exactly
-// the numbers the --target cpu migration draws: the default generator of every device is the host's
-// default generator (as `torch.cuda.manual_seed` becomes `torch.manual_seed` on cpu); a generator
-// the user makes with torch.Generator(device=...) has a CPU generator of its own.
+// A device generator with the vendors' (and CUDA's) Philox state: get_state() is 16 bytes, the
+// seed (uint64) then the offset (int64), as torch_npu's NPUGeneratorImpl::get_state writes them
+// (torch_npu 2.13.0 wheel, libtorch_npu.so) and as DTensor's RNG tracker reads them
+// (torch/distributed/tensor/_random.py, _PhiloxState); set_state takes those 16 bytes or the seed
+// alone (8), and an offset must be a multiple of 4, as on both.
+//
+// Its numbers come from a CPU generator (`host_`), so that a rehearsed run draws exactly the
+// numbers the --target cpu migration draws: the default generator of every device draws from the
+// host's default generator (as `torch.cuda.manual_seed` becomes `torch.manual_seed` on cpu); a
+// generator the user makes with torch.Generator(device=...) has a CPU generator of its own. An
+// offset names a position of that CPU stream (docs/rehearse.md, "Random numbers"):
+// - seeding puts the offset at 0, the start of the seed's stream;
+// - every draw of a device op (an operator tagged nondeterministic_seeded, through the fallback)
+//   moves the offset on by its output's element count rounded up to a multiple of 4 (the unit in
+//   which DTensor moves offsets) and remembers the CPU generator's state at the new offset;
+// - reading the state (get_state, get_offset, current_seed) after the CPU stream moved without a
+//   device draw (CPU draws on the shared host generator, torch.set_rng_state) names the new
+//   position offset + 4 (or offset 0 of the new seed, when the host was seeded anew);
+// - setting (seed, offset) to a position it remembers puts the CPU stream back there: a saved state
+//   replays its numbers, and DTensor's "old offset + numel" after a local draw continues the stream
+//   where the draw left it; offset 0 of a seed is the start of that seed's stream;
+// - any other offset starts a CPU stream of its own, seeded by mix(seed, offset): the same on every
+//   rank, different per offset, not the numbers a device would draw there. Positions its draws
+//   reach are forgotten when the generator moves elsewhere, unless the state was read there: so an
+//   offset means the same on every rank whatever path a rank took to it (on 2 ranks, the last
+//   shard's draw ends where DTensor then sets every rank).
+class Labels {
+ public:
+  using Key = std::pair<uint64_t, uint64_t>;  // (seed, offset)
+  using State = c10::intrusive_ptr<c10::TensorImpl>;
+  struct Label {
+    State state;
+    bool main = true;   // reached from a seed's start by draws (not from an offset set by hand)
+    bool read = false;  // handed out by get_state
+  };
+  Labels() = default;
+  Labels(const Labels& o) { *this = o; }
+  Labels& operator=(const Labels& o) {
+    if (this == &o) return *this;
+    order_.clear();
+    index_.clear();
+    for (auto it = o.order_.rbegin(); it != o.order_.rend(); ++it) put(it->first, it->second);
+    return *this;
+  }
+  Label* find(Key k) {
+    auto it = index_.find(k);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);  // most recently used first
+    return &it->second->second;
+  }
+  void put(Key k, Label l) {
+    auto it = index_.find(k);
+    if (it != index_.end()) {
+      it->second->second = std::move(l);
+      order_.splice(order_.begin(), order_, it->second);
+      return;
+    }
+    order_.emplace_front(k, std::move(l));
+    index_[k] = order_.begin();
+    if (order_.size() > kLabels) {
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+  // Forgets the positions off the main streams that were never read.
+  void forget_unread_side_positions() {
+    for (auto it = order_.begin(); it != order_.end();) {
+      if (!it->second.main && !it->second.read) {
+        index_.erase(it->first);
+        it = order_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Each state is a CPU generator state of 5,056 bytes: at most about 10 MB per generator.
+  static constexpr size_t kLabels = 2048;
+
+ private:
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>()(k.first) ^
+             (std::hash<uint64_t>()(k.second) * 0x9e3779b97f4a7c15ULL);
+    }
+  };
+  std::list<std::pair<Key, Label>> order_;
+  std::unordered_map<Key, std::list<std::pair<Key, Label>>::iterator, KeyHash> index_;
+};
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+bool same_bytes(const c10::TensorImpl& a, const c10::TensorImpl& b) {
+  return a.numel() == b.numel() &&
+         std::memcmp(a.data(), b.data(), static_cast<size_t>(a.numel())) == 0;
+}
+
+constexpr size_t kSeedBytes = sizeof(uint64_t);
+constexpr size_t kOffsetBytes = sizeof(int64_t);
+
 struct DeviceGenerator final : public c10::GeneratorImpl {
   DeviceGenerator(c10::DeviceIndex i, at::Generator host)
       : c10::GeneratorImpl(dev_of(i), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
-        host_(std::move(host)) {}
-  void set_current_seed(uint64_t seed) override { host_.set_current_seed(seed); }
-  void set_offset(uint64_t offset) override { host_.set_offset(offset); }
-  uint64_t get_offset() const override { return host_.get_offset(); }
-  uint64_t current_seed() const override { return host_.current_seed(); }
-  uint64_t seed() override { return host_.seed(); }
-  void set_state(const c10::TensorImpl& st) override {
-    host_.unsafeGetGeneratorImpl()->set_state(st);
+        host_(std::move(host)) {
+    {
+      std::lock_guard<std::mutex> lock(host_.mutex());
+      seed_ = host_seed_ = host_.current_seed();
+    }
+    labels_.put({seed_, 0}, {fresh(seed_), true, false});
+    sync(false);  // the host may have drawn already: then offset 4 names where it is
+  }
+  void set_current_seed(uint64_t seed) override {
+    std::lock_guard<std::mutex> lock(host_.mutex());
+    labels_.forget_unread_side_positions();
+    host_.set_current_seed(seed);
+    start(seed);
+  }
+  uint64_t seed() override {
+    std::lock_guard<std::mutex> lock(host_.mutex());
+    labels_.forget_unread_side_positions();
+    const uint64_t s = host_.seed();
+    start(s);
+    return s;
+  }
+  uint64_t current_seed() const override {
+    sync(false);
+    return seed_;
+  }
+  uint64_t get_offset() const override {
+    sync(true);
+    return offset_;
+  }
+  void set_offset(uint64_t offset) override {
+    std::lock_guard<std::mutex> lock(host_.mutex());
+    move_to(seed_, offset);
   }
   c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
-    return host_.unsafeGetGeneratorImpl()->get_state();
+    sync(true);
+    at::Tensor t = at::detail::empty_cpu({static_cast<int64_t>(kSeedBytes + kOffsetBytes)},
+                                         c10::ScalarType::Byte, std::nullopt, std::nullopt,
+                                         std::nullopt, std::nullopt);
+    auto* p = t.data_ptr<uint8_t>();
+    const int64_t off = static_cast<int64_t>(offset_);
+    std::memcpy(p, &seed_, kSeedBytes);
+    std::memcpy(p + kSeedBytes, &off, kOffsetBytes);
+    return t.getIntrusivePtr();
+  }
+  void set_state(const c10::TensorImpl& st) override {
+    at::detail::check_rng_state(st);
+    const int64_t n = st.numel();
+    TORCH_CHECK(n == static_cast<int64_t>(kSeedBytes) ||
+                    n == static_cast<int64_t>(kSeedBytes + kOffsetBytes),
+                "RNG state is wrong size");
+    const auto* p = static_cast<const uint8_t*>(st.data());
+    uint64_t seed = 0;
+    int64_t off = 0;
+    std::memcpy(&seed, p, kSeedBytes);
+    if (n == static_cast<int64_t>(kSeedBytes + kOffsetBytes))
+      std::memcpy(&off, p + kSeedBytes, kOffsetBytes);
+    std::lock_guard<std::mutex> lock(host_.mutex());
+    move_to(seed, static_cast<uint64_t>(off));
   }
   DeviceGenerator* clone_impl() const override {
-    return new DeviceGenerator(device().index(), host_.clone());
+    auto* g = new DeviceGenerator(device().index(), host_.clone());
+    g->seed_ = seed_;
+    g->offset_ = offset_;
+    g->host_seed_ = host_seed_;
+    g->main_ = main_;
+    g->labels_ = labels_;
+    return g;
   }
+  // A device op drew `numel` numbers from this generator's CPU stream (the caller holds mutex_).
+  void drew(int64_t numel) {
+    const uint64_t step = (static_cast<uint64_t>(numel) + 3) / 4 * 4;
+    if (step == 0) return;
+    std::lock_guard<std::mutex> lock(host_.mutex());
+    offset_ += step;
+    labels_.put({seed_, offset_}, {snapshot(), main_, false});
+  }
+
   at::Generator host_;
+
+ private:
+  Labels::State snapshot() const { return host_.unsafeGetGeneratorImpl()->get_state(); }
+  // The state of a CPU generator just seeded with `s`: offset 0 of seed s.
+  static Labels::State fresh(uint64_t s) {
+    return at::detail::createCPUGenerator(s).unsafeGetGeneratorImpl()->get_state();
+  }
+  // The host was just seeded with `s`: offset 0 of seed s.
+  void start(uint64_t s) {
+    seed_ = host_seed_ = s;
+    offset_ = 0;
+    main_ = true;
+    labels_.put({s, 0}, {snapshot(), true, false});
+  }
+  void move_to(uint64_t seed, uint64_t offset) {
+    TORCH_CHECK(offset % 4 == 0, "offset must be a multiple of 4");
+    labels_.forget_unread_side_positions();
+    if (Labels::Label* l = labels_.find({seed, offset})) {
+      host_.unsafeGetGeneratorImpl()->set_state(*l->state);
+      main_ = l->main;
+    } else if (offset == 0) {
+      host_.set_current_seed(seed);
+      main_ = true;
+      labels_.put({seed, 0}, {snapshot(), true, false});
+    } else {
+      host_.set_current_seed(splitmix64(seed ^ splitmix64(offset)));
+      main_ = false;
+      labels_.put({seed, offset}, {snapshot(), false, false});
+    }
+    seed_ = seed;
+    offset_ = offset;
+    host_seed_ = host_.current_seed();
+  }
+  // Names the CPU stream's position when it moved without a device draw (see above); `read`: the
+  // state is handed out there.
+  void sync(bool read) const {
+    std::lock_guard<std::mutex> lock(const_cast<at::Generator&>(host_).mutex());
+    Labels::State live = snapshot();
+    const uint64_t hs = host_.current_seed();
+    if (hs != host_seed_) {  // seeded anew behind this generator (torch.random.default_generator)
+      seed_ = host_seed_ = hs;
+      offset_ = 0;
+      main_ = true;
+      labels_.put({hs, 0}, {fresh(hs), true, false});
+    }
+    if (Labels::Label* named = labels_.find({seed_, offset_})) {
+      if (same_bytes(*named->state, *live)) {
+        named->read = named->read || read;
+        return;
+      }
+      offset_ += 4;
+    }
+    labels_.put({seed_, offset_}, {std::move(live), main_, read});
+  }
+
+  mutable uint64_t seed_ = 0;
+  mutable uint64_t offset_ = 0;
+  mutable uint64_t host_seed_ = 0;  // the CPU generator's seed when this generator last moved it
+  mutable bool main_ = true;        // the position is on a seed's own stream (see Labels::Label)
+  mutable Labels labels_;
 };
 
 struct Hooks final : public at::PrivateUse1HooksInterface {
@@ -196,6 +423,13 @@ const at::Generator& default_generator(c10::DeviceIndex d) {
 at::Generator new_generator(c10::DeviceIndex d) {
   check_device(d);
   return at::make_generator<DeviceGenerator>(d, at::detail::createCPUGenerator());
+}
+
+void drew_from(const at::Generator& g, int64_t numel) {
+  auto* impl = dynamic_cast<DeviceGenerator*>(g.unsafeGetGeneratorImpl());
+  if (impl == nullptr) return;
+  std::lock_guard<std::mutex> lock(impl->mutex_);
+  impl->drew(numel);
 }
 
 at::Generator host_generator_of(const at::Generator& g) {

@@ -295,6 +295,8 @@ namespace {
 struct ArgScan {
   c10::DeviceIndex dev = -1;
   c10::ScalarType bad = c10::ScalarType::Undefined;
+  at::Generator gen;      // the device generator passed to the op, if any
+  bool host_gen = false;  // a generator of another device (the CPU's) was passed
   void see(const at::Tensor& t) {
     if (!is_dev(t)) return;
     if (dev < 0) dev = t.device().index();
@@ -335,7 +337,11 @@ c10::IValue to_cpu_ivalue(const c10::IValue& v, ArgScan& scan, ViewCache& cache)
   }
   if (v.isGenerator()) {
     const at::Generator& g = v.toGenerator();
-    if (g.defined() && g.device().type() == kPU1) return host_generator_of(g);
+    if (g.defined() && g.device().type() == kPU1) {
+      scan.gen = g;
+      return host_generator_of(g);
+    }
+    if (g.defined()) scan.host_gen = true;
   }
   return v;
 }
@@ -444,6 +450,16 @@ void raise_not_implemented(OpEntry& e, const std::string& site,
 
 namespace {
 
+// The element count of the first tensor among the `nret` values on top of the stack (0 if none).
+int64_t first_tensor_numel(const torch::jit::Stack& stack, size_t nret) {
+  for (size_t r = stack.size() - nret; r < stack.size(); ++r) {
+    const c10::IValue& v = stack[r];
+    if (v.isTensor()) return v.toTensor().numel();
+    if (v.isTensorList() && !v.toTensorList().empty()) return v.toTensorList().get(0).numel();
+  }
+  return 0;
+}
+
 void rehearse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/,
                        torch::jit::Stack* stack) {
   OpEntry& e = op_entry(op);
@@ -470,6 +486,12 @@ void rehearse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/
     raise_not_implemented(e, site, err);
   }
   count_call(e, t0);
+  // A seeded op drew from the generator passed in, else from the device's default one (whose
+  // numbers are the host's default generator's): its Philox offset moves on by the output's size.
+  if (!scan.host_gen && op.hasTag(at::Tag::nondeterministic_seeded)) {
+    drew_from(scan.gen.defined() ? scan.gen : default_generator(dev),
+              first_tensor_numel(*stack, schema.returns().size()));
+  }
 
   // Mutated arguments: carry a resize or set_ of the view over to the device tensor.
   for (size_t i = 0; i < nargs; ++i) {

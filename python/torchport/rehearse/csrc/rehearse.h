@@ -74,6 +74,9 @@ const at::Generator& default_generator(c10::DeviceIndex d);
 at::Generator new_generator(c10::DeviceIndex d);
 // the CPU generator that draws the numbers of a device generator
 at::Generator host_generator_of(const at::Generator& g);
+// A device op drew from device generator `g` (its output has `numel` elements): its Philox offset
+// moves on (device.cc, DeviceGenerator). A generator of another device is ignored.
+void drew_from(const at::Generator& g, int64_t numel);
 
 // ---- op table ----
 enum class Status : int { Native = 0, Fallback = 1, Unknown = 2, Refused = 3 };
