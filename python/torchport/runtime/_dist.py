@@ -126,14 +126,32 @@ def _install_internals(s: Session, dist: Any, c10d: Any) -> None:
     mapper = s.mapper
     hit = s.log.hit
 
-    # init_process_group() with no backend builds its per-device map from default_device_backend_map: "cuda"
-    # there would ask for nccl. transfer_to_npu removes the entry (PEERS §2 item 4); so do we, while enabled.
+    # default_device_backend_map["cuda"] is the target's backend while enabled, as "nccl" in a backend string
+    # is. Code that takes its CUDA path reads it for its backend (torchtitan: `map.get(device_type)`), and
+    # init_process_group() with no backend in torch before 2.6 built its map from every entry. The entry is
+    # not removed (transfer_to_npu removes it, PEERS §2 item 4): torch's `fake` backend, registered when
+    # torch.distributed.fsdp._flat_param imports torch.testing._internal.distributed.fake_pg, claims every
+    # device of its list that has no entry, and "cuda" then gave code that asks the map the fake process
+    # group (torchtitan: "Cannot init process group where rank (-1) >= world_size (-1)").
     dmap = dist.Backend.default_device_backend_map
-    if "cuda" in dmap:
-        saved = dmap.pop("cuda")
+    saved = dmap.get("cuda")
+    if saved != target.backend:
+        dmap["cuda"] = target.backend
+        s.log.event(
+            "<torch.distributed>",
+            "Backend.default_device_backend_map",
+            f"Backend.default_device_backend_map['cuda'] = {saved!r}",
+            f"{target.backend!r}",
+            MATCH,
+            f"the backend of the script's CUDA device is {target.name}'s",
+        )
 
         def put_back() -> None:
-            dmap.setdefault("cuda", saved)
+            if dmap.get("cuda") == target.backend:
+                if saved is None:
+                    dmap.pop("cuda", None)
+                else:
+                    dmap["cuda"] = saved
 
         p.undo.append(put_back)
 
