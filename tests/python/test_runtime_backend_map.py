@@ -27,25 +27,32 @@ dist.destroy_process_group()
 """
 
 
-def test_the_cuda_entry_is_the_target_backend_and_is_put_back() -> None:
-    dmap = dist.Backend.default_device_backend_map
-    before = dmap.get("cuda")
+def test_the_cuda_entry_is_the_target_backend_logged_per_read_and_put_back() -> None:
+    before = dist.Backend.default_device_backend_map
     with enabled("cpu") as s:
-        assert dmap["cuda"] == "gloo"
-    assert dmap.get("cuda") == before
-    (line,) = [x for x in sites(s) if x.api == "Backend.default_device_backend_map"]
+        assert not [x for x in sites(s) if x.api == "Backend.default_device_backend_map"]  # nothing read yet
+        dmap = dist.Backend.default_device_backend_map
+        assert dmap["cuda"] == "gloo" and dmap.get("cuda") == "gloo"
+        assert dmap["cpu"] == "gloo" and dmap.get("cpu") == "gloo"  # other entries: torch's, not logged
+        dist.Backend.register_backend("tp_test_backend", lambda *a: None, devices=["tp_test_device"])
+    after = dist.Backend.default_device_backend_map
+    assert after is before and after.get("cuda") == "nccl"
+    assert after.pop("tp_test_device") == "tp_test_backend"  # registered while enabled: kept
+    lines = [x for x in sites(s) if x.api == "Backend.default_device_backend_map"]
+    assert len(lines) == 1 and lines[0].count == 2  # one call site (the line above), two reads
+    line = lines[0]
     assert (line.before, line.after, line.cls) == (
-        f"Backend.default_device_backend_map['cuda'] = {before!r}",
+        "Backend.default_device_backend_map['cuda'] ('nccl')",
         "'gloo'",
         "match",
     )
+    assert line.filename == __file__
 
 
 @pytest.mark.parametrize("target", ["xpu", "mps"])
 def test_other_targets(target: str) -> None:
-    dmap = dist.Backend.default_device_backend_map
     with enabled(target, check=False):
-        assert dmap["cuda"] == {"xpu": "xccl", "mps": "gloo"}[target]
+        assert dist.Backend.default_device_backend_map["cuda"] == {"xpu": "xccl", "mps": "gloo"}[target]
 
 
 def test_a_script_that_asks_the_map_gets_a_real_process_group(tmp_path: Path) -> None:
@@ -57,7 +64,10 @@ def test_a_script_that_asks_the_map_gets_a_real_process_group(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "BACKEND gloo gloo 1 [0.0, 1.0, 2.0, 3.0]" in done.stdout, done.stdout
-    assert (
-        "<torch.distributed>: [match] Backend.default_device_backend_map['cuda'] = 'nccl' -> 'gloo'"
-        in log.read_text()
-    )
+    # the line that asks the map is logged, with its source line
+    want = f"{tmp_path / 's.py'}:6: [match] Backend.default_device_backend_map['cuda'] ('nccl') -> 'gloo'"
+    line = next((ln for ln in log.read_text().splitlines() if ln.startswith(want)), None)
+    assert line is not None, log.read_text()
+    assert line.endswith(
+        '| backend = dist.Backend.default_device_backend_map.get("cuda")  # what torchtitan asks for its CUDA device'
+    )  # noqa: E501

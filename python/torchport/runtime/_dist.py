@@ -132,28 +132,45 @@ def _install_internals(s: Session, dist: Any, c10d: Any) -> None:
     # not removed (transfer_to_npu removes it, PEERS §2 item 4): torch's `fake` backend, registered when
     # torch.distributed.fsdp._flat_param imports torch.testing._internal.distributed.fake_pg, claims every
     # device of its list that has no entry, and "cuda" then gave code that asks the map the fake process
-    # group (torchtitan: "Cannot init process group where rank (-1) >= world_size (-1)").
-    dmap = dist.Backend.default_device_backend_map
-    saved = dmap.get("cuda")
-    if saved != target.backend:
-        dmap["cuda"] = target.backend
-        s.log.event(
-            "<torch.distributed>",
-            "Backend.default_device_backend_map",
-            f"Backend.default_device_backend_map['cuda'] = {saved!r}",
-            f"{target.backend!r}",
-            MATCH,
-            f"the backend of the script's CUDA device is {target.name}'s",
-        )
+    # group (torchtitan: "Cannot init process group where rank (-1) >= world_size (-1)"). Each read of the
+    # entry is logged at its call site.
+    backend_cls = dist.Backend
+    orig_map = backend_cls.__dict__.get("default_device_backend_map")
+    if isinstance(orig_map, dict) and orig_map.get("cuda") != target.backend:
+        saved = orig_map.get("cuda")
+        why = f"the backend of the script's CUDA device is {target.name}'s"
 
-        def put_back() -> None:
-            if dmap.get("cuda") == target.backend:
-                if saved is None:
-                    dmap.pop("cuda", None)
-                else:
-                    dmap["cuda"] = saved
+        class _BackendMap(dict):  # type: ignore[type-arg]
+            def _read(self) -> None:
+                hit(
+                    "Backend.default_device_backend_map",
+                    f"Backend.default_device_backend_map['cuda'] ({saved!r})",
+                    repr(target.backend),
+                    MATCH,
+                    why,
+                    depth=3,
+                )
 
-        p.undo.append(put_back)
+            def __getitem__(self, key: Any) -> Any:
+                if key == "cuda":
+                    self._read()
+                return dict.__getitem__(self, key)
+
+            def get(self, key: Any, default: Any = None) -> Any:
+                if key == "cuda":
+                    self._read()
+                return dict.get(self, key, default)
+
+        mapped = _BackendMap(orig_map)
+        mapped["cuda"] = target.backend
+        p.set(backend_cls, "default_device_backend_map", mapped)
+
+        def carry_over() -> None:  # backends registered while enabled stay registered
+            for k, v in mapped.items():
+                if k != "cuda":
+                    orig_map[k] = v
+
+        p.undo.append(carry_over)
 
     # ProcessGroupNCCL: isinstance checks see the target's backend class; constructing one is refused
     backend_cls = getattr(c10d, f"ProcessGroup{target.backend.upper()}", None) or getattr(
