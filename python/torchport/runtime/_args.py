@@ -64,6 +64,11 @@ FACTORIES: tuple[str, ...] = (
     "triu_indices",
     "zeros",
     "zeros_like",
+    # the private quantized and nested factories that take `device=` (issue 33): the installed torch's aten
+    # schemas with a `Device? device` argument (`empty_quantized` is above)
+    "_empty_affine_quantized",
+    "_empty_per_channel_affine_quantized",
+    "_nested_tensor_from_tensor_list",
 )
 TENSOR_NEW: tuple[str, ...] = (
     "new_empty",
@@ -452,6 +457,7 @@ def install(s: Session) -> None:
     p.set(torch.Tensor, "pin_memory", pin_memory)
 
     _install_nn_layers(s)
+    _install_nested(s)
     _install_generator(s)
     _install_device_type(s)
     _install_default_device(s)
@@ -510,6 +516,39 @@ def _install_generator(s: Session) -> None:
     Generator.__name__ = Generator.__qualname__ = "Generator"
     Generator.__module__ = "torch"
     s.patcher.set(torch, "Generator", Generator)
+
+
+def _install_nested(s: Session) -> None:
+    """torch.nested.nested_tensor(..., device=) and torch.nested.as_nested_tensor(ts, dtype, device, layout):
+    their strided layout reaches torch's C++ without passing through a wrapped torch.* factory
+    (`torch._C._nested.nested_tensor`; `_nested_tensor_from_tensor_list` with a positional device)."""
+    import torch.nested as tn
+
+    mapf = s.mapper.map
+    log = s.log
+    if hasattr(tn, "nested_tensor"):
+        s.patcher.set(tn, "nested_tensor", _kw_device(s, tn.nested_tensor, "torch.nested.nested_tensor"))
+    orig_as = getattr(tn, "as_nested_tensor", None)
+    if orig_as is None:
+        return
+
+    @functools.wraps(orig_as)
+    def as_nested_tensor(ts: Any, *a: Any, **k: Any) -> Any:
+        for name, v in zip(("dtype", "device", "layout"), a):  # its positional parameters after ts
+            if name in k:
+                raise TypeError(f"as_nested_tensor() got multiple values for argument '{name}'")
+            k[name] = v
+        if len(a) > 3:
+            return orig_as(ts, *a, **k)  # more than it takes: torch's own error
+        d = k.get("device")
+        if d is not None:
+            nd = mapf(d)
+            if nd is not d and nd != d:
+                log.hit("torch.nested.as_nested_tensor", ("device", d), ("device", nd), None)
+                k["device"] = nd
+        return orig_as(ts, **k)
+
+    s.patcher.set(tn, "as_nested_tensor", as_nested_tensor)
 
 
 def _index_arg(a: tuple[Any, ...], k: dict[str, Any]) -> Any:
