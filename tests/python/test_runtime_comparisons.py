@@ -4,6 +4,7 @@ for a tensor on the target, and counts them at start and in the summary."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from runtime_testlib import run_torchport
@@ -74,3 +75,25 @@ def test_the_operator_decides_the_answer() -> None:
         ('if str(x.device).startswith("cuda"):', None),
     ):
         assert answer(line, col(line)) is want, line
+
+
+def test_the_project_of_a_torchrun_launch_is_the_launched_program_s(tmp_path: Path) -> None:
+    from torchport.runtime._comparisons import project_of
+
+    pkg = tmp_path / "proj" / "mypkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "train.py").write_text("")
+    (tmp_path / "s.py").write_text("")
+    sys.path.insert(0, str(tmp_path / "proj"))
+    try:
+        run = "torch.distributed.run"
+        launch = ["--standalone", "--nproc_per_node=2", "-m", "mypkg.train", "--module", "x"]
+        assert project_of(None, run, launch) == str(tmp_path / "proj")
+        assert project_of(None, run, ["--nproc_per_node", "2", str(tmp_path / "s.py"), "-m"]) == str(tmp_path)
+        assert project_of(None, run, ["--no-python", "--nproc_per_node=2", "echo"]) is None
+    finally:
+        sys.path.remove(str(tmp_path / "proj"))
+    # torch itself (site-packages) is no user project: analyzing it would analyze every installed package
+    assert project_of(None, "torch.utils.collect_env") is None
+    assert project_of(None, run, []) is None

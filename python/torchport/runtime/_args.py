@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 import torch
 
-from torchport.runtime._log import MATCH, MISMATCH, MODIFIED, render_arg
+from torchport.runtime._devices import TORCH_DEVICE
+from torchport.runtime._log import CALL, MATCH, MISMATCH, MODIFIED, VALUE, render_arg
 from torchport.runtime._session import Session
 
 _FP64 = (torch.float64, torch.complex128)
@@ -63,6 +64,11 @@ FACTORIES: tuple[str, ...] = (
     "triu_indices",
     "zeros",
     "zeros_like",
+    # the private quantized and nested factories that take `device=` (issue 33): the installed torch's aten
+    # schemas with a `Device? device` argument (`empty_quantized` is above)
+    "_empty_affine_quantized",
+    "_empty_per_channel_affine_quantized",
+    "_nested_tensor_from_tensor_list",
 )
 TENSOR_NEW: tuple[str, ...] = (
     "new_empty",
@@ -220,7 +226,7 @@ def _to_wrapper(s: Session, fn: Callable[..., Any], api: str, is_tensor: bool) -
     general = to
 
     devobj = s.mapper.devobj
-    device_t = torch.device
+    device_t = TORCH_DEVICE
 
     # nothing logged or checked: the common `x.to("cuda")` (a string already mapped), `x.to(torch.float16)`
     # and a torch.device already seen (`x.to(torch.device("cuda", 0))`, and Module.to's per-parameter
@@ -451,7 +457,9 @@ def install(s: Session) -> None:
     p.set(torch.Tensor, "pin_memory", pin_memory)
 
     _install_nn_layers(s)
+    _install_nested(s)
     _install_generator(s)
+    _install_device_type(s)
     _install_default_device(s)
     _install_parallel(s)
     _install_load(s)
@@ -508,6 +516,113 @@ def _install_generator(s: Session) -> None:
     Generator.__name__ = Generator.__qualname__ = "Generator"
     Generator.__module__ = "torch"
     s.patcher.set(torch, "Generator", Generator)
+
+
+def _install_nested(s: Session) -> None:
+    """torch.nested.nested_tensor(..., device=) and torch.nested.as_nested_tensor(ts, dtype, device, layout):
+    their strided layout reaches torch's C++ without passing through a wrapped torch.* factory
+    (`torch._C._nested.nested_tensor`; `_nested_tensor_from_tensor_list` with a positional device)."""
+    import torch.nested as tn
+
+    mapf = s.mapper.map
+    log = s.log
+    if hasattr(tn, "nested_tensor"):
+        s.patcher.set(tn, "nested_tensor", _kw_device(s, tn.nested_tensor, "torch.nested.nested_tensor"))
+    orig_as = getattr(tn, "as_nested_tensor", None)
+    if orig_as is None:
+        return
+
+    @functools.wraps(orig_as)
+    def as_nested_tensor(ts: Any, *a: Any, **k: Any) -> Any:
+        for name, v in zip(("dtype", "device", "layout"), a):  # its positional parameters after ts
+            if name in k:
+                raise TypeError(f"as_nested_tensor() got multiple values for argument '{name}'")
+            k[name] = v
+        if len(a) > 3:
+            return orig_as(ts, *a, **k)  # more than it takes: torch's own error
+        d = k.get("device")
+        if d is not None:
+            nd = mapf(d)
+            if nd is not d and nd != d:
+                log.hit("torch.nested.as_nested_tensor", ("device", d), ("device", nd), None)
+                k["device"] = nd
+        return orig_as(ts, **k)
+
+    s.patcher.set(tn, "as_nested_tensor", as_nested_tensor)
+
+
+def _index_arg(a: tuple[Any, ...], k: dict[str, Any]) -> Any:
+    """The bare index of a `torch.device(N)` / `torch.device(device=N)` call (an int that is not a bool, or a
+    numpy integer), else None."""
+    if k:
+        if a or len(k) != 1 or "device" not in k:
+            return None
+        v = k["device"]
+    elif len(a) == 1:
+        v = a[0]
+    else:
+        return None
+    t = type(v)
+    if t is int or (t.__module__ == "numpy" and hasattr(v, "__index__") and not isinstance(v, bool)):
+        return v
+    return None
+
+
+def _install_device_type(s: Session) -> None:
+    """`torch.device(N)`: torch 2.13 reads a bare int as an index of the current accelerator
+    (torch/csrc/utils/python_arg_parser.h, `deviceFromLong`: `at::getAccelerator(true)`), which is CUDA where
+    the script was written. Where torch's answer is not the target's device type (no accelerator here: it
+    raises "Cannot access accelerator device when none is available."; another accelerator: its device),
+    `torch.device` becomes a stand-in class whose call maps a bare int as every other device argument is
+    mapped (logged per call site) and builds everything else with the `torch.device` it replaced. Its
+    instances are torch's own devices. As torch_npu's own stand-in (torch_npu/utils/_device.py, NPUDevice),
+    it equals and hashes as torch's class, so that `type(d) in {torch.device, ...}` (dynamo's constant types)
+    holds whichever of the two a module captured; isinstance / issubclass see torch's class. Where torch
+    already answers with the target's device (npu with torch_npu, xpu, mps) nothing is replaced."""
+    before = torch.device  # torch's class, or a vendor's stand-in (torch_npu's maps N to npu:N itself)
+    real = TORCH_DEVICE
+    try:
+        native: Any = before(0).type
+    except RuntimeError as e:  # no accelerator: torch's refusal
+        native = None
+        refusal = str(e).split("\n")[0]
+    dst = s.target.device_type
+    if native == dst:
+        return
+    here = f"torch here gives {native}:N" if native else f"torch here raises ({refusal})"
+    mapper = s.mapper
+    log = s.log
+
+    class _Meta(type):
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return isinstance(obj, real)
+
+        def __subclasscheck__(cls, sub: Any) -> bool:
+            return isinstance(sub, type) and issubclass(sub, real)
+
+        def __eq__(cls, other: Any) -> bool:
+            return other is cls or other is real
+
+        def __ne__(cls, other: Any) -> bool:
+            return not (other is cls or other is real)
+
+        def __hash__(cls) -> int:
+            return hash(real)
+
+        def __call__(cls, *a: Any, **k: Any) -> Any:
+            n = _index_arg(a, k)
+            if n is None or n < 0 or mapper.off:  # torch's own answer (a negative index: torch's error)
+                return before(*a, **k)
+            nd = mapper.torch_device(int(n))
+            klass, why = mapper.classify(int(n))
+            if klass == MATCH:
+                why = f"a bare int is an index of the accelerator, CUDA's where the script ran; {here}"
+            log.hit("torch.device", (CALL, "torch.device", (int(n),)), (VALUE, nd), klass, why)
+            return nd
+
+    proxy = _Meta("device", (), {"__module__": "torch", "__doc__": real.__doc__})
+    proxy.__qualname__ = "device"
+    s.patcher.set(torch, "device", proxy)
 
 
 def _install_default_device(s: Session) -> None:

@@ -18,7 +18,7 @@ import json
 import os
 import re
 import subprocess
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from torchport.runtime._log import MISMATCH
 
@@ -30,8 +30,16 @@ API = 'device type compared with "cuda"'
 TIMEOUT_S = 30.0
 
 
-def project_of(script: Optional[str], module: Optional[str]) -> Optional[str]:
-    """The directory analyzed: the script's own, or the top package directory of `-m module`."""
+# Launchers whose program is in their arguments: the project is the program's, not torch's
+LAUNCHERS = ("torch.distributed.run", "torch.distributed.launch")
+
+
+def project_of(script: Optional[str], module: Optional[str], args: Sequence[str] = ()) -> Optional[str]:
+    """The directory analyzed: the script's own, or the top package directory of `-m module`; for torchrun
+    (`-m torch.distributed.run ... [-m] program`), the program's. None for a package installed in
+    site-packages (not the user's project: analyzing it would analyze every installed package)."""
+    if module in LAUNCHERS:
+        script, module = _launched(args)
     if script is not None:
         return os.path.dirname(os.path.abspath(script)) or "."
     if module is None:
@@ -45,7 +53,26 @@ def project_of(script: Optional[str], module: Optional[str]) -> Optional[str]:
     if spec is None or not spec.origin or not os.path.isfile(spec.origin):
         return None
     path = os.path.dirname(os.path.abspath(spec.origin))
-    return os.path.dirname(path) if spec.submodule_search_locations else path
+    project = os.path.dirname(path) if spec.submodule_search_locations else path
+    return None if os.path.basename(project) in ("site-packages", "dist-packages") else project
+
+
+def _launched(args: Sequence[str]) -> tuple[Optional[str], Optional[str]]:
+    """(script, module) that torchrun's own argument parser finds in `args`; (None, None) for `--no-python`
+    or arguments it refuses."""
+    import contextlib
+    import io
+
+    from torch.distributed.run import get_args_parser
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # its usage message is not ours to print
+            ns = get_args_parser().parse_args(list(args))
+    except SystemExit:
+        return None, None
+    if getattr(ns, "no_python", False) or not ns.training_script:
+        return None, None
+    return (None, ns.training_script) if ns.module else (ns.training_script, None)
 
 
 def find(project: str, timeout: float = TIMEOUT_S) -> list[tuple[str, int, int]]:

@@ -10,6 +10,9 @@ from torchport.targets import Target
 
 _int = int
 _str = str
+# The class of every device object: `torch.device` itself may be a stand-in whose call returns one
+# (torchport's while the redirect is on, _args.py `_install_device_type`; torch_npu's NPUDevice)
+TORCH_DEVICE: type = type(torch.device("cpu"))
 
 
 def _parse(s: str) -> Optional[torch.device]:
@@ -73,7 +76,7 @@ class DeviceMapper:
                     r = d
                 self._cache[d] = r
             return d if r == d else r  # unchanged: the caller's own object
-        if t is torch.device:
+        if t is TORCH_DEVICE:
             nd = self.devobj.get(d)
             if nd is None:
                 nd = self.torch_device(d.index) if d.type == "cuda" else d

@@ -126,16 +126,51 @@ def _install_internals(s: Session, dist: Any, c10d: Any) -> None:
     mapper = s.mapper
     hit = s.log.hit
 
-    # init_process_group() with no backend builds its per-device map from default_device_backend_map: "cuda"
-    # there would ask for nccl. transfer_to_npu removes the entry (PEERS §2 item 4); so do we, while enabled.
-    dmap = dist.Backend.default_device_backend_map
-    if "cuda" in dmap:
-        saved = dmap.pop("cuda")
+    # default_device_backend_map["cuda"] is the target's backend while enabled, as "nccl" in a backend string
+    # is. Code that takes its CUDA path reads it for its backend (torchtitan: `map.get(device_type)`), and
+    # init_process_group() with no backend in torch before 2.6 built its map from every entry. The entry is
+    # not removed (transfer_to_npu removes it, PEERS §2 item 4): torch's `fake` backend, registered when
+    # torch.distributed.fsdp._flat_param imports torch.testing._internal.distributed.fake_pg, claims every
+    # device of its list that has no entry, and "cuda" then gave code that asks the map the fake process
+    # group (torchtitan: "Cannot init process group where rank (-1) >= world_size (-1)"). Each read of the
+    # entry is logged at its call site.
+    backend_cls = dist.Backend
+    orig_map = backend_cls.__dict__.get("default_device_backend_map")
+    if isinstance(orig_map, dict) and orig_map.get("cuda") != target.backend:
+        saved = orig_map.get("cuda")
+        why = f"the backend of the script's CUDA device is {target.name}'s"
 
-        def put_back() -> None:
-            dmap.setdefault("cuda", saved)
+        class _BackendMap(dict):  # type: ignore[type-arg]
+            def _read(self) -> None:
+                hit(
+                    "Backend.default_device_backend_map",
+                    f"Backend.default_device_backend_map['cuda'] ({saved!r})",
+                    repr(target.backend),
+                    MATCH,
+                    why,
+                    depth=3,
+                )
 
-        p.undo.append(put_back)
+            def __getitem__(self, key: Any) -> Any:
+                if key == "cuda":
+                    self._read()
+                return dict.__getitem__(self, key)
+
+            def get(self, key: Any, default: Any = None) -> Any:
+                if key == "cuda":
+                    self._read()
+                return dict.get(self, key, default)
+
+        mapped = _BackendMap(orig_map)
+        mapped["cuda"] = target.backend
+        p.set(backend_cls, "default_device_backend_map", mapped)
+
+        def carry_over() -> None:  # backends registered while enabled stay registered
+            for k, v in mapped.items():
+                if k != "cuda":
+                    orig_map[k] = v
+
+        p.undo.append(carry_over)
 
     # ProcessGroupNCCL: isinstance checks see the target's backend class; constructing one is refused
     backend_cls = getattr(c10d, f"ProcessGroup{target.backend.upper()}", None) or getattr(

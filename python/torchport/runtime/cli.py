@@ -220,7 +220,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # what no patch can see: the script's own device-type comparisons, found by the C++ analyzer
         from torchport.runtime._comparisons import log_comparisons, project_of
 
-        project = project_of(script, module)
+        project = project_of(script, module, rest)
         if project is not None:
             log_comparisons(session, project)
     recorder = None
