@@ -61,6 +61,7 @@ FIELD_OF = {
     "has_device_index": "device_index",
     "cpu_shallow_copy": "cpu_shallow_copy",
     "print_on_host": "print_on_host",
+    "flex_attention": "flex_attention",
 }
 
 
@@ -104,6 +105,10 @@ class Target:
     cpu_shallow_copy: bool = False
     # The vendor formats a device tensor from a CPU copy when it is printed (no device op runs).
     print_on_host: bool = False
+    # Importing the vendor package lets eager FlexAttention (torch.nn.attention.flex_attention) run on the
+    # device, which torch's own device check refuses for a PrivateUse1 device, and registers autocast kernels
+    # for its higher-order operators. `torchport rehearse` does the same.
+    flex_attention: bool = False
     # The value of fallback_env that data/targets.json names ("1" of TORCH_NPU_FALLBACK_CPU_DISABLE=1): the
     # setting that reverses fallback_default (every CPU fallback an error, or a CPU fallback for every op).
     fallback_env_value: str = ""
@@ -205,6 +210,7 @@ def _target(t: Mapping[str, Any], env_entries: list[dict[str, Any]]) -> Target:
         env_notes=env_notes,
         cpu_shallow_copy=bool(t.get("cpu_shallow_copy", False)),
         print_on_host=bool(t.get("print_on_host", False)),
+        flex_attention=bool(t.get("flex_attention", False)),
         fallback_env_value=fb_env.partition("=")[2],
     )
 

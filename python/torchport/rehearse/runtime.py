@@ -324,6 +324,10 @@ def activate(
         mod.register_cpu_shallow_copy()
     if tgt.print_on_host:  # data/targets.json: the vendor prints a device tensor from a CPU copy
         _print_on_host(target)
+    if tgt.flex_attention:  # data/targets.json: the vendor lets eager FlexAttention run on its device
+        from torchport.rehearse.flex_attention import accept_on_device
+
+        accept_on_device(target)
     torch.utils.rename_privateuse1_backend(target)
     start(sess)
     from torchport.rehearse import devmod
