@@ -3,6 +3,9 @@
 #include <torchport/semantic/model.h>
 #include <torchport/syntax/parser.h>
 
+#include <algorithm>
+#include <tuple>
+
 namespace torchport::project {
 
 OutputPassed output_pass(const ProjectFile& f, Fixed fixed, const FileContext& ctx, FileWork& w) {
@@ -27,8 +30,15 @@ OutputPassed output_pass(const ProjectFile& f, Fixed fixed, const FileContext& c
     out.tree.emplace(std::move(t2));
     return out;
   }
+  const std::size_t first_rows = w.rows.size();
   Applied second = apply_findings(f.rel, fixed.after, fs, ctx.opts, w,
                                   {.lines = &*out.file.lines, .earlier = &out.applied});
+  // The second pass's rows join the first's in source order (the report lists a file's rows as
+  // they come in the file).
+  std::inplace_merge(w.rows.begin(), w.rows.begin() + static_cast<std::ptrdiff_t>(first_rows),
+                     w.rows.end(), [](const report::Row& a, const report::Row& b) {
+                       return std::tie(a.start_line, a.column) < std::tie(b.start_line, b.column);
+                     });
   if (second.text != fixed.after) {
     out.applied = fix::compose(out.applied, second.edits, second.text);
   } else {
