@@ -25,6 +25,7 @@ import math
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -422,6 +423,20 @@ def first_error(stderr: str, stdout: str, tree: Optional[Path] = None) -> str:
     return (lines[-1][:300] + where) if lines else "(no output)"
 
 
+# Each run, and every process it starts (torchrun's ranks), may hold at most this much data memory
+# (RLIMIT_DATA: the heap and private anonymous mappings, where tensors live): a run that would take the
+# machine's memory fails with an allocation error instead of the kernel's OOM killer taking it, or the
+# test session beside it. 8 GiB is 2.6 times the largest passing run measured (llm.c's d12 with AdamW,
+# cpu and npu rehearsed: 3.0 GiB peak RSS, 2026-11-28); TORCHPORT_ENTRY_MEMORY_GIB changes it (0: no cap).
+MEMORY_GIB = float(os.environ.get("TORCHPORT_ENTRY_MEMORY_GIB", "8"))
+
+
+def _memory_cap() -> None:
+    if MEMORY_GIB > 0:
+        cap = int(MEMORY_GIB * 2**30)
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, cap))
+
+
 def run_one(h: Harness, mode: str, tree: Path, inputs: Path, scratch: Path) -> Run:
     script_args = [*h.script.split(), *h.args(mode, inputs, scratch)]
     launch: list[str] = []
@@ -446,7 +461,15 @@ def run_one(h: Harness, mode: str, tree: Path, inputs: Path, scratch: Path) -> R
         cmd = [*launch, *script_args] if launch else [sys.executable, *script_args]
     t0 = time.monotonic()
     try:
-        p = subprocess.run(cmd, cwd=tree, env=_env(h), capture_output=True, text=True, timeout=h.timeout)
+        p = subprocess.run(
+            cmd,
+            cwd=tree,
+            env=_env(h),
+            capture_output=True,
+            text=True,
+            timeout=h.timeout,
+            preexec_fn=_memory_cap,
+        )
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         return Run(mode, "timeout", round(time.monotonic() - t0, 1), f"timed out after {h.timeout} s",
