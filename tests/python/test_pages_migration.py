@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from torchport import report_json
 from torchport.pages.migration import file_chunk, write_migration_page
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +57,7 @@ def test_page_of_a_migration(tmp_path):
     data = json.loads(
         re.search(r'<script id="tp-data" type="application/json">(.*?)</script>', page, re.S)[1]
     )
-    report = json.loads((reports / "report.json").read_text())
+    report = report_json.load(reports / "report.json")
     assert len(data["rows"]) == len(report["findings"])
     assert [f[0] for f in data["files"]] == [f["file"] for f in report["files"]]
     train = next(f for f in data["files"] if f[0] == "train.py")

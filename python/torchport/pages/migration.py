@@ -23,6 +23,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Optional
 
+from torchport import report_json
+
 CONTEXT = 3
 _SEVERITY = {"UNSUPPORTED": "error", "UNKNOWN": "warning"}  # INSERT/MODIFY/DELETE: note
 
@@ -143,7 +145,7 @@ def _other_targets(report_dir: Path, rep: dict[str, Any]) -> list[dict[str, Any]
     rows = []
     for other in sorted(result.parent.glob(f"{stem}_*/torchport-report/report.json")):
         try:
-            o = json.loads(other.read_text(encoding="utf-8"))
+            o = report_json.load(other)
         except (OSError, ValueError):
             continue
         if o.get("input") != rep.get("input") or other.parent.parent.name != f"{stem}_{o.get('target')}":
@@ -167,7 +169,7 @@ def _other_targets(report_dir: Path, rep: dict[str, Any]) -> list[dict[str, Any]
 def write_migration_page(report_dir: Path) -> Path:
     """Writes index.html and files/*.js into `report_dir` (which holds report.json)."""
     report_dir = Path(report_dir)
-    rep = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    rep = report_json.load(report_dir / "report.json")
     input_root = Path(rep["input"])
     input_is_dir = input_root.is_dir()
     output = rep.get("output") or ""
