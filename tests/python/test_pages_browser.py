@@ -130,6 +130,18 @@ def test_migration_page_filters_and_opens_a_file(browser, migrated):
     notes = [tr.text for tr in browser.find_elements(By.CSS_SELECTOR, "#detail tr.finding")]
     assert any(n.startswith("TP300 MODIFY") and "[applied]" in n for n in notes)
     assert "#file=train.py&line=" in browser.current_url
+    # The chunk's rows carry no line numbers: the page counts them. Every numbered line it shows
+    # is that line of the original (left) and of the migrated file (right).
+    original = (EXAMPLE / "train.py").read_text().splitlines()
+    rewritten = (migrated.parent / "train.py").read_text().splitlines()
+    shown = browser.execute_script(
+        "return [...document.querySelectorAll('#detail tr.d-same, #detail tr.d-change, #detail tr.d-minus,"
+        " #detail tr.d-plus')].map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent));"
+    )
+    assert len(shown) > 10 and any(r[0] != r[2] for r in shown)  # lines inserted above: numbers differ
+    for old_no, old_text, new_no, new_text in shown:
+        assert not old_no or original[int(old_no) - 1] == old_text, (old_no, old_text)
+        assert not new_no or rewritten[int(new_no) - 1] == new_text, (new_no, new_text)
     time.sleep(0.3)
     browser.save_screenshot(str(SHOTS / "migration_file.png"))
     assert console_errors(browser) == []
