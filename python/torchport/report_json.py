@@ -69,18 +69,22 @@ class ReportFormatError(ValueError):
 
 def _expand_table(name: str, doc: dict[str, Any], strings: list[str]) -> list[dict[str, Any]]:
     spec = _TABLES[name]
-    named = doc.get("columns", {}).get(name)
+    columns = doc.get("columns")
+    named = columns.get(name) if isinstance(columns, dict) else None
     if named != [c for c, _ in spec]:
         raise ReportFormatError(
             f"report.json: the columns of {name!r} are {named!r}, expected {[c for c, _ in spec]!r}"
         )
     out: list[dict[str, Any]] = []
-    for n, row in enumerate(doc.get(name, [])):
+    rows = doc.get(name, [])
+    if not isinstance(rows, list):
+        raise ReportFormatError(f"report.json: {name} is not a list of rows")
+    for n, row in enumerate(rows):
         if not isinstance(row, list) or len(row) != len(spec):
             raise ReportFormatError(f"report.json: {name} row {n} is not a row of {len(spec)} cells: {row!r}")
         entry: dict[str, Any] = {}
         for (column, kind), cell in zip(spec, row):
-            if not isinstance(cell, int) or cell < 0:
+            if not isinstance(cell, int) or isinstance(cell, bool) or cell < 0:
                 raise ReportFormatError(
                     f"report.json: {name} row {n}, {column}: {cell!r} is not a count or an index"
                 )
@@ -135,8 +139,13 @@ def expand(doc: dict[str, Any]) -> dict[str, Any]:
             f"report.json: format_version {version!r}; this torchport reads {FORMAT_VERSION} (and format 1)"
         )
     strings = doc.get("strings")
-    if not isinstance(strings, list) or not strings or strings[0] != "":
-        raise ReportFormatError("report.json: no string table starting with the empty string")
+    if (
+        not isinstance(strings, list)
+        or not strings
+        or strings[0] != ""
+        or not all(isinstance(x, str) for x in strings)
+    ):
+        raise ReportFormatError("report.json: no table of strings starting with the empty string")
     out = {k: v for k, v in doc.items() if k not in ("columns", "strings", *_TABLES)}
     out["files"] = _expand_table("files", doc, strings)
     out["findings"] = _expand_table("findings", doc, strings)
