@@ -12,7 +12,6 @@ wall time of the first run. The output trees are deleted after each target.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -22,6 +21,9 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+from torchport import report_json  # noqa: E402
 
 TARGETS = ("npu", "mlu", "musa", "xpu", "mps", "hpu", "cpu", "accelerator")
 
@@ -37,7 +39,7 @@ def migrate(core: str, src: Path, target: str, out: Path, jobs: int) -> tuple[in
     dt = time.perf_counter() - t0
     result = out / f"{src.name}_{target}"
     rep = result / "torchport-report" / "report.json"
-    data = json.loads(rep.read_text()) if rep.exists() else None
+    data = report_json.load(rep) if rep.exists() else None
     return p.returncode, data, dt
 
 

@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from torchport import report_json
+
 from . import kept, notebooks, oracle
 
 REPO = Path(__file__).resolve().parents[2]
@@ -172,7 +174,7 @@ def run_cell(project: Path, target: str, work: Path) -> Cell:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         cell.add("crash", project.name, 0, f"migrate exited {proc.returncode}: {last}")
         return cell
-    report = json.loads(report_path.read_text())
+    report = report_json.load(report_path)
     rows = _rows(report, project)
     failures = {
         f["file"]: f.get("reason", "")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from torchport import report_json
+
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = Path(__file__).parent / "fixtures" / "advice_project"
 UPSTREAM = next(
@@ -169,7 +171,7 @@ def test_every_listed_api_is_reported_at_its_line(reports: Path) -> None:
     for rows in (precision, performance, affinity):
         for r in rows:
             assert r["File"] in ("train.py", "NA")
-    doc = json.loads((reports / "report.json").read_text())
+    doc = report_json.load(reports / "report.json")
     assert len(doc["advice"]) == len(precision) + len(performance) + len(affinity)
     assert all(a["scope"] == "project" or a["file"] == "train.py" for a in doc["advice"])
 
@@ -190,7 +192,7 @@ def test_no_advice_for_targets_without_vendor_lists(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     (d,) = tmp_path.glob("*/torchport-report")
     assert not list(d.glob("*advice*.csv")) and not (d / "affinity_api_call.csv").exists()
-    assert "advice" not in json.loads((d / "report.json").read_text())
+    assert "advice" not in report_json.load(d / "report.json")
 
 
 @pytest.mark.skipif(CORPUS is None or not (CORPUS / "kuangliu__pytorch-cifar").is_dir(), reason="no corpus")

@@ -7,13 +7,14 @@ Exit codes (torchport --help, docs/cli.md): 0 done, 1 findings, 2 usage error, 3
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from torchport import report_json
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = ["analyze", "migrate", "explain", "targets", "run", "check-ops", "probe", "compare"]
@@ -159,7 +160,7 @@ def run_both(
 
 
 def report(tmp_path: Path, name: str) -> dict:
-    return json.loads((tmp_path / "out" / name / "torchport-report" / "report.json").read_text())
+    return report_json.load(tmp_path / "out" / name / "torchport-report" / "report.json")
 
 
 def test_an_empty_folder_is_done_with_nothing_to_do(tmp_path: Path) -> None:

@@ -4,13 +4,13 @@ the file and line."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from torchport import report_json
 from torchport.config import ConfigError, apply, find, load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ def test_configuration_drives_the_core(tmp_path):
     )
     proc = torchport("analyze", str(proj), "--format", "json")
     assert proc.returncode == 1, proc.stderr
-    rep = json.loads(proc.stdout)
+    rep = report_json.loads(proc.stdout)
     assert rep["target"] == "cpu"
     files = {f["file"]: f for f in rep["files"]}
     assert files["third_party/lib.py"]["outcome"] == "Skip"
@@ -121,7 +121,7 @@ def test_configuration_drives_the_core(tmp_path):
     assert {f["file"] for f in rep["findings"]} == {"train.py"}
     assert files["tests/test_a.py"]["reason"] == "1 finding(s) ignored by the rule selection"
     # the command line wins over the configuration
-    rep = json.loads(torchport("analyze", str(proj), "--format", "json", "-t", "mps").stdout)
+    rep = report_json.loads(torchport("analyze", str(proj), "--format", "json", "-t", "mps").stdout)
     assert rep["target"] == "mps"
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from torchport import report_json
 from torchrun_testlib import run_ranks
 
 HERE = Path(__file__).resolve().parent
@@ -169,10 +170,8 @@ def read_change_list(result: Path) -> list[dict[str, str]]:
 def test_each_change_is_reported(tmp_path: Path) -> None:
     result = convert(tmp_path, "main_function")
     rows = read_change_list(result)
-    report = json.loads((result / "torchport-report" / "report.json").read_text())
-    codes = {f["code"] for f in report["findings"]} if "findings" in report else set()
-    if not codes:
-        codes = {f["code"] for fe in report["files"] for f in fe.get("findings", [])}
+    report = report_json.load(result / "torchport-report" / "report.json")
+    codes = {f["code"] for f in report["findings"]}
     for code in ("TP410", "TP411", "TP413", "TP414", "TP415", "TP416", "TP417"):
         assert code in codes, code
     messages = " | ".join(r["Message"] for r in rows)

@@ -30,7 +30,8 @@ ROOT_ROOM = "torchport"  # torchport/__init__.py (the version)
 # never of a layer above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        "shared core: per-target facts, versions, user frames, files, the command line, running a script",
+        "shared core: per-target facts, versions, user frames, files, the command line, running a script,"
+        " reading report.json",
         (
             ROOT_ROOM,
             "targets",
@@ -44,6 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "_command",
             "config",
             "third_party",
+            "report_json",
         ),
     ),
     ("the runtime redirection and the report pages", ("runtime", "pages")),

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from torchport import report_json
+
 REPO = Path(__file__).resolve().parents[2]
 
 TRAIN = """\
@@ -86,7 +88,7 @@ def test_migrate_npu_writes_the_tree_and_ascend_reports(project: Path, tmp_path:
     assert any(r[0] == "train.py" and r[1] == "3" and "flash_attn" in r[3] for r in unsupported[1:])
     assert read_csv(reports / "unknown_api.csv")[0] == ["File", "Start Line", "End Line", "OP", "Tips"]
     assert read_csv(reports / "cuda_op_list.csv") == [["File", "Api"]]
-    report = json.loads((reports / "report.json").read_text())
+    report = report_json.load(reports / "report.json")
     assert report["target"] == "npu"
     assert report["summary"]["failure"] == 0
     assert report["summary"]["files"] == 4
@@ -141,7 +143,7 @@ def test_bad_files_are_reported_with_location_and_copied(project: Path, tmp_path
     assert (result / "py2.py").read_text() == "print 'hello'\n"
     assert (result / "pkg" / "broken.py").read_text() == "x = 1\ndef f(:\n    pass\n"
     assert (result / "binary.py").read_bytes() == b"x = '\xff'\n"
-    report = json.loads((result / "torchport-report" / "report.json").read_text())
+    report = report_json.load(result / "torchport-report" / "report.json")
     outcomes = {f["file"]: f["outcome"] for f in report["files"]}
     assert outcomes["pkg/broken.py"] == "Failure"
     assert outcomes["train.py"] == "Success"
@@ -183,7 +185,7 @@ def test_analyze_exit_codes_gate_ci(project: Path, tmp_path: Path) -> None:
     assert torchport("analyze", str(clean), "-t", "npu").returncode == 0
     p = torchport("analyze", str(project), "-t", "npu", "--format", "json")
     assert p.returncode == 1
-    data = json.loads(p.stdout)
+    data = report_json.loads(p.stdout)
     assert data["command"] == "analyze"
     assert any(f["api"] == "torch.cuda.synchronize" for f in data["findings"])
     assert all(not f["applied"] for f in data["findings"])
@@ -349,7 +351,7 @@ def test_migrating_the_output_again_changes_nothing(project: Path, tmp_path: Pat
     rows = read_csv(out2 / "torchport-report" / "change_list.csv")[1:]
     assert [r for r in rows if r[3] in ("INSERT", "MODIFY", "DELETE")] == []
     # The first run's reports are not treated as part of the project.
-    report = json.loads((out2 / "torchport-report" / "report.json").read_text())
+    report = report_json.load(out2 / "torchport-report" / "report.json")
     assert not any(f["file"].startswith("torchport-report/") for f in report["files"])
 
 
@@ -372,7 +374,7 @@ def test_an_output_that_does_not_parse_keeps_the_original(tmp_path: Path) -> Non
     assert p.returncode == 3, p.stderr
     assert "a.py: internal error: the rewritten file does not parse (a.py:3:15:" in p.stderr
     assert (tmp_path / "o" / "proj_npu" / "a.py").read_text() == original
-    report = json.loads((tmp_path / "o" / "proj_npu" / "torchport-report" / "report.json").read_text())
+    report = report_json.load(tmp_path / "o" / "proj_npu" / "torchport-report" / "report.json")
     (entry_row,) = [f for f in report["files"] if f["file"] == "a.py"]
     assert entry_row["outcome"] == "Failure"
     assert entry_row["changed"] is False
@@ -424,7 +426,7 @@ def test_unsafe_fixes_are_applied_by_default_and_display_only_ones_never(
     assert r.returncode == 0, r.stderr
     result = tmp_path / "out" / "s_cpu"
     assert (result / "s.py").read_text() == output
-    report = json.loads((result / "torchport-report" / "report.json").read_text())
+    report = report_json.load(result / "torchport-report" / "report.json")
     seen = {f["code"]: (f.get("applicability"), f["applied"]) for f in report["findings"]}
     assert seen == {
         "TP700": ("display-only", False),  # "cuda" in a tuple: its use as a device is not clear

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import re
 import shutil
 import subprocess
@@ -20,6 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from torchport import report_json
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "cuda_project"
@@ -153,7 +154,7 @@ def test_what_cannot_be_converted_is_reported(migrated: dict[str, Path]) -> None
 
 
 def test_accelerator_report_states_the_minimum_torch(migrated: dict[str, Path]) -> None:
-    data = json.loads((migrated["accelerator"] / "torchport-report" / "report.json").read_text())
+    data = report_json.load(migrated["accelerator"] / "torchport-report" / "report.json")
     # torch.accelerator.max_memory_allocated needs torch 2.9 (the device variable needs 2.6).
     assert data["min_torch_version"] == "2.9"
 

@@ -12,7 +12,6 @@ blow-up fails the test. The core's own speed is measured in bench/, not here.
 from __future__ import annotations
 
 import csv
-import json
 import os
 import shutil
 import subprocess
@@ -22,6 +21,8 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+
+from torchport import report_json
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_CRASH = Path(os.environ.get("TORCHPORT_SHARED", REPO.parent / "shared")) / "crashes"
@@ -266,7 +267,7 @@ def test_names_from_every_unicode_category(tmp_path: Path) -> None:
     assert out.count(".npu()") == len(names)
     for name in names:
         assert f"\n{name} = torch.zeros(1).npu()\n" in out, name
-    report = json.loads((result / "torchport-report" / "report.json").read_text(encoding="utf-8"))
+    report = report_json.load(result / "torchport-report" / "report.json")
     assert report["summary"]["not_migrated"] == 1
 
 

@@ -34,6 +34,8 @@ sys.path.insert(0, str(REPO))
 from tests.corpus import oracle, static  # noqa: E402
 from tests.corpus.notebooks import AUTOMAGIC, cell_text, mask, module_of, notebooks_dir  # noqa: E402
 
+from torchport import report_json  # noqa: E402
+
 TARGETS = static.TARGETS
 SPACE_NAME = "diffusers/exploring_simple optimizations_for_sdxl.ipynb"
 NOTEBOOKS = notebooks_dir()
@@ -88,7 +90,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def report_of(result: Path) -> dict[str, Any]:
-    return json.loads((result / "torchport-report" / "report.json").read_text(encoding="utf-8"))
+    return report_json.load(result / "torchport-report" / "report.json")
 
 
 @needs_notebooks

@@ -5,7 +5,6 @@ a filter click shows the expected rows, and a screenshot of each is kept in buil
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from probe_testlib import mlp, train
+from torchport import report_json
 from torchport.probe.cli import compare_main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def migrated(tmp_path_factory):
 
 
 def test_migration_page_filters_and_opens_a_file(browser, migrated):
-    report = json.loads((migrated / "report.json").read_text())
+    report = report_json.load(migrated / "report.json")
     load(browser, migrated / "index.html")
     wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#findings tbody tr"))
     assert browser.find_element(By.ID, "title").text == "torchport migration for npu"
@@ -130,6 +130,18 @@ def test_migration_page_filters_and_opens_a_file(browser, migrated):
     notes = [tr.text for tr in browser.find_elements(By.CSS_SELECTOR, "#detail tr.finding")]
     assert any(n.startswith("TP300 MODIFY") and "[applied]" in n for n in notes)
     assert "#file=train.py&line=" in browser.current_url
+    # The chunk's rows carry no line numbers: the page counts them. Every numbered line it shows
+    # is that line of the original (left) and of the migrated file (right).
+    original = (EXAMPLE / "train.py").read_text().splitlines()
+    rewritten = (migrated.parent / "train.py").read_text().splitlines()
+    shown = browser.execute_script(
+        "return [...document.querySelectorAll('#detail tr.d-same, #detail tr.d-change, #detail tr.d-minus,"
+        " #detail tr.d-plus')].map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent));"
+    )
+    assert len(shown) > 10 and any(r[0] != r[2] for r in shown)  # lines inserted above: numbers differ
+    for old_no, old_text, new_no, new_text in shown:
+        assert not old_no or original[int(old_no) - 1] == old_text, (old_no, old_text)
+        assert not new_no or rewritten[int(new_no) - 1] == new_text, (new_no, new_text)
     time.sleep(0.3)
     browser.save_screenshot(str(SHOTS / "migration_file.png"))
     assert console_errors(browser) == []
@@ -242,7 +254,7 @@ def test_summary_per_target_links_the_other_targets(browser, migrated):
     load(browser, out / "cuda_project_cpu" / "torchport-report" / "index.html")
     rows = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#targets tbody tr"))
     cells = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")] for tr in rows]
-    npu = json.loads((migrated / "report.json").read_text())["summary"]
+    npu = report_json.load(migrated / "report.json")["summary"]
     assert [c[0] for c in cells] == ["cpu", "npu"]
     assert cells[1][3] == str(npu["unsupported"]) and cells[1][1] == str(npu["changed"])
     browser.save_screenshot(str(SHOTS / "migration_targets.png"))

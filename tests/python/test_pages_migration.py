@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from torchport.pages.migration import file_chunk, write_migration_page
+from torchport import report_json
+from torchport.pages.migration import chunk_lines, file_chunk, write_migration_page
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,15 +24,19 @@ def test_chunk_keeps_changed_and_flagged_lines_with_context():
     after = before[:2] + ["import torch_npu"] + before[2:]  # one line inserted after line 2
     after[10] = "line 10 changed"  # old line 10 (now new line 11) changed
     chunk = file_chunk("a.py", before, after, finding_lines={18})
-    rows = chunk["rows"]
     assert chunk["diff"] is True
+    # Stored compactly: a shared line is its text, left-out lines a count, a change tagged.
+    assert chunk["rows"][:4] == ["line 1", "line 2", ["+", "import torch_npu"], "line 3"]
+    assert chunk["rows"][6:8] == [1, "line 7"]
+    assert ["~", "line 10", "line 10 changed"] in chunk["rows"]
+    rows = chunk_lines(chunk["rows"])
     # lines 1-5 around the insertion, gap, 7-13 around the change, gap, 15-20 around the finding
-    assert rows[0] == [1, "line 1", 1, "line 1", "="]
-    assert rows[2] == [0, "", 3, "import torch_npu", "+"]
-    assert rows[3] == [3, "line 3", 4, "line 3", "="]
-    assert [r for r in rows if r[0] == "gap"] == [["gap", 1], ["gap", 1]]
-    assert [10, "line 10", 11, "line 10 changed", "~"] in rows
-    assert rows[-1] == [20, "line 20", 21, "line 20", "="]
+    assert rows[0] == (1, "line 1", 1, "line 1", "=")
+    assert rows[2] == (0, "", 3, "import torch_npu", "+")
+    assert rows[3] == (3, "line 3", 4, "line 3", "=")
+    assert [r for r in rows if r[0] == "gap"] == [("gap", 1), ("gap", 1)]
+    assert (10, "line 10", 11, "line 10 changed", "~") in rows
+    assert rows[-1] == (20, "line 20", 21, "line 20", "=")
     olds = [r[0] for r in rows if r[0] != "gap"]
     assert olds == [1, 2, 0, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 18, 19, 20]
 
@@ -40,9 +45,25 @@ def test_analyze_chunk_is_the_source_around_findings():
     src = [f"l{i}" for i in range(1, 31)]
     chunk = file_chunk("b.py", src, None, finding_lines={15})
     assert chunk["diff"] is False
-    assert chunk["rows"] == [["gap", 11]] + [[i, f"l{i}", i, f"l{i}", "="] for i in range(12, 19)] + [
-        ["gap", 12]
+    assert chunk["rows"] == [11] + [f"l{i}" for i in range(12, 19)] + [12]
+    assert chunk_lines(chunk["rows"]) == [("gap", 11)] + [
+        (i, f"l{i}", i, f"l{i}", "=") for i in range(12, 19)
+    ] + [("gap", 12)]
+
+
+def test_chunk_numbers_lines_on_both_sides_through_removals_and_additions():
+    before = [f"b{i}" for i in range(1, 13)]
+    after = ["b1", "new a", "new b"] + before[1:5] + before[7:]  # 2 added after 1, b6 b7 removed
+    rows = [
+        r
+        for r in chunk_lines(file_chunk("c.py", before, after, finding_lines=set())["rows"])
+        if r[0] != "gap"
     ]
+    assert [r for r in rows if r[4] == "+"] == [(0, "", 2, "new a", "+"), (0, "", 3, "new b", "+")]
+    assert [r for r in rows if r[4] == "-"] == [(6, "b6", 0, "", "-"), (7, "b7", 0, "", "-")]
+    assert (8, "b8", 8, "b8", "=") in rows and (5, "b5", 7, "b5", "=") in rows
+    for old, old_text, new, new_text, _ in rows:
+        assert (not old or before[old - 1] == old_text) and (not new or after[new - 1] == new_text)
 
 
 def test_page_of_a_migration(tmp_path):
@@ -56,7 +77,7 @@ def test_page_of_a_migration(tmp_path):
     data = json.loads(
         re.search(r'<script id="tp-data" type="application/json">(.*?)</script>', page, re.S)[1]
     )
-    report = json.loads((reports / "report.json").read_text())
+    report = report_json.load(reports / "report.json")
     assert len(data["rows"]) == len(report["findings"])
     assert [f[0] for f in data["files"]] == [f["file"] for f in report["files"]]
     train = next(f for f in data["files"] if f[0] == "train.py")
@@ -99,5 +120,5 @@ def test_page_of_an_in_place_migration_diffs_against_the_backup(tmp_path):
     )
     train = next(f for f in data["files"] if f[0] == "train.py")
     chunk = json.loads((reports / "files" / f"{train[7]}.js").read_text()[len(f"tpChunk({train[7]},") : -3])
-    changed = [r for r in chunk["rows"] if r[0] != "gap" and r[4] == "~"]
+    changed = [r for r in chunk_lines(chunk["rows"]) if r[0] != "gap" and r[4] == "~"]
     assert any("cuda" in r[1] and "cuda" not in r[3] for r in changed)  # original | rewritten in place

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from torchport import report_json
+
 SUITE = Path(__file__).resolve().parent.parent / "fixtures" / "readability"
 NAMES = sorted(p.name for p in SUITE.iterdir() if (p / "input.py").is_file())
 TARGETS = ["accelerator", "npu"]
@@ -129,7 +131,6 @@ def test_the_old_device_flags_stay_working_aliases_marked_deprecated() -> None:
 def test_device_flags_row_diff_and_keep_device_flags(tmp_path: Path) -> None:
     """The TP310 row is on the original's line, labelled; --diff shows its edits with the device
     rules' ones; --keep-device-flags leaves the flags in their CUDA shape."""
-    import json
 
     src = tmp_path / "mnist_cli"
     src.mkdir()
@@ -142,7 +143,7 @@ def test_device_flags_row_diff_and_keep_device_flags(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "+    use_accel = not args.no_accel and torch.accelerator.is_available()" in p.stdout
     assert "-    use_cuda = not args.no_cuda and torch.cuda.is_available()" in p.stdout
-    report = json.loads((out / "mnist_cli_accelerator" / "torchport-report" / "report.json").read_text())
+    report = report_json.load(out / "mnist_cli_accelerator" / "torchport-report" / "report.json")
     rows = [f for f in report["findings"] if f["code"] == "TP310"]
     assert len(rows) == 1, rows
     assert rows[0]["start_line"] == flag_line and rows[0]["applied"], rows[0]

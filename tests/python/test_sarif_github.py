@@ -13,6 +13,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from torchport import report_json
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "sarif" / "sarif-schema-2.1.0.json").read_text())
 E2E = ROOT / "tests" / "fixtures" / "e2e_scripts"
@@ -40,7 +42,7 @@ def test_sarif_of_the_e2e_scripts_validates(target):
     assert run["tool"]["driver"]["name"] == "torchport"
     assert run["originalUriBaseIds"]["SRCROOT"]["uri"] == E2E.as_uri() + "/"
     # the same findings as the JSON report, one result each, pointing at the right rule
-    report = json.loads(analyze(str(E2E), "--target", target, "--format", "json").stdout)
+    report = report_json.loads(analyze(str(E2E), "--target", target, "--format", "json").stdout)
     assert len(run["results"]) == len(report["findings"]) > 20
     rules = run["tool"]["driver"]["rules"]
     for res, f in zip(run["results"], report["findings"]):
@@ -76,7 +78,7 @@ def test_github_annotations_point_at_the_files_from_the_working_directory(tmp_pa
     proc = analyze("proj", "--target", "npu", "--format", "github", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    report = json.loads(analyze(str(proj), "--target", "npu", "--format", "json").stdout)
+    report = report_json.loads(analyze(str(proj), "--target", "npu", "--format", "json").stdout)
     assert len(lines) == len(report["findings"])
     pattern = re.compile(
         r"^::(error|warning|notice) file=([^,]+),line=(\d+)(,endLine=\d+)?,col=(\d+),title=(.+)::(.+)$"

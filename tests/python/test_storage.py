@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from torchport import report_json
+
 boto3 = pytest.importorskip("boto3")
 moto_server = pytest.importorskip("moto.server")
 torch = pytest.importorskip("torch")
@@ -159,6 +161,13 @@ def test_generated_files_follow_ascend_layout(tmp_path):
     changes = (project / "torchport-report" / "change_list.csv").read_text()
     assert f"train.py,{first_import.lineno},{first_import.lineno},INSERT," in changes
     assert "spawn_train.py:11: warning" in r.stdout
+    # report.json gets a storage section, added without rewriting the core's tables.
+    rep = report_json.load(project / "torchport-report")
+    assert rep["storage"]["platform"] == "modelarts" and rep["storage"]["entry"] == "train.py"
+    assert rep["storage"]["spawn"] == [{"file": "spawn_train.py", "line": 11}]
+    assert len(rep["findings"]) == sum(f["findings"] for f in rep["files"]) > 0
+    raw = (project / "torchport-report" / "report.json").read_text()
+    assert raw.startswith('{\n  "storage": {') and '\n  "findings": [\n[' in raw
     # A second run changes nothing in the entry script and keeps the user's config.
     (pkg / "path_mapping_config.py").write_text(
         "PATH_MAPPING_CONFIG = {'input': {}, 'output': {'x': 's3://b/x'}}\n"

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from torchport import report_json
 from torchport._core import core_binary
 
 _HERE = Path(__file__).resolve().parent
@@ -267,7 +268,5 @@ def add_storage_support(
     )
     report = reports / "report.json"
     if report.is_file():
-        data = json.loads(report.read_text(encoding="utf-8"))
-        data["storage"] = section
-        _write(report, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        report_json.add_section(report, "storage", section)
     return section

@@ -23,6 +23,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Optional
 
+from torchport import report_json
+
 CONTEXT = 3
 _SEVERITY = {"UNSUPPORTED": "error", "UNKNOWN": "warning"}  # INSERT/MODIFY/DELETE: note
 
@@ -87,10 +89,18 @@ def _align(a: list[str], b: list[str]) -> list[tuple[int, int, str]]:
 def file_chunk(
     rel: str, before: list[str], after: Optional[list[str]], finding_lines: set[int]
 ) -> dict[str, Any]:
-    """The detail of one file: aligned rows around the changed and flagged lines.
+    """The detail of one file: the changed and flagged lines with CONTEXT lines around them.
 
-    Each row is [old no, old text, new no, new text, tag] (tag "=", "~", "-", "+"), or
-    ["gap", number of lines left out].
+    The rows come in file order and carry no line numbers: both sides start before line 1, and
+    each row moves them on (the page counts them, as `chunk_lines` does):
+
+    - a string: a line both sides have, with this text (old and new line + 1);
+    - an int k: k lines both sides have, left out (old and new line + k);
+    - ["~", old text, new text], ["-", old text], ["+", new text]: a line changed (old and new
+      line + 1), only in the original (old + 1) or only in the migrated file (new + 1).
+
+    A line both sides share is most of every chunk (the torch tree: 224,000 of 226,000 rows),
+    so it is stored once, without its numbers.
     """
     aligned = _align(before, after if after is not None else before)
     keep = [False] * len(aligned)
@@ -98,21 +108,50 @@ def file_chunk(
         if tag != "=" or old in finding_lines:
             for j in range(max(0, k - CONTEXT), min(len(aligned), k + CONTEXT + 1)):
                 keep[j] = True
-    rows: list[list[Any]] = []
+    rows: list[Any] = []
     skipped = 0
     for k, (old, new, tag) in enumerate(aligned):
         if not keep[k]:
-            skipped += 1
+            skipped += 1  # only shared lines are ever left out: a change keeps its row
             continue
         if skipped:
-            rows.append(["gap", skipped])
+            rows.append(skipped)
             skipped = 0
         old_text = before[old - 1] if old else ""
         new_text = (after if after is not None else before)[new - 1] if new else ""
-        rows.append([old, old_text, new, new_text, tag])
+        if tag == "=":
+            rows.append(old_text)
+        elif tag == "~":
+            rows.append(["~", old_text, new_text])
+        else:
+            rows.append([tag, old_text if tag == "-" else new_text])
     if skipped:
-        rows.append(["gap", skipped])
+        rows.append(skipped)
     return {"file": rel, "diff": after is not None, "rows": rows}
+
+
+def chunk_lines(rows: list[Any]) -> list[tuple[Any, ...]]:
+    """A chunk's rows with their line numbers, as the page shows them: (old line, old text, new
+    line, new text, tag) with 0 and "" for a side without the line, or ("gap", k)."""
+    out: list[tuple[Any, ...]] = []
+    old = new = 0
+    for row in rows:
+        if isinstance(row, int):
+            old, new = old + row, new + row
+            out.append(("gap", row))
+        elif isinstance(row, str):
+            old, new = old + 1, new + 1
+            out.append((old, row, new, row, "="))
+        elif row[0] == "~":
+            old, new = old + 1, new + 1
+            out.append((old, row[1], new, row[2], "~"))
+        elif row[0] == "-":
+            old += 1
+            out.append((old, row[1], 0, "", "-"))
+        else:
+            new += 1
+            out.append((0, "", new, row[1], "+"))
+    return out
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -143,7 +182,7 @@ def _other_targets(report_dir: Path, rep: dict[str, Any]) -> list[dict[str, Any]
     rows = []
     for other in sorted(result.parent.glob(f"{stem}_*/torchport-report/report.json")):
         try:
-            o = json.loads(other.read_text(encoding="utf-8"))
+            o = report_json.load(other)
         except (OSError, ValueError):
             continue
         if o.get("input") != rep.get("input") or other.parent.parent.name != f"{stem}_{o.get('target')}":
@@ -167,7 +206,7 @@ def _other_targets(report_dir: Path, rep: dict[str, Any]) -> list[dict[str, Any]
 def write_migration_page(report_dir: Path) -> Path:
     """Writes index.html and files/*.js into `report_dir` (which holds report.json)."""
     report_dir = Path(report_dir)
-    rep = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    rep = report_json.load(report_dir / "report.json")
     input_root = Path(rep["input"])
     input_is_dir = input_root.is_dir()
     output = rep.get("output") or ""
@@ -184,8 +223,9 @@ def write_migration_page(report_dir: Path) -> Path:
     index_of = {f["file"]: i for i, f in enumerate(files)}
     by_file: dict[int, list[dict[str, Any]]] = {}
     rows: list[list[Any]] = []
-    # APIs and messages repeat (the torch tree: 48,000 findings, a few thousand distinct
-    # strings): the page holds each once and the rows refer to them by index.
+    # Operations, codes, APIs, messages, outcomes and reasons repeat (the torch tree: 49,000
+    # findings, 12,000 files, 6,500 distinct strings): the page holds each once and the rows
+    # refer to them by index.
     strings: list[str] = []
     string_id: dict[str, int] = {}
 
@@ -216,7 +256,7 @@ def write_migration_page(report_dir: Path) -> Path:
     for r in rep["findings"]:
         fi = index_of.get(r["file"], -1)
         by_file.setdefault(fi, []).append(r)
-        op, code, applied = r["operation"], r["code"], 1 if r["applied"] else 0
+        op, code, applied = intern(r["operation"]), intern(r["code"]), 1 if r["applied"] else 0
         api, msg = intern(r["api"]), intern(r["message"])
         row = [fi, page_line(r, r["start_line"]), r["column"], op, code, api, msg, applied]
         if r.get("cell"):
@@ -260,8 +300,8 @@ def write_migration_page(report_dir: Path) -> Path:
         file_rows.append(
             [
                 f["file"],
-                f["outcome"],
-                f.get("reason", ""),
+                intern(f["outcome"]),
+                intern(f.get("reason", "")),
                 1 if f.get("changed") else 0,
                 counts["error"],
                 counts["warning"],

@@ -14,12 +14,12 @@ both texts.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 from typing import Any, Optional, Sequence
 
+from torchport import report_json
 from torchport.runtime._log import MISMATCH
 
 # the analyzer's messages for a comparison with a CUDA device type (C++ core, rules TP300 and TP700)
@@ -97,8 +97,8 @@ def find(project: str, timeout: float = TIMEOUT_S) -> list[tuple[str, int, int]]
     if done.returncode not in (0, 1, 3):  # 1: CUDA code found, 3: a file not migrated (the others were)
         raise RuntimeError(f"the analyzer exited with {done.returncode}: {done.stderr.strip()[:200]}")
     try:
-        report: dict[str, Any] = json.loads(done.stdout)
-    except json.JSONDecodeError as e:
+        report: dict[str, Any] = report_json.loads(done.stdout)
+    except ValueError as e:  # json.JSONDecodeError, report_json.ReportFormatError
         raise RuntimeError(f"unreadable analyzer report: {e}") from None
     base = project if os.path.isdir(project) else os.path.dirname(project)
     out = []

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from torchport import report_json
 from torchport.verify.common import (  # noqa: F401 - shared names, also imported from here
     DTYPE_RTOL,
     REHEARSED,
@@ -108,7 +109,7 @@ def check_same_project(root_a: Path, root_b: Path, original: Path) -> Optional[d
     report: Optional[dict[str, Any]] = None
     if report_path.is_file():
         try:
-            report = json.loads(report_path.read_text(encoding="utf-8"))
+            report = report_json.load(report_path)
         except (OSError, ValueError) as e:
             raise VerifyError(f"{report_path}: unreadable migrate report: {e}") from None
         src = report.get("input") if isinstance(report, dict) else None

@@ -2,6 +2,7 @@
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/project/driver.h>
 #include <torchport/project/files.h>
+#include <torchport/report/report_json_test_util.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -436,7 +437,7 @@ TEST_F(Driver, FileNameThatIsNotUtf8IsAReportRow) {
   ASSERT_EQ(r.exit_code, 0) << r.error;
   // The file itself is migrated under its own name.
   EXPECT_NE(get(result() / "caf\xe9.py").find(".npu()"), std::string::npos);
-  auto j = nlohmann::json::parse(get(result() / "torchport-report" / "report.json"));
+  auto j = report::testing::expand_report_json(get(result() / "torchport-report" / "report.json"));
   bool row = false;
   for (const auto& f : j["files"]) {
     if (f["file"] == "caf\\xe9.py") {

@@ -2,11 +2,13 @@
 #include <torchport/text/utf8.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_map>
 
 namespace torchport::report {
 
@@ -220,218 +222,106 @@ std::string affinity_api_call_csv(const Report& r) {
   return out;
 }
 
-std::string report_json_reference(const Report& r) {
-  using nlohmann::ordered_json;
-  ordered_json j;
-  j["tool"] = "torchport";
-  j["version"] = TORCHPORT_VERSION;
-  j["command"] = r.command;
-  j["target"] = r.target;
-  j["torch_version"] = r.torch_version;
-  j["input"] = r.input;
-  j["output"] = r.output;
-  j["min_torch_version"] = r.min_torch;
-  ordered_json summary;
-  summary["files"] = r.files.size();
-  summary["success"] = r.count(Outcome::Success);
-  summary["failure"] = r.count(Outcome::Failure);
-  summary["skip"] = r.count(Outcome::Skip);
-  summary["not_migrated"] = r.count_not_migrated();
-  summary["changed"] =
-      std::count_if(r.files.begin(), r.files.end(), [](const FileEntry& f) { return f.changed; });
-  for (auto op : {rules::Operation::Insert, rules::Operation::Modify, rules::Operation::Delete,
-                  rules::Operation::Unsupported, rules::Operation::Unknown}) {
-    std::string key(op_name(op));
-    std::transform(key.begin(), key.end(), key.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    summary[key] = r.count(op);
-  }
-  summary["cuda_ops"] = r.cuda_ops.size();
-  j["summary"] = summary;
-  ordered_json files = ordered_json::array();
-  for (const FileEntry& f : r.files) {
-    ordered_json e;
-    e["file"] = f.file;
-    e["outcome"] = to_string(f.outcome);
-    if (!f.reason.empty()) e["reason"] = f.reason;
-    e["python"] = f.python;
-    e["changed"] = f.changed;
-    if (f.not_migrated) e["not_migrated"] = true;
-    e["findings"] = f.findings;
-    if (!f.min_torch.empty()) e["min_torch_version"] = f.min_torch;
-    files.push_back(std::move(e));
-  }
-  j["files"] = std::move(files);
-  ordered_json findings = ordered_json::array();
-  for (const Row& row : r.rows) {
-    ordered_json e;
-    e["file"] = row.file;
-    if (row.cell) e["cell"] = row.cell;
-    e["start_line"] = row.start_line;
-    e["end_line"] = row.end_line;
-    e["column"] = row.column;
-    e["operation"] = op_name(row.op);
-    e["code"] = row.code;
-    e["api"] = row.api;
-    e["message"] = row.message;
-    e["applied"] = row.applied;
-    if (!row.applicability.empty()) e["applicability"] = row.applicability;
-    if (!row.changes.empty()) e["changes"] = row.changes;
-    findings.push_back(std::move(e));
-  }
-  j["findings"] = std::move(findings);
-  ordered_json ops = ordered_json::array();
-  for (const CudaOp& op : r.cuda_ops) ops.push_back({{"file", op.file}, {"api", op.api}});
-  j["cuda_ops"] = std::move(ops);
-  if (r.has_advice) {
-    ordered_json advice = ordered_json::array();
-    for (const AdviceRow& a : r.advice) {
-      ordered_json e;
-      e["kind"] = rules::to_string(a.kind);
-      if (a.start_line == 0) {
-        e["scope"] = "project";
-      } else {
-        e["scope"] = "site";
-        e["file"] = a.file;
-        if (a.cell) e["cell"] = a.cell;
-        e["start_line"] = a.start_line;
-        e["end_line"] = a.end_line;
-      }
-      e["api"] = a.api;
-      if (!a.api_type.empty()) e["api_type"] = a.api_type;
-      if (!a.tip.empty()) e["tips"] = a.tip;
-      if (!a.affinity.empty()) e["affinity_api"] = a.affinity;
-      advice.push_back(std::move(e));
-    }
-    j["advice"] = std::move(advice);
-  }
-  // A file name that is not UTF-8 cannot be JSON: its invalid bytes become U+FFFD (the CSV
-  // reports keep the bytes).
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
-
 namespace {
 
-/// True if `s` is well-formed UTF-8 (what nlohmann::json's strict serializer accepts).
-bool valid_utf8(std::string_view s) { return text::is_valid_utf8(s); }
-
-/// Writes JSON text exactly as nlohmann::ordered_json::dump(2) does, for the shapes of
-/// report.json. `ok` turns false on a string that is not valid UTF-8.
-class JsonWriter {
+/// The strings of report.json, each stored once: a string's index is its place in first-seen
+/// order, and "" is always 0 (a column's "none"). The views point into the Report, which outlives
+/// the table.
+class StringTable {
  public:
-  std::string out;
-  bool ok = true;
-
-  void open(char bracket) {
-    out += bracket;
-    ++depth_;
-    first_ = true;
+  StringTable() { (*this)(""); }
+  std::uint32_t operator()(std::string_view s) {
+    auto [it, added] = ids_.try_emplace(s, static_cast<std::uint32_t>(list_.size()));
+    if (added) list_.push_back(s);
+    return it->second;
   }
-  /// Closes an object or array; `empty` when nothing was written into it.
-  void close(char bracket) {
-    --depth_;
-    if (!first_) {
-      out += '\n';
-      indent();
-    }
-    out += bracket;
-    first_ = false;
-  }
-  void key(std::string_view k) {
-    item();
-    string(k);
-    out += ": ";
-  }
-  /// Starts an array element.
-  void item() {
-    out += first_ ? "\n" : ",\n";
-    first_ = false;
-    indent();
-  }
-  void string(std::string_view s) {
-    if (!valid_utf8(s)) ok = false;
-    out += '"';
-    std::size_t plain = 0;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      const auto c = static_cast<unsigned char>(s[i]);
-      if (c >= 0x20 && c != '"' && c != '\\') continue;
-      out.append(s.data() + plain, i - plain);
-      plain = i + 1;
-      switch (c) {
-        case '\b':
-          out += "\\b";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\f':
-          out += "\\f";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        default: {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        }
-      }
-    }
-    out.append(s.data() + plain, s.size() - plain);
-    out += '"';
-  }
-  void number(std::uint64_t v) {
-    char buf[24];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, end);
-  }
-  void boolean(bool b) { out += b ? "true" : "false"; }
-
-  template <class F>
-  void field(std::string_view k, F&& value) {
-    key(k);
-    value();
-  }
+  const std::vector<std::string_view>& strings() const { return list_; }
 
  private:
-  void indent() { out.append(static_cast<std::size_t>(depth_) * 2, ' '); }
-  int depth_ = 0;
-  bool first_ = true;
+  std::unordered_map<std::string_view, std::uint32_t> ids_;
+  std::vector<std::string_view> list_;
 };
 
-}  // namespace
+/// The columns of report.json's tables (format 2): a number, or the index of a string.
+constexpr std::string_view kFileColumns[] = {"file",     "outcome",          "reason",
+                                             "python",   "changed",          "not_migrated",
+                                             "findings", "min_torch_version"};
+constexpr std::string_view kFindingColumns[] = {"file",    "cell",      "start_line",    "end_line",
+                                                "column",  "operation", "code",          "api",
+                                                "message", "applied",   "applicability", "changes"};
+constexpr std::string_view kCudaOpColumns[] = {"file", "api"};
+constexpr std::string_view kAdviceColumns[] = {
+    "kind", "file", "cell", "start_line", "end_line", "api", "api_type", "tips", "affinity_api"};
 
-std::string report_json(const Report& r) {
-  JsonWriter w;
-  w.out.reserve(256 + r.files.size() * 160 + r.rows.size() * 320);
+/// report.json's text (docs/report-json.md), with `escape(out, s)` appending one JSON string.
+/// The layout is fixed here; the two writers differ only in how they escape strings.
+template <class Escape>
+std::string render_report_json(const Report& r, Escape&& escape) {
+  std::string out;
+  out.reserve(4096 + r.files.size() * 48 + r.rows.size() * 40 + r.advice.size() * 40);
+  StringTable ids;
   auto str = [&](std::string_view k, std::string_view v) {
-    w.key(k);
-    w.string(v);
+    out += "  \"";
+    out += k;
+    out += "\": ";
+    escape(out, v);
+    out += ",\n";
   };
   auto num = [&](std::string_view k, std::uint64_t v) {
-    w.key(k);
-    w.number(v);
+    out += "    \"";
+    out += k;
+    out += "\": ";
+    append_number(out, v);
+    out += ",\n";
   };
-  w.open('{');
+  // A row: numbers, and strings as their index in "strings".
+  auto row = [&](bool first, const auto& cells) {
+    out += first ? "\n[" : ",\n[";
+    bool head = true;
+    for (std::uint64_t c : cells) {
+      if (!head) out += ',';
+      head = false;
+      append_number(out, c);
+    }
+    out += ']';
+  };
+  auto table = [&](std::string_view name, auto& rows, auto&& cells) {
+    out += "  \"";
+    out += name;
+    out += "\": [";
+    bool first = true;
+    for (const auto& x : rows) {
+      row(first, cells(x));
+      first = false;
+    }
+    out += first ? "],\n" : "\n],\n";
+  };
+  auto columns = [&](std::string_view name, const auto& cols, bool last) {
+    out += "    \"";
+    out += name;
+    out += "\": [";
+    bool head = true;
+    for (std::string_view c : cols) {
+      if (!head) out += ", ";
+      head = false;
+      out += '"';
+      out += c;
+      out += '"';
+    }
+    out += last ? "]\n" : "],\n";
+  };
+
+  out += "{\n";
   str("tool", "torchport");
   str("version", TORCHPORT_VERSION);
+  out += "  \"format_version\": 2,\n";
   str("command", r.command);
   str("target", r.target);
   str("torch_version", r.torch_version);
   str("input", r.input);
   str("output", r.output);
   str("min_torch_version", r.min_torch);
-  w.key("summary");
-  w.open('{');
+  out += "  \"summary\": {\n";
   num("files", r.files.size());
   num("success", r.count(Outcome::Success));
   num("failure", r.count(Outcome::Failure));
@@ -445,88 +335,115 @@ std::string report_json(const Report& r) {
   num("delete", r.count(rules::Operation::Delete));
   num("unsupported", r.count(rules::Operation::Unsupported));
   num("unknown", r.count(rules::Operation::Unknown));
-  num("cuda_ops", r.cuda_ops.size());
-  w.close('}');
-  w.key("files");
-  w.open('[');
-  for (const FileEntry& f : r.files) {
-    w.item();
-    w.open('{');
-    str("file", f.file);
-    str("outcome", to_string(f.outcome));
-    if (!f.reason.empty()) str("reason", f.reason);
-    w.key("python");
-    w.boolean(f.python);
-    w.key("changed");
-    w.boolean(f.changed);
-    if (f.not_migrated) {
-      w.key("not_migrated");
-      w.boolean(true);
-    }
-    num("findings", f.findings);
-    if (!f.min_torch.empty()) str("min_torch_version", f.min_torch);
-    w.close('}');
+  out += "    \"cuda_ops\": ";
+  append_number(out, r.cuda_ops.size());
+  out += "\n  },\n";
+  out += "  \"columns\": {\n";
+  columns("files", kFileColumns, false);
+  columns("findings", kFindingColumns, false);
+  columns("cuda_ops", kCudaOpColumns, !r.has_advice);
+  if (r.has_advice) columns("advice", kAdviceColumns, true);
+  out += "  },\n";
+  using N = std::uint64_t;
+  table("files", r.files, [&](const FileEntry& f) {
+    return std::array<N, 8>{
+        ids(f.file),  ids(to_string(f.outcome)), ids(f.reason), N{f.python},
+        N{f.changed}, N{f.not_migrated},         N{f.findings}, ids(f.min_torch)};
+  });
+  table("findings", r.rows, [&](const Row& x) {
+    return std::array<N, 12>{
+        ids(x.file),          x.cell,        x.start_line, x.end_line,     x.column,
+        ids(op_name(x.op)),   ids(x.code),   ids(x.api),   ids(x.message), N{x.applied},
+        ids(x.applicability), ids(x.changes)};
+  });
+  table("cuda_ops", r.cuda_ops, [&](const CudaOp& c) {
+    return std::array<N, 2>{ids(c.file), ids(c.api)};
+  });
+  if (r.has_advice)
+    table("advice", r.advice, [&](const AdviceRow& a) {
+      return std::array<N, 9>{ids(rules::to_string(a.kind)),
+                              ids(a.file),
+                              a.cell,
+                              a.start_line,
+                              a.end_line,
+                              ids(a.api),
+                              ids(a.api_type),
+                              ids(a.tip),
+                              ids(a.affinity)};
+    });
+  out += "  \"strings\": [";
+  bool first = true;
+  for (std::string_view s : ids.strings()) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    escape(out, s);
   }
-  w.close(']');
-  w.key("findings");
-  w.open('[');
-  for (const Row& row : r.rows) {
-    w.item();
-    w.open('{');
-    str("file", row.file);
-    if (row.cell) num("cell", row.cell);
-    num("start_line", row.start_line);
-    num("end_line", row.end_line);
-    num("column", row.column);
-    str("operation", op_name(row.op));
-    str("code", row.code);
-    str("api", row.api);
-    str("message", row.message);
-    w.key("applied");
-    w.boolean(row.applied);
-    if (!row.applicability.empty()) str("applicability", row.applicability);
-    if (!row.changes.empty()) str("changes", row.changes);
-    w.close('}');
-  }
-  w.close(']');
-  w.key("cuda_ops");
-  w.open('[');
-  for (const CudaOp& op : r.cuda_ops) {
-    w.item();
-    w.open('{');
-    str("file", op.file);
-    str("api", op.api);
-    w.close('}');
-  }
-  w.close(']');
-  if (r.has_advice) {
-    w.key("advice");
-    w.open('[');
-    for (const AdviceRow& a : r.advice) {
-      w.item();
-      w.open('{');
-      str("kind", rules::to_string(a.kind));
-      if (a.start_line == 0) {
-        str("scope", "project");
-      } else {
-        str("scope", "site");
-        str("file", a.file);
-        if (a.cell) num("cell", a.cell);
-        num("start_line", a.start_line);
-        num("end_line", a.end_line);
+  out += "\n]\n}\n";
+  return out;
+}
+
+/// Appends `s` as a JSON string, escaped as nlohmann::json::dump does; false (and nothing
+/// appended) when `s` is not valid UTF-8.
+bool append_json_string(std::string& out, std::string_view s) {
+  if (!text::is_valid_utf8(s)) return false;
+  out += '"';
+  std::size_t plain = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + plain, i - plain);
+    plain = i + 1;
+    switch (c) {
+      case '\b':
+        out += "\\b";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+        out += buf;
       }
-      str("api", a.api);
-      if (!a.api_type.empty()) str("api_type", a.api_type);
-      if (!a.tip.empty()) str("tips", a.tip);
-      if (!a.affinity.empty()) str("affinity_api", a.affinity);
-      w.close('}');
     }
-    w.close(']');
   }
-  w.close('}');
-  if (!w.ok) return report_json_reference(r);
-  w.out += '\n';
-  return std::move(w.out);
+  out.append(s.data() + plain, s.size() - plain);
+  out += '"';
+  return true;
+}
+
+}  // namespace
+
+std::string report_json_reference(const Report& r) {
+  // A file name that is not UTF-8 cannot be JSON: its invalid bytes become U+FFFD (the CSV
+  // reports keep the bytes).
+  return render_report_json(r, [](std::string& out, std::string_view s) {
+    out += nlohmann::json(std::string(s))
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  });
+}
+
+std::string report_json(const Report& r) {
+  bool ok = true;
+  std::string out = render_report_json(r, [&](std::string& o, std::string_view s) {
+    if (!append_json_string(o, s)) ok = false;
+  });
+  return ok ? out : report_json_reference(r);
 }
 
 std::string log_line(const Row& row) {

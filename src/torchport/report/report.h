@@ -1,5 +1,6 @@
 // The reports of a run: change_list.csv, unsupported_api.csv, unknown_api.csv, cuda_op_list.csv
-// (Ascend GPU2Ascend's exact columns), report.json (everything), the log and the terminal table.
+// (Ascend GPU2Ascend's exact columns), report.json (everything, each string stored once), the log
+// and the terminal table.
 //
 // Writers are pure functions from a Report to text; the driver (project/) writes the files.
 #pragma once
@@ -111,10 +112,13 @@ std::string not_migrated_csv(const Report& r);
 std::string api_precision_advice_csv(const Report& r);
 std::string api_performance_advice_csv(const Report& r);
 std::string affinity_api_call_csv(const Report& r);
-/// Everything, machine-readable.
+/// Everything, machine-readable, in report.json's format 2 (docs/report-json.md): the summary,
+/// then the tables files, findings, cuda_ops and advice as rows of numbers, where a string is
+/// its index in "strings" (each distinct string stored once; "" is 0). Python reads it only
+/// through torchport.report_json, which expands the rows into one object per finding.
 std::string report_json(const Report& r);
-/// report_json() written through nlohmann::json (slower; the same text). report_json() falls
-/// back to it for a string that is not valid UTF-8, which it rejects with nlohmann's error.
+/// report_json() with its strings escaped by nlohmann::json (slower; the same text). report_json()
+/// falls back to it for a string that is not valid UTF-8, whose bad bytes become U+FFFD.
 std::string report_json_reference(const Report& r);
 /// One log line per row: `file: line a ~ b   Operation Type: MODIFY   Message: ...`.
 std::string log_line(const Row& row);

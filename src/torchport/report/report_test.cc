@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <torchport/report/report.h>
+#include <torchport/report/report_json_test_util.h>
 
 #include <nlohmann/json.hpp>
 
@@ -42,13 +43,13 @@ TEST(Csv, ANotebookRowPutsItsCellInTheFileColumn) {
   EXPECT_EQ(findings_text(r),
             "nb dir/demo.ipynb:cell3:2:9: TP300 [MODIFY] torch.device: "
             "replace device string\n");
-  const auto j = nlohmann::json::parse(report_json(r));
+  const auto j = testing::expand_report_json(report_json(r));
   EXPECT_EQ(j["findings"][0]["file"], "nb dir/demo.ipynb");
   EXPECT_EQ(j["findings"][0]["cell"], 3);
   EXPECT_EQ(j["findings"][0]["start_line"], 2);
-  EXPECT_EQ(nlohmann::json::parse(report_json_reference(r))["findings"][0]["cell"], 3);
-  // A row of any other file has no "cell" key.
-  EXPECT_FALSE(nlohmann::json::parse(report_json(sample()))["findings"][0].contains("cell"));
+  EXPECT_EQ(testing::expand_report_json(report_json_reference(r))["findings"][0]["cell"], 3);
+  // A row of any other file has cell 0, which the reader leaves out.
+  EXPECT_FALSE(testing::expand_report_json(report_json(sample()))["findings"][0].contains("cell"));
 }
 
 TEST(Csv, QuotesAndGuardsCells) {
@@ -81,7 +82,7 @@ TEST(Csv, UnsupportedAndUnknownLists) {
 }
 
 TEST(Json, CarriesSummaryFilesAndFindings) {
-  auto j = nlohmann::json::parse(report_json(sample()));
+  auto j = testing::expand_report_json(report_json(sample()));
   EXPECT_EQ(j["target"], "npu");
   EXPECT_EQ(j["summary"]["files"], 3);
   EXPECT_EQ(j["summary"]["failure"], 1);
@@ -93,6 +94,53 @@ TEST(Json, CarriesSummaryFilesAndFindings) {
   EXPECT_EQ(j["findings"][2]["operation"], "UNSUPPORTED");
   EXPECT_EQ(j["findings"][0]["applied"], true);
   EXPECT_EQ(j["cuda_ops"][0]["api"], "my_ops.fused_add");
+  EXPECT_EQ(j["findings"][3]["file"], "model/net.py");
+  EXPECT_EQ(j["findings"][3]["start_line"], 12);
+  EXPECT_EQ(j["findings"][3]["column"], 9);
+  EXPECT_EQ(j["findings"][3]["code"], "TP900");
+  EXPECT_EQ(j["findings"][3]["message"], "-");
+  EXPECT_EQ(j["findings"][3]["applied"], false);
+  EXPECT_EQ(j["files"][0]["changed"], true);
+  EXPECT_EQ(j["files"][2]["outcome"], "Skip");
+  EXPECT_FALSE(j["files"][0].contains("reason"));
+}
+
+TEST(Json, StoresEachStringOnceAndFindingsAsRows) {
+  Report r = sample();
+  const std::string message =
+      "not in the supported list of upstream ascend-msfmktransplt/supported_op_<v>.json";
+  for (std::uint32_t line = 20; line < 1020; ++line)
+    r.rows.push_back({"model/net.py", line, line, 5, Operation::Unknown, "TP950",
+                      line % 2 ? "torch.odd" : "torch.even", message, false, "", ""});
+  const std::string text = report_json(r);
+  // Each string once: the message of 1,000 findings, the file of 1,002, a code of 1,000.
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count('"' + message + '"'), 1u);
+  EXPECT_EQ(count("\"model/net.py\""), 1u);
+  EXPECT_EQ(count("\"TP950\""), 1u);
+  EXPECT_EQ(count("\"torch.odd\""), 1u);
+  // A finding is a row of numbers on its own line: 1,004 rows in well under 40 bytes each.
+  EXPECT_LT(text.size(), 1004u * 40u) << text.size();
+  const auto raw = nlohmann::json::parse(text);
+  EXPECT_EQ(raw["format_version"], 2);
+  EXPECT_EQ(raw["strings"][0], "");  // "" is 0: an absent reason, applicability, ...
+  EXPECT_EQ(raw["findings"].size(), 1004u);
+  EXPECT_EQ(raw["columns"]["findings"][7], "api");
+  const auto& last = raw["findings"][1003];
+  EXPECT_EQ(raw["strings"][last[7].get<std::size_t>()], "torch.odd");  // line 1019
+  EXPECT_EQ(last[2], 1019);
+  EXPECT_EQ(last[10], 0);  // no applicability
+  // Expanded, the rows are the findings as they were made.
+  const auto j = testing::expand_report_json(text);
+  EXPECT_EQ(j["findings"][4]["api"], "torch.even");
+  EXPECT_EQ(j["findings"][4]["message"], message);
+  EXPECT_EQ(j["findings"][4]["operation"], "UNKNOWN");
+  EXPECT_EQ(j["findings"][1003]["start_line"], 1019);
+  EXPECT_EQ(j["summary"]["unknown"], 1001);
 }
 
 TEST(Report, BehaviourChangingFixesAreLabelled) {
@@ -108,7 +156,7 @@ TEST(Report, BehaviourChangingFixesAreLabelled) {
   EXPECT_NE(csv.find(",[numerics: autocast dtype pinned] insert import torch_npu"),
             std::string::npos)
       << csv;
-  auto j = nlohmann::json::parse(report_json(r));
+  auto j = testing::expand_report_json(report_json(r));
   EXPECT_EQ(j["findings"][0]["applicability"], "unsafe");
   EXPECT_EQ(j["findings"][0]["changes"], "changes behaviour: a value replaced by a constant");
   EXPECT_EQ(j["findings"][1]["applicability"], "safe");
@@ -130,7 +178,9 @@ TEST(Json, FastWriterMatchesNlohmann) {
   Report bad = sample();
   // Not UTF-8 (a file name can be anything): the JSON stays valid, the bad bytes become U+FFFD.
   bad.rows[0].api = "\xed\xa0\x80";  // a surrogate
-  EXPECT_NE(report_json(bad).find("\"api\": \"\xef\xbf\xbd"), std::string::npos);
+  EXPECT_EQ(testing::expand_report_json(report_json(bad))["findings"][0]["api"],
+            "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd")
+      << "each bad byte of the surrogate becomes U+FFFD";
   bad.rows[0].api = "\xc3";  // truncated
   EXPECT_TRUE(nlohmann::json::parse(report_json(bad)).is_object());
 }
@@ -202,7 +252,14 @@ TEST(Report, AdviceCsvsHaveAscendColumnsAndNaForProjectRows) {
             "File,Start Line,End Line,Api Type,Api Call Name,Affinity Api Name\n"
             "a/m.py,7,7,torch,torch.roll,torch_npu.contrib.function.roll\n");
   EXPECT_EQ(report_json(r), report_json_reference(r));
-  EXPECT_NE(report_json(r).find("\"scope\": \"project\""), std::string::npos) << report_json(r);
+  const auto j = testing::expand_report_json(report_json(r));
+  ASSERT_EQ(j["advice"].size(), 3u) << report_json(r);
+  EXPECT_EQ(j["advice"][1]["kind"], "performance");
+  EXPECT_EQ(j["advice"][1]["start_line"], 0);  // project-level: no site
+  EXPECT_EQ(j["advice"][1]["tips"], "project-level (no file or line): set it");
+  EXPECT_EQ(j["advice"][2]["affinity_api"], "torch_npu.contrib.function.roll");
+  EXPECT_EQ(j["advice"][0]["file"], "a/train.py");
+  EXPECT_EQ(j["advice"][0]["end_line"], 4);
   EXPECT_NE(summary_table(r).find("affinity_api_call.csv"), std::string::npos);
   r.has_advice = false;  // a target without advice lists: no "advice" key, no table rows
   EXPECT_EQ(report_json(r).find("\"advice\""), std::string::npos);
