@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import site
 import stat
 import subprocess
 import sys
@@ -190,7 +191,12 @@ def test_import_torchport_auto_in_a_cell_brings_the_magic(kernel_factory: Any, t
 
 
 @pytest.mark.skipif(
-    not any(Path(p, "torchport_autohook.pth").is_file() for p in sys.path if p),
+    # the directories whose .pth files Python runs at start-up (a source tree on PYTHONPATH holds the file,
+    # but nothing runs it there)
+    not any(
+        Path(p, "torchport_autohook.pth").is_file()
+        for p in [*site.getsitepackages(), site.getusersitepackages()]
+    ),
     reason="the .pth hook is not installed in this Python (pip install torchport installs it)",
 )
 def test_load_ext_adopts_the_redirect_the_pth_hook_turned_on(kernel_factory: Any) -> None:
