@@ -50,8 +50,18 @@ def _import_vendor(target: Target) -> None:
         ) from None
 
 
+# The oldest torch the runtime tests passed on (README, "Supported torch"); torch 2.1 lacks
+# torch.get_device_module, which every target's redirect starts from.
+MIN_TORCH = "2.4"
+
+
 def device_module(target: Target) -> Any:
     """torch.get_device_module(target.device_type), with a clear error when torch does not know the device."""
+    if not hasattr(torch, "get_device_module"):  # torch 2.1 has none; the oldest torch tested is 2.4
+        raise TargetUnavailable(
+            f"torchport's runtime needs torch {MIN_TORCH} or later (torch.get_device_module); this is torch "
+            f"{torch.__version__}: install a newer torch (README, 'Supported torch')"
+        )
     try:
         return torch.get_device_module(target.device_type)
     except Exception as e:
