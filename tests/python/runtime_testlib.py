@@ -14,6 +14,10 @@ import torchport
 import torchport.runtime as rt
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "runtime"
+# torch's own error for a CUDA call where there is no CUDA: a CPU build says "Torch not compiled with CUDA
+# enabled", a CUDA build (PyPI's torch 2.14) on a machine without a GPU "Found no NVIDIA driver on your
+# system".
+NO_CUDA = r"not compiled with CUDA|Found no NVIDIA driver"
 PACKAGE_PARENT = str(Path(torchport.__file__).resolve().parent.parent)
 
 

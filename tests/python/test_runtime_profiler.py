@@ -20,7 +20,16 @@ def test_cuda_activity_on_cpu_profiles_cpu() -> None:
 
 
 def test_legacy_use_cuda() -> None:
-    with enabled("cpu"):
+    # torch 2.14 removed use_cuda from both profilers (a TypeError there even on CUDA): the script's intent,
+    # profile the device too, is kept on every torch
+    with enabled("cpu") as s:
         with torch.autograd.profiler.profile(use_cuda=True) as prof:
             torch.ones(4, device="cuda").sum()
-    assert any(e.name == "aten::sum" for e in prof.function_events)
+        with profile(use_cuda=True) as prof2:
+            torch.ones(4, device="cuda").sum()
+        with torch.autograd.profiler.profile(use_cuda=False) as prof3:
+            torch.ones(4, device="cuda").sum()
+        logged = {x.api for x in sites(s)}
+    for events in (prof.function_events, prof2.events(), prof3.function_events):
+        assert any(e.name == "aten::sum" for e in events)
+    assert {"autograd.profiler.profile", "torch.profiler.profile"} <= logged

@@ -4,9 +4,10 @@ hook switched off (TORCHPORT_AUTOHOOK=0), as in an editable install or a source 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from runtime_testlib import run_python
+from runtime_testlib import NO_CUDA, run_python
 
 SCRIPT = """
 import sys
@@ -53,5 +54,5 @@ def test_spawned_children_not_redirected_after_disable(tmp_path: Path) -> None:
     script.write_text(SCRIPT.replace('rt.enable("cpu")', 'rt.enable("cpu"); rt.disable()'), encoding="utf-8")
     out = tmp_path / "child.txt"
     p = run_python([str(script), str(out)], {"TORCHPORT_AUTOHOOK": "0"}, cwd=tmp_path)
-    assert p.returncode != 0  # the child's torch.zeros(device="cuda") meets a CPU-only torch
-    assert "Torch not compiled with CUDA enabled" in p.stderr or "CUDA" in p.stderr
+    assert p.returncode != 0  # the child's torch.zeros(device="cuda") meets a torch without CUDA
+    assert re.search(NO_CUDA, p.stderr), p.stderr[-2000:]

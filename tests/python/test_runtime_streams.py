@@ -4,6 +4,7 @@ torchport's host streams are real torch.Stream objects that torch's own bindings
 
 from __future__ import annotations
 
+import re
 import time
 
 import torch
@@ -106,8 +107,8 @@ def test_torch_stream_and_event_with_a_cuda_device() -> None:
     try:
         torch.Stream(device="cuda")
         raise AssertionError("torch.Stream(device='cuda') works after disable() on a cpu build")
-    except RuntimeError as e:
-        assert "cuda" in str(e).lower()
+    except RuntimeError as e:  # torch's own error: a CPU build names CUDA, a CUDA build without a GPU not
+        assert re.search(r"cuda|Backend doesn't support create a new Stream", str(e), re.IGNORECASE), e
 
 
 def test_record_stream_is_torch_s_own_outside_host_streams() -> None:

@@ -193,3 +193,12 @@ def test_run_auto_on_a_cuda_machine_says_so(tmp_path: Path) -> None:
     assert done.stdout.split() == ["torch", "torch.cuda"]  # torch's own functions, not ours
     assert "target auto: CUDA is present" in done.stderr
     assert "nothing is redirected" in (tmp_path / "a.log").read_text()
+
+
+def test_torch_without_get_device_module_is_refused_naming_the_oldest_supported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # torch 2.1 (PyPI's 2.1.2, tried): no torch.get_device_module; the runtime says which torch it needs
+    monkeypatch.delattr(torch, "get_device_module")
+    with pytest.raises(_session.TargetUnavailable, match=r"needs torch 2\.4 or later .* this is torch "):
+        _session.device_module(TARGETS["cpu"])

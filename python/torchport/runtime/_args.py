@@ -436,8 +436,7 @@ def install(s: Session) -> None:
                 return self if self.device.type == "cpu" else self.cpu()
             return self.to(device=nd, non_blocking=non_blocking)
 
-        storage_cuda.__wrapped__ = orig_scuda  # type: ignore[attr-defined]
-        p.set(cls, "cuda", storage_cuda)
+        p.set(cls, "cuda", _wraps(storage_cuda, orig_scuda))
 
     # pinned memory: the target decides; on cpu there is no host/device split, pinning is a no-op
     orig_pin = torch.Tensor.pin_memory

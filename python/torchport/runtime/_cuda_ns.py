@@ -844,10 +844,7 @@ def _truth_for_internals(s: Session, orig: Callable[..., Any], redirected: Calla
             return orig(*a, **k)
         return redirected(*a, **k)
 
-    wrapper.__name__ = redirected.__name__
-    wrapper.__qualname__ = redirected.__qualname__
-    wrapper.__doc__ = redirected.__doc__
-    return wrapper
+    return wrapper  # torch's name, doc and __wrapped__: Patcher.set gives them (keep_attributes)
 
 
 def _logged(s: Session, api: str, fn: Callable[..., Any], cls: str, why: str) -> Callable[..., Any]:
@@ -942,7 +939,6 @@ def _redirect(
             emit(traced, a0, k0, (VALUE, out))
         return out
 
-    doc = f"torchport: {api} -> {shown or 'emulated' if impl else 'unsupported'} ({cls})"
     if not track and impl is not None:
         # nothing logged: a call without arguments (torch.cuda.current_stream(), synchronize(), ...) goes
         # straight to the implementation (bench/runtime_bench.py)
@@ -954,10 +950,7 @@ def _redirect(
             return impl()
 
         wrapper = fast
-    wrapper.__name__ = name
-    wrapper.__qualname__ = name
-    wrapper.__doc__ = doc
-    return wrapper
+    return wrapper  # torch's name, doc and __wrapped__: Patcher.set gives them (keep_attributes)
 
 
 def _proxy_class(

@@ -9,12 +9,18 @@ Two guarantees beyond putting attributes back (issue 11 §6):
   and no wrapper needs a flag. What is not a function (the proxy classes, the `Tensor.is_cuda` property)
   checks
   `Session.live` itself; the device mapper maps nothing once switched off.
+- **A wrapper keeps the wrapped function's attributes**, as functools.wraps gives them: every function we make
+  and install over a torch function gets its `__name__`, `__qualname__`, `__module__`, `__doc__`, the
+  entries of its `__dict__` (`__deprecated__`, `__signature__`, ...) and `__wrapped__` pointing at it. torch
+  reads some of them itself: torch 2.14's dynamo reads `torch.cuda.use_mem_pool.__wrapped__` when it is
+  imported (issue 33 §5).
 - **Restore never stops half-way.** Every undo step and every attribute is tried; the failures are collected
   and raised together at the end (RestoreError), after everything that could be put back was put back.
 """
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Callable
 
@@ -44,13 +50,17 @@ class Patcher:
         before = owner.__dict__.get(name, _MISSING)
         # only functions made inside a function (anew by each enable(): closures, local lambdas); a
         # module-level function may be installed again by the next enable()
-        made_here = type(value) is types.FunctionType and (
-            value.__closure__ is not None or "<locals>" in value.__qualname__
+        fn = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+        made_here = type(fn) is types.FunctionType and (
+            fn.__closure__ is not None or "<locals>" in fn.__qualname__
         )
-        if made_here and id(value) not in self._killable:
-            orig = getattr(owner, name, None)
-            if orig is not None and callable(orig) and not isinstance(orig, type):
+        orig = getattr(owner, name, None)
+        replaces_function = orig is not None and callable(orig) and not isinstance(orig, type)
+        if made_here and replaces_function:
+            if fn is value and id(value) not in self._killable:
                 self._killable[id(value)] = (value, orig)
+            if "__wrapped__" not in fn.__dict__:
+                keep_attributes(fn, orig)
         setattr(owner, name, value)
         self.records.append((owner, name, before))
         return True
@@ -97,6 +107,15 @@ class Patcher:
                 "torchport: disable() could not undo every patch (all others were undone): "
                 + "; ".join(errors)
             )
+
+
+def keep_attributes(wrapper: types.FunctionType, orig: Any) -> None:
+    """functools.update_wrapper(wrapper, orig), except that what the wrapper set on itself stays (a marker of
+    ours is never replaced by the original's entry of the same name)."""
+    own = dict(wrapper.__dict__)
+    functools.update_wrapper(wrapper, orig)
+    wrapper.__dict__.update(own)
+    wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
 
 
 _REGISTRY: dict[int, Any] = {}  # key -> original, read by the pass-through code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any
 
 import torch
@@ -32,6 +33,15 @@ def map_activities(acts: Any, target: Target) -> Any:
 _map_activities = map_activities
 
 
+def takes_use_cuda(init: Any) -> bool:
+    """Whether this torch's profiler __init__ still has `use_cuda` (deprecated, then removed: torch 2.14's
+    torch.profiler.profile and torch.autograd.profiler.profile have only use_device / activities)."""
+    try:
+        return "use_cuda" in inspect.signature(init).parameters
+    except (TypeError, ValueError):
+        return True
+
+
 def install(s: Session) -> None:
     p = s.patcher
     hit = s.log.hit
@@ -45,6 +55,7 @@ def install(s: Session) -> None:
     import torch.profiler.profiler as prof
 
     orig_init = prof.profile.__init__
+    has_use_cuda = takes_use_cuda(orig_init)
 
     @functools.wraps(orig_init)
     def profile_init(self: Any, *a: Any, **kw: Any) -> None:
@@ -60,13 +71,16 @@ def install(s: Session) -> None:
             hit(
                 "torch.profiler.profile",
                 ("use_cuda", True),
-                ("use_cuda", False),
+                ("use_cuda", False) if has_use_cuda else "activities",
                 MODIFIED,
-                "device activity mapped",
+                "device activity mapped"
+                + ("" if has_use_cuda else f" (torch {torch.__version__} has no use_cuda)"),
             )
             kw["use_cuda"] = False
             if "activities" not in kw:
                 kw["activities"] = map_activities([PA.CPU, PA.CUDA])
+        if not has_use_cuda:
+            kw.pop("use_cuda", None)  # False (or mapped above): the same profile without the removed argument
         orig_init(self, *a, **kw)
 
     p.set(prof.profile, "__init__", profile_init)
@@ -74,6 +88,7 @@ def install(s: Session) -> None:
     import torch.autograd.profiler as aprof
 
     orig_ainit = aprof.profile.__init__
+    a_has_use_cuda = takes_use_cuda(orig_ainit)
 
     @functools.wraps(orig_ainit)
     def aprofile_init(self: Any, *a: Any, **kw: Any) -> None:
@@ -86,7 +101,10 @@ def install(s: Session) -> None:
                 ("use_cuda", True),
                 ("use_device", kw.get("use_device")),
                 MODIFIED,
+                "" if a_has_use_cuda else f"torch {torch.__version__} has no use_cuda",
             )
+        if not a_has_use_cuda:
+            kw.pop("use_cuda", None)
         if kw.get("use_device") == "cuda":
             nd = None if target.device_type == "cpu" else target.device_type
             hit("autograd.profiler.profile", ("use_device", "cuda"), ("use_device", nd), MATCH)

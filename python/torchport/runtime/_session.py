@@ -50,8 +50,22 @@ def _import_vendor(target: Target) -> None:
         ) from None
 
 
+# The oldest torch the runtime starts on: torch 2.1 lacks torch.get_device_module, which every target's
+# redirect starts from. Supported (the runtime tests pass, in CI) are 2.13 and 2.14 (README, "Supported
+# torch"); on 2.4.1 the runtime starts but 55 of 488 runtime tests fail (measured for issue 33: no
+# torch.accelerator, dynamo's DeviceInterface rejects torchport's Event class, ...).
+MIN_TORCH = "2.4"
+SUPPORTED_TORCH = "2.13"
+
+
 def device_module(target: Target) -> Any:
     """torch.get_device_module(target.device_type), with a clear error when torch does not know the device."""
+    if not hasattr(torch, "get_device_module"):  # torch 2.1 has none
+        raise TargetUnavailable(
+            f"torchport's runtime needs torch {MIN_TORCH} or later (torch.get_device_module), and is tested "
+            f"on {SUPPORTED_TORCH} and later; this is torch {torch.__version__}: install a newer torch "
+            "(README, 'Supported torch')"
+        )
     try:
         return torch.get_device_module(target.device_type)
     except Exception as e:

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs torchport's runtime tests (tests/python/test_runtime_*.py) under another torch release, in a venv of its
+# own, build/venv-torch-<version>: `bash tools/runtime_tests_torch.sh 2.14.1 [pytest options]`. CI runs it for the
+# newest torch (README, "Supported torch"); the main venv (.venv) keeps torch 2.13.0.
+#
+# The venv gets that torch from PyPI (a CUDA build on Linux: it runs without a GPU), the runtime tests'
+# dependencies at the versions pyproject.toml's `test` extra pins, and torchport from this source tree as an
+# editable install would give it (a .pth naming python/, plus torchport_autohook.pth, so the start-up hook is
+# the installed one); the C++ core is the one built in build/ (`cmake --build build/ci`, as .ci/run does).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+version=${1:?usage: tools/runtime_tests_torch.sh TORCH_VERSION [pytest options]}
+shift
+venv=$ROOT/build/venv-torch-$version
+t0=$SECONDS
+
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+# torchport's dependencies and the runtime tests', with the pins of the test extra (one a line: markers
+# such as `; python_version < '3.11'` stay whole)
+reqs=$venv/requirements.txt
+python3 - "$version" >"$reqs" <<'PY'
+import re, sys, tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+wanted = {"pytest", "pytest-xdist", "safetensors", "accelerate", "transformers", "pyyaml", "ipykernel",
+          "nbclient", "nbformat"}
+test = [d for d in project["optional-dependencies"]["test"]
+        if re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower() in wanted]
+print("\n".join([f"torch=={sys.argv[1]}", *project["dependencies"], *test]))
+PY
+# pip warns once per package about index folders this machine lacks; keep every other message.
+"$venv/bin/pip" install -q -r "$reqs" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$ROOT/python" >"$site/torchport-src.pth"
+cp python/torchport_autohook.pth "$site/"
+got=$("$venv/bin/python" -c 'import torch, torchport; print(torch.__version__, torchport.__file__)')
+echo "torch and torchport in $venv: $got ($((SECONDS - t0)) s to set up)"
+case "$got" in "$version"*"$ROOT/python/torchport/__init__.py") ;; *) echo "wrong torch or torchport" >&2; exit 1 ;; esac
+
+# the rehearsal device is a C++ extension built against this torch (cached per torch version)
+"$venv/bin/python" -m torchport rehearse --build
+"$venv/bin/python" -m pytest -p no:cacheprovider "$@" tests/python/test_runtime_*.py
+echo "runtime tests under torch $version: $((SECONDS - t0)) s in all"
