@@ -9,6 +9,7 @@
 #include <torchport/project/files.h>
 #include <torchport/project/process.h>
 #include <torchport/rules/engine.h>
+#include <torchport/rules/fixture_cases_test_util.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,39 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path fixtures_root() { return fs::path(TORCHPORT_SOURCE_DIR) / "tests" / "fixtures" / "rules"; }
-
-struct Case {
-  fs::path dir;
-  std::string target;
-  fs::path input;
-};
-
-std::vector<Case> cases() {
-  std::vector<Case> out;
-  for (const auto& d : fs::directory_iterator(fixtures_root())) {
-    if (!d.is_directory()) continue;
-    fs::path input;
-    int n = 0;
-    for (const auto& f : fs::directory_iterator(d.path()))
-      if (f.path().stem() == "input") input = f.path(), ++n;
-    if (n != 1) continue;
-    for (const auto& f : fs::directory_iterator(d.path()))
-      if (f.path().extension() == input.extension() && f.path().stem() != "input")
-        out.push_back({d.path(), f.path().stem().string(), input});
-  }
-  std::sort(out.begin(), out.end(), [](const Case& a, const Case& b) {
-    return std::tie(a.dir, a.target) < std::tie(b.dir, b.target);
-  });
-  return out;
-}
+using rules::fixtures::Case;
+using rules::fixtures::cases;
+using rules::fixtures::slurp;
 
 // <target>.options (rules_fixture_test.cc documents them).
 struct FixtureOptions {

@@ -9,6 +9,7 @@
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/fix/apply.h>
 #include <torchport/rules/engine.h>
+#include <torchport/rules/fixture_cases_test_util.h>
 #include <torchport/semantic/model.h>
 #include <torchport/syntax/parser.h>
 
@@ -24,13 +25,11 @@ namespace torchport::rules {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using fixtures::Case;
+using fixtures::cases;
+using fixtures::fixtures_root;
+using fixtures::input_of;
+using fixtures::slurp;
 
 // Applies the fixes: sorted by offset, overlapping edits after the first are skipped.
 // The driver's way (fix::apply_fixes); a fix that overlaps another or is invalid fails the test,
@@ -49,47 +48,6 @@ std::string apply_fixes(const std::string& text, const FileResult& r) {
         << "fix " << i << " at byte " << fixes[i].edits.front().begin << " was not applied";
   }
   return applied.text;
-}
-
-struct Case {
-  fs::path dir;
-  std::string target;
-  fs::path input;  ///< input.py, or input.<ext> for a project file (see <target>.options path=)
-};
-
-fs::path fixtures_root() { return fs::path(TORCHPORT_SOURCE_DIR) / "tests" / "fixtures" / "rules"; }
-
-// The one input.* file of a fixture directory ("" when there is none or several).
-fs::path input_of(const fs::path& dir) {
-  fs::path found;
-  int n = 0;
-  for (const auto& f : fs::directory_iterator(dir)) {
-    if (f.path().stem() == "input") {
-      found = f.path();
-      ++n;
-    }
-  }
-  return n == 1 ? found : fs::path();
-}
-
-std::vector<Case> cases() {
-  std::vector<Case> out;
-  const fs::path root = fixtures_root();
-  if (!fs::exists(root)) return out;
-  for (const auto& d : fs::directory_iterator(root)) {
-    if (!d.is_directory()) continue;
-    const fs::path input = input_of(d.path());
-    if (input.empty()) continue;  // reported by FixtureDirectoriesAreComplete
-    for (const auto& f : fs::directory_iterator(d.path())) {
-      if (f.path().extension() == input.extension() && f.path().stem() != "input") {
-        out.push_back({d.path(), f.path().stem().string(), input});
-      }
-    }
-  }
-  std::sort(out.begin(), out.end(), [](const Case& a, const Case& b) {
-    return std::tie(a.dir, a.target) < std::tie(b.dir, b.target);
-  });
-  return out;
 }
 
 FileResult migrate(const std::string& name, const std::string& text, const std::string& target) {
