@@ -338,6 +338,7 @@ struct DeviceValues::Impl {
 
   /// The import that alone binds the name `n` where Python resolves it, if any.
   const ImportRef* import_of(const Node& n) const {
+    if (imports.empty()) return nullptr;  // no project, or no import: every name's usual path
     const std::string_view id = t.name(n);
     for (const Node* scope : scopes_of(n)) {
       auto b = binds.find({scope, id});
