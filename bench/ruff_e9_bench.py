@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""`torchport analyze` next to ruff's parse-only check (issue 35 §4), on one tree, in paired rounds.
+
+    python bench/ruff_e9_bench.py [--core .venv/.../torchport/_bin/torchport] [--ruff .venv/bin/ruff]
+                                  [--tree DIR] [--target npu] [--jobs 2] [--repeat 5]
+
+ruff is the anchor: `ruff check --isolated --no-cache --select E9` reads, tokenizes and parses every file and
+reports syntax errors, nothing more. `torchport analyze TREE -t npu -q` parses, models and runs every rule,
+and prints its findings (to /dev/null here). Both see the same files: ruff is given
+`--extend-exclude '*.pyi'`, because torchport migrates .py files only; the script counts ruff's files
+(`--show-files`) and torchport's (its report) and refuses to compare if they differ.
+
+Each round runs both, one after the other, so the machine's drift hits both alike. Measured per run: CPU
+(user + system of the process, from os.wait4) and wall time. ruff uses a thread per core (rayon), torchport
+`--jobs N`; CPU is the budget the issue sets (analyze's CPU <= ruff's), wall is printed for reference.
+The table gives the medians, the ranges, the analyze/ruff ratios of the medians, and the load average before
+and after: a number taken on a loaded machine is not one to publish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def torch_tree() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("torch is not installed: pass --tree")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def installed_core() -> Path:
+    """The core that `pip install` put beside the torchport package (the Release build users run)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torchport")
+    if spec is None or not spec.submodule_search_locations:
+        return ROOT / "build" / "ci" / "torchport"
+    return Path(next(iter(spec.submodule_search_locations))) / "_bin" / "torchport"
+
+
+def timed(cmd: list[str], ok: tuple[int, ...]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one command, its waited-for children included."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        raise SystemExit(f"{' '.join(cmd)} exited {code}: {err.decode(errors='replace')[-2000:]}")
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def spread(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.2f} s ({min(xs):.2f}-{max(xs):.2f})"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--core", type=Path, default=None, help="default: the core installed with torchport")
+    ap.add_argument("--ruff", default=str(Path(sys.executable).with_name("ruff")))
+    ap.add_argument("--tree", type=Path, default=None, help="default: the installed torch package")
+    ap.add_argument("--target", default="npu")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    tree = (args.tree or torch_tree()).resolve()
+    core = (args.core or installed_core()).resolve()
+    ruff = [args.ruff, "check", "--isolated", "--no-cache", "--select", "E9", "--extend-exclude", "*.pyi"]
+    analyze = [str(core), "analyze", str(tree), "-t", args.target, "-q", "--jobs", str(args.jobs)]
+
+    # The same files on both sides, or no comparison.
+    shown = subprocess.run([*ruff, "--show-files", str(tree)], capture_output=True, text=True, check=False)
+    ruff_files = sum(1 for line in shown.stdout.splitlines() if line.strip().endswith(".py"))
+    with tempfile.TemporaryDirectory(prefix="tp-ruff-bench-") as tmp:
+        subprocess.run([*analyze, "-o", tmp], stdout=subprocess.DEVNULL, check=False)
+        from torchport import report_json
+
+        report = report_json.load(Path(tmp) / "report.json")
+        ours = sum(1 for f in report["files"] if f.get("python") and str(f["file"]).endswith(".py"))
+    if ruff_files != ours:
+        raise SystemExit(f"not the same files: ruff checks {ruff_files} .py files, torchport {ours}")
+
+    load_before = os.getloadavg()[0]
+    cpu: dict[str, list[float]] = {"analyze": [], "ruff": []}
+    wall: dict[str, list[float]] = {"analyze": [], "ruff": []}
+    for _ in range(args.repeat):
+        c, w = timed([*analyze], (0, 1))
+        cpu["analyze"].append(c)
+        wall["analyze"].append(w)
+        c, w = timed([*ruff, str(tree)], (0, 1))
+        cpu["ruff"].append(c)
+        wall["ruff"].append(w)
+    load_after = os.getloadavg()[0]
+    print(f"tree: {tree}, {ours} .py files, target {args.target}, {args.repeat} paired rounds")
+    version = subprocess.run([args.ruff, "--version"], capture_output=True, text=True, check=False).stdout
+    print(f"torchport core: {core}; ruff: {version.strip()}")
+    print("| run | CPU (median, range) | wall (median, range) |")
+    print("|---|---|---|")
+    ours_cmd = f"`torchport analyze -t {args.target} --jobs {args.jobs}`"
+    print(f"| {ours_cmd} | {spread(cpu['analyze'])} | {spread(wall['analyze'])} |")
+    print(f"| `ruff check --select E9` | {spread(cpu['ruff'])} | {spread(wall['ruff'])} |")
+    c = statistics.median(cpu["analyze"]) / statistics.median(cpu["ruff"])
+    w = statistics.median(wall["analyze"]) / statistics.median(wall["ruff"])
+    print(f"analyze / ruff: CPU {c:.2f}x, wall {w:.2f}x (goal: CPU <= 1.0x)")
+    print(f"load average (1 min): {load_before:.2f} before, {load_after:.2f} after")
+    print(json.dumps({"cpu": cpu, "wall": wall}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
