@@ -1,30 +1,46 @@
-"""One test per row of the coverage table (data/runtime/coverage.json): the call as a user writes it, run
-under `torchport run --target cpu`, and under `torchport rehearse --target T -m torchport run --target T` for
-the vendor targets npu and mlu. All rows of a target run in one subprocess (torch starts once); each test then
-checks its own row's outcome against what the table says: served (redirected / emulated / n/a) or refused
-with a clear error naming the target and the call, logged `mismatch`. On a vendor target, a redirected call
-can still be refused by the (rehearsed) device; each such row is listed in DEVICE_SIDE with the device's
-answer, so a new one fails and a listed one that starts working fails too."""
+"""Every row of the coverage table (data/runtime/coverage.json) that has a call, run as a user writes it under
+`torchport run --target cpu`, and under `torchport rehearse --target T -m torchport run --target T` for the
+vendor targets npu and mlu. All rows of a target run in one subprocess (torch starts once). Each row states in
+its `returns` cells what the call gives on each target (docs/runtime.md, "What each call returns": a value, a
+type, a device, a dtype, a relation, or the exception of a refusal); the child checks every cell where the
+value lives (tests/python/coverage_values.py) and each test asserts its row's verdict. A row with a call but
+no cell for a target fails; a refusal must also name the target and be logged `mismatch`."""
 
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
+import coverage_values
 from runtime_testlib import run_torchport
-from tools_testlib import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 COVERAGE = json.loads((ROOT / "data" / "runtime" / "coverage.json").read_text(encoding="utf-8"))
 ROWS = COVERAGE["rows"]
 STATUSES = ("redirected", "emulated", "refused", "n/a")
+REHEARSED = ("npu", "mlu")  # the vendor targets whose rehearsal runs every row
+
+
+def cell(row: dict[str, Any], target: str) -> Optional[str]:
+    """What the row states the call returns on `target`: its own cell, else on a rehearsed vendor target
+    the `rehearsed` cell."""
+    returns = row.get("returns") or {}
+    got = returns.get(target)
+    if got is None and target != "cpu":
+        got = returns.get("rehearsed")
+    return got
+
 
 PRELUDE = """
 import io, json, sys, tempfile, traceback
+sys.path.insert(0, sys.argv[3])
+import coverage_values
 import torch
 import torch.utils.data
 import torch.utils._triton
@@ -41,6 +57,7 @@ def _scripted_cuda(a: torch.Tensor) -> torch.Tensor:
 
 
 ROWS = json.loads(open(sys.argv[1]).read())
+TARGET = sys.argv[2]
 from torchport._versions import parse
 out = {}
 for i, row in enumerate(ROWS):
@@ -49,23 +66,25 @@ for i, row in enumerate(ROWS):
         continue
     if "since" in row and parse(torch.__version__) < parse(row["since"]):  # a later torch's name
         name = row["api"][len("torch.cuda."):]
-        out[row["api"]] = ["absent" if not hasattr(torch.cuda, name) else "present", torch.__version__]
+        out[row["api"]] = {"absent": not hasattr(torch.cuda, name), "torch": torch.__version__}
         continue
+    value, error = None, None
     try:
-        try:
-            code, mode = compile(call, f"<row {i}>", "eval"), "eval"
-        except SyntaxError:
-            code, mode = compile(call, f"<row {i}>", "exec"), "exec"
-        value = eval(code) if mode == "eval" else exec(code)
-        out[row["api"]] = ["ok", repr(value)[:80]]
-    except NotImplementedError as e:
-        out[row["api"]] = ["refused", str(e)]
+        value = coverage_values.run(call, globals(), f"<row {i}>")
     except Exception as e:
-        cause = e.__cause__ or e.__context__
-        why = f" (from {type(cause).__name__}: {cause})" if cause is not None else ""
-        out[row["api"]] = ["error", f"{type(e).__name__}: {e}{why}"[:3000]]
+        error = e
+    stated = row["cell"]
+    try:
+        verdict = "no value stated"
+        if stated:
+            verdict = coverage_values.check(stated, TARGET, value, error, globals())
+    except Exception as e:
+        verdict = f"the cell {stated!r} cannot be checked: {type(e).__name__}: {e}"
+    said = None if error is None else f"{type(error).__name__}: {error}"
+    out[row["api"]] = {"verdict": verdict, "error": said}
+    del value, error
 from torchport.runtime._untouched import untouched_cuda_names
-out["<untouched>"] = ["ok", json.dumps(untouched_cuda_names())]
+out["<untouched>"] = untouched_cuda_names()
 print("RESULTS=" + json.dumps(out))
 """
 
@@ -74,9 +93,9 @@ def _run_rows(d: Path, target: str) -> dict[str, Any]:
     script = d / "rows.py"
     script.write_text(textwrap.dedent(PRELUDE), encoding="utf-8")
     rows = d / "rows.json"
-    rows.write_text(json.dumps(ROWS), encoding="utf-8")
+    rows.write_text(json.dumps([{**r, "cell": cell(r, target)} for r in ROWS]), encoding="utf-8")
     log = d / "run.log"
-    run = ["run", "--target", target, "--quiet", "--log", str(log), str(script), str(rows)]
+    run = ["run", "--target", target, "--quiet", "--log", str(log), str(script), str(rows), target, str(HERE)]
     if target != "cpu":
         run = ["rehearse", "--target", target, "-m", "torchport", *run]
     proc = run_torchport(run, cwd=d)
@@ -105,6 +124,30 @@ def test_table_is_well_formed() -> None:
             assert (ROOT / r.get("tested_by", "-")).is_file(), f"{r['api']}: no call and no tested_by"
 
 
+def test_every_row_with_a_call_states_its_value_on_every_target_it_runs_on() -> None:
+    # the vocabulary is tests/python/coverage_values.py's; a cell outside it, or a missing one, fails here
+    wrong = []
+    for r in ROWS:
+        returns = r.get("returns")
+        if not r["call"]:
+            assert returns is None, f"{r['api']}: a value without a call to check it"
+            continue
+        assert isinstance(returns, dict) and set(returns) <= {"cpu", "rehearsed", *REHEARSED}, r["api"]
+        for target in ("cpu", *REHEARSED):
+            stated = cell(r, target)
+            if stated is None:
+                wrong.append(f"{r['api']}: no value stated for {target}")
+                continue
+            try:
+                coverage_values.parse(stated)
+            except (ValueError, SyntaxError) as e:
+                wrong.append(f"{r['api']} on {target}: {e}")
+        refusal = str(returns["cpu"]).startswith("raises: NotImplementedError:")
+        if r["cpu"].startswith("refused") and not refusal:
+            wrong.append(f"{r['api']}: refused on cpu, so its cpu value is a NotImplementedError")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_every_public_torch_cuda_name_has_a_row() -> None:
     import torch
 
@@ -114,7 +157,7 @@ def test_every_public_torch_cuda_name_has_a_row() -> None:
 
 
 def test_no_cuda_original_left_in_place(outcomes: dict[str, Any]) -> None:
-    assert json.loads(outcomes["<untouched>"][1]) == []
+    assert outcomes["<untouched>"] == []
 
 
 def test_rows_since_a_torch_release_name_torch_cuda_names_of_that_release() -> None:
@@ -135,18 +178,16 @@ def test_rows_since_a_torch_release_name_torch_cuda_names_of_that_release() -> N
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r["call"]], ids=lambda r: r["api"])
 def test_row_under_run_target_cpu(row: dict[str, Any], outcomes: dict[str, Any]) -> None:
-    status = row["cpu"].split(":", 1)[0]
-    got, detail = outcomes[row["api"]]
-    if got in ("absent", "present"):  # a row for a newer torch: its name must be absent from this one
-        assert got == "absent", f"{row['api']} exists in torch {detail}; the row says since {row['since']}"
+    got = outcomes[row["api"]]
+    if "absent" in got:  # a row for a newer torch: its name must be absent from this one
+        assert got["absent"], f"{row['api']} is in torch {got['torch']}; the row says since {row['since']}"
         return
-    if status == "refused":
-        assert got == "refused", f"{row['call']}: expected a refusal, got {got}: {detail}"
+    assert got["verdict"] is None, f"{row['call']}: {got['verdict']}"
+    if row["cpu"].startswith("refused"):
+        detail = got["error"]
         assert "target cpu" in detail and "[torchport]" in detail, detail
         name = row["api"].rsplit(".", 1)[-1]
         assert f"[mismatch] {row['api']}" in outcomes["<log>"] or f"{name}" in outcomes["<log>"], detail
-    else:
-        assert got == "ok", f"{row['call']}: {status} in the table, but: {detail}"
 
 
 def test_docs_table_is_generated_from_the_data() -> None:
@@ -191,97 +232,31 @@ def test_table_cells_match_the_runtime_on_in_tree_accelerators(target: str) -> N
     assert checked > 40
 
 
-# What the rehearsed device answers to calls that torchport run did redirect to it. Each entry is a pattern
-# the row's error must match; the reasons:
-_NOT_EMULATED = r"torch\.{t}\.\w+ is not emulated by torchport rehearse"  # the stand-in raises, naming it
-_NO_FLOAT64 = (
-    r"Unsupport data type: at::ScalarType::(Complex)?Double \[torchport rehearse: aten::[\w.]+ on {t}"
-)
-_NO_LAYOUT = r"from the '(Quantized|Sparse|SparseCsr){t}' backend"  # no sparse / quantized kernels
-# torch's generic kaiser_window kernel calls a per-device kernel (DispatchStub) that no list says the vendor
-# registers; the rehearsal has none either
-_NO_STUB = r"DispatchStub: missing kernel for {t}"
-# the vendor's property object has its own fields (name, total_memory), not the ROCm field gcnArchName
-_OWN_PROPS = r"AttributeError: '_Props' object has no attribute 'gcnArchName'"
-_BOTH = {
-    "torch.cuda.get_device_properties": _OWN_PROPS,
-    "torch.cuda.caching_allocator_alloc": _NOT_EMULATED,
-    "torch.cuda.caching_allocator_delete": _NOT_EMULATED,
-    "torch.cuda.change_current_allocator": _NOT_EMULATED,
-    "torch.cuda.ExternalStream": _NOT_EMULATED,
-    "torch.cuda.CUDAGraph": _NOT_EMULATED,
-    "torch.cuda.graph": _NOT_EMULATED,
-    "torch.cuda.graph_pool_handle": _NOT_EMULATED,
-    "torch.cuda.make_graphed_callables": _NOT_EMULATED,
-    "torch.empty_quantized": _NO_LAYOUT,
-    "torch.sparse_bsc_tensor": _NO_LAYOUT,
-    "torch.sparse_bsr_tensor": _NO_LAYOUT,
-    "torch.sparse_compressed_tensor": _NO_LAYOUT,
-    "torch.sparse_coo_tensor": _NO_LAYOUT,
-    "torch.sparse_csc_tensor": _NO_LAYOUT,
-    "torch.sparse_csr_tensor": _NO_LAYOUT,
-    "torch.kaiser_window": _NO_STUB,
-    # the rehearsal runs PyTorch's CPU kernels, which have no record_stream; both vendors list it
-    # (op_plugin_functions.yaml, mlu_functions.yaml), so a real device serves it
-    "Tensor.record_stream": r"aten::record_stream cannot run on the rehearsal {t} device",
-}
-DEVICE_SIDE: dict[str, dict[str, str]] = {
-    "npu": {
-        **_BOTH,
-        # torch_npu has these (torch_npu.npu.__all__), the rehearsal does not emulate them
-        "torch.cuda.current_blas_handle": _NOT_EMULATED,
-        "torch.cuda.MemPool": _NOT_EMULATED,
-        "torch.cuda.use_mem_pool": _NOT_EMULATED,
-        # npu has no float64 (data/targets.json no_dtypes); jit.trace checks its trace in float64
-        "torch.cuda.DoubleStorage": _NO_FLOAT64,
-        "torch.cuda.ComplexDoubleStorage": _NO_FLOAT64,
-        "torch.jit.trace": _NO_FLOAT64,
-    },
-    # torch_mlu's list has no MemPool and no current_blas_handle: those rows do what cpu does
-    "mlu": dict(_BOTH),
-}
-
-
-@pytest.fixture(scope="module", params=sorted(DEVICE_SIDE))
+@pytest.fixture(scope="module", params=REHEARSED)
 def rehearsed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Any]:
     target = str(request.param)
     return target, _run_rows(tmp_path_factory.mktemp(f"coverage_{target}"), target)
 
 
-def _expected_status(row: dict[str, Any], target: str) -> str:
-    gen = load_tool("gen_runtime_coverage")
-    names = json.loads((ROOT / "data" / "runtime" / "device_names.json").read_text(encoding="utf-8"))["names"]
-    text = gen.cell(row, target, names)
-    st = str(gen.status(text))
-    return str(gen.status(row["cpu"])) if st == "as cpu" else st
-
-
 def test_every_row_under_run_on_a_rehearsed_vendor_target(rehearsed: tuple[str, Any]) -> None:
-    """Every row with a call, as the table's cell for the target says; device-side answers as listed."""
-    import re
-
+    """Every row with a call gives what its cell for the target states (a refusal by torchport names the
+    target); no error names CUDA."""
     target, res = rehearsed
-    side = DEVICE_SIDE[target]
-    assert json.loads(res["<untouched>"][1]) == []
+    assert res["<untouched>"] == []
     wrong = []
     for row in ROWS:
         if not row["call"]:
             continue
-        got, detail = res[row["api"]]
-        status = _expected_status(row, target)
-        if got in ("absent", "present"):  # a row for a newer torch: its name must be absent from this one
-            if got != "absent":
-                wrong.append(f"{row['api']}: exists in torch {detail}, but the row says since {row['since']}")
+        got = res[row["api"]]
+        if "absent" in got:  # a row for a newer torch: its name must be absent from this one
+            if not got["absent"]:
+                wrong.append(f"{row['api']}: in torch {got['torch']}, but the row says since {row['since']}")
             continue
-        if row["api"] in side:
-            pattern = side[row["api"]].format(t=target)
-            if got == "ok" or not re.search(pattern, detail):
-                wrong.append(f"{row['api']}: the device's answer /{pattern}/ expected, got {got}: {detail}")
-        elif status == "refused":
-            if got != "refused" or f"target {target}" not in detail or "[torchport]" not in detail:
-                wrong.append(f"{row['api']}: a refusal naming target {target} expected, got {got}: {detail}")
-        elif got != "ok":
-            wrong.append(f"{row['api']}: {status} in the table for {target}, but {got}: {detail}")
-        if got != "ok" and re.search(r"not compiled with CUDA|CUDA driver|device='cuda|'cuda:\d", detail):
-            wrong.append(f"{row['api']}: the error names CUDA: {detail}")
+        if got["verdict"] is not None:
+            wrong.append(f"{row['api']} on {target}: {got['verdict']}")
+        error = got["error"] or ""
+        if "[torchport]" in error and f"target {target}" not in error:
+            wrong.append(f"{row['api']}: a refusal that does not name target {target}: {error}")
+        if re.search(r"not compiled with CUDA|CUDA driver|device='cuda|'cuda:\d", error):
+            wrong.append(f"{row['api']}: the error names CUDA: {error}")
     assert not wrong, "\n".join(wrong)

@@ -8,6 +8,7 @@ every target: only the device module differs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import platform
 import sys
@@ -425,12 +426,27 @@ def _property_names() -> tuple[str, ...]:
     return PROPERTY_NAMES + tuple(n for n in extra if n not in PROPERTY_NAMES)
 
 
+@functools.lru_cache(maxsize=1)
+def _host_processor() -> str:
+    """The host processor's name, as docs/runtime.md promises for get_device_name() on a host target:
+    /proc/cpuinfo's `model name` on Linux (platform.processor() is empty there, and platform.machine() is the
+    architecture, `x86_64`, not a name), else what platform says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _properties(s: Session) -> Any:
     """torch.cuda.get_device_properties() for a host target: every attribute torch's CUDA properties have
     (so code that reads one never fails half-way), host values where they exist, 0 / "" elsewhere."""
     free, total = _meminfo()
     known: dict[str, Any] = {
-        "name": platform.processor() or platform.machine() or s.target.device_type,
+        "name": _host_processor() or s.target.device_type,
         "total_memory": total,
         "major": 0,
         "minor": 0,

@@ -505,17 +505,20 @@ def _install_comm(s: Session, comm: Any) -> None:
         )
 
     def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> Any:
+        # torch's own answers lists here (torch._C._broadcast / _broadcast_out / _broadcast_coalesced return
+        # list[Tensor] / list[list[Tensor]] in torch/_C/__init__.pyi), tuples from scatter and
+        # reduce_add_coalesced (torch/nn/parallel/comm.py wraps those in tuple())
         if out is not None:
             for o in out:
                 o.copy_(tensor)
-            res = tuple(out)
+            res = list(out)
         else:
-            res = tuple(tensor.to(dev(d), copy=True) for d in devices)
+            res = [tensor.to(dev(d), copy=True) for d in devices]
         log("broadcast", (tensor, devices), {"out": out} if out is not None else {}, res)
         return res
 
     def broadcast_coalesced(tensors: Any, devices: Any, buffer_size: int = 10485760) -> Any:
-        res = tuple(tuple(t.to(dev(d), copy=True) for t in tensors) for d in devices)
+        res = [[t.to(dev(d), copy=True) for t in tensors] for d in devices]
         log("broadcast_coalesced", (tensors, devices), {}, res)
         return res
 
