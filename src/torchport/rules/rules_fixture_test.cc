@@ -3,8 +3,9 @@
 // output <target>.py and the expected findings <target>.findings (one finding a line, in the
 // report's order: "CODE LINE:COL OP API [unsafe] {label} | message"; project/fixtures_test.cc
 // documents the fields). They run through the driver's own phases in project/fixtures_test.cc,
-// which also checks that every registered code is pinned by a fixture. Here: a directory without an expected output, or an output
-// without its findings file, fails; the family table's order; and the example project.
+// which also checks that every registered code is pinned by a fixture. Here: a directory without an
+// expected output, or an output without its findings file, fails; the family table's order; and the
+// example project.
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/fix/apply.h>
