@@ -30,7 +30,8 @@ HEADER = """\
 # tests/fixtures/rules/. tests/python/test_fixture_review.py fails on an expected file whose bytes
 # are not listed. Add entries with `python tools/review_fixture.py CASE --accept`, after reading the
 # expectations (tools/review_fixture.py CASE shows them); never by hand.
-# The first entries (2026-11-28) are the expectations as committed when this list was made.
+# The first entries (2026-11-28) are the expectations as committed when this list was made; the
+# findings files were rewritten the same day to pin code, place and message, and read line by line.
 """
 
 

@@ -48,13 +48,15 @@ def test_an_edited_expectation_is_caught(tmp_path: Path, monkeypatch: pytest.Mon
     (case / "input.py").write_text("import torch\n")
     (case / "npu.options").write_text("specify_device\n")
     (case / "npu.py").write_text("import torch\nimport torch_npu\n")
-    (case / "npu.findings").write_text("2 INSERT import torch_npu\n")
+    (case / "npu.findings").write_text("TP900 2:1 INSERT import torch_npu | insert import torch_npu\n")
     monkeypatch.setattr(rf, "FIXTURES", tmp_path / "rules")
     monkeypatch.setattr(rf, "REVIEWED", tmp_path / "rules" / "REVIEWED")
     assert [p.name for p in rf.all_expected()] == ["npu.findings", "npu.py"]
     assert rf.main(["demo", "--accept"]) == 0
     assert set(rf.read_reviewed()) == {"demo/npu.findings", "demo/npu.py"}
-    (case / "npu.findings").write_text("2 INSERT import torch_npu\n3 MODIFY x\n")
+    (case / "npu.findings").write_text(
+        "TP900 2:1 INSERT import torch_npu | insert import torch_npu\nTP100 3:1 MODIFY x | change x\n"
+    )
     reviewed = rf.read_reviewed()
     assert reviewed["demo/npu.findings"] != rf.digest(case / "npu.findings")
     assert reviewed["demo/npu.py"] == rf.digest(case / "npu.py")

@@ -69,14 +69,36 @@ FixtureOptions read_options(const Case& c) {
   return o;
 }
 
-// A report row as the fixtures write a finding: "LINE OP API [unsafe] {label}".
+// The report's rows as a findings file writes them, one finding a line, in the report's order:
+//
+//   CODE LINE:COL OP API [unsafe] {label} | message
+//
+// CODE is the rule code (TP300), LINE:COL where the finding starts (1-based; the column counts
+// UTF-8 bytes, as CPython's do), OP the operation (MODIFY, INSERT, UNSUPPORTED, UNKNOWN, ...),
+// API the qualified API (it may hold spaces: "import torch_npu"). " [unsafe]" follows for a fix
+// that changes behaviour or numerics, and " {label}" for what that fix changes. The message
+// follows " | " exactly as a user reads it (a newline in it is written "\n"). Every field is
+// compared: a changed message fails the fixture as a changed output does.
+std::string escaped(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '\n') {
+      out += "\\n";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 std::string rows_text(const std::vector<report::Row>& rows) {
   std::string out;
   for (const report::Row& r : rows) {
-    out += std::to_string(r.start_line) + " " + std::string(rules::to_string(r.op)) + " " + r.api;
+    out += r.code + " " + std::to_string(r.start_line) + ":" + std::to_string(r.column) + " " +
+           std::string(rules::to_string(r.op)) + " " + r.api;
     if (r.applicability == "unsafe") out += " [unsafe]";
     if (!r.changes.empty()) out += " {" + r.changes + "}";
-    out += "\n";
+    out += " | " + escaped(r.message) + "\n";
   }
   return out;
 }
@@ -145,16 +167,25 @@ TEST_F(DriverFixtures, OutputsAndRowsMatchTheHandWrittenExpectations) {
   EXPECT_GT(n, 100u);
 }
 
-// Every registered code is emitted, and checked, by at least one fixture; no fixture emits a
-// code that is not registered.
-TEST_F(DriverFixtures, EveryRegisteredCodeHasAFixture) {
-  std::set<std::string> codes;
-  for (const Case& c : cases())
-    for (const report::Row& r : run_case(c, read_options(c)).second.rows) codes.insert(r.code);
-  for (const std::string& code : codes)
-    EXPECT_NE(rules::find_rule(code), nullptr) << "unregistered " << code;
+// Every registered code is pinned (code, place and message) by at least one fixture's expected
+// findings, and every code a findings file names is registered. The test above makes the driver's
+// rows equal those files, so a pinned code is also an emitted one.
+TEST(FixtureCodes, EveryRegisteredCodeIsPinnedByAFixture) {
+  std::set<std::string> pinned;
+  for (const Case& c : cases()) {
+    std::istringstream in(slurp(c.dir / (c.target + ".findings")));
+    for (std::string line; std::getline(in, line);) {
+      const std::string code = line.substr(0, line.find(' '));
+      EXPECT_NE(rules::find_rule(code), nullptr)
+          << c.dir.filename().string() << "/" << c.target << ".findings: unregistered " << code;
+      EXPECT_NE(line.find(" | "), std::string::npos)
+          << c.dir.filename().string() << "/" << c.target << ".findings: no message: " << line;
+      pinned.insert(code);
+    }
+  }
   for (const rules::RuleInfo& info : rules::registry())
-    EXPECT_TRUE(codes.contains(std::string(info.code))) << info.code << " has no fixture";
+    EXPECT_TRUE(pinned.contains(std::string(info.code)))
+        << info.code << " has no fixture whose findings pin it (tests/fixtures/rules/)";
 }
 
 }  // namespace

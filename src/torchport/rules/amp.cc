@@ -236,7 +236,10 @@ void run_amp(Context& ctx) {
     const bool empty = args.empty();
     std::string insert = ctx.device_type_expr(rb) + (empty ? "" : ", ");
     std::size_t k = 0;
-    if (!keywords.empty() && keywords[0].first == at) insert += keywords[k++].second;
+    if (!keywords.empty() && keywords[0].first == at) {
+      insert += keywords[k].second;
+      msg += ", and the positional argument as " + keywords[k++].second + "...";
+    }
     ctx.modify("TP200", api, msg, at, at, insert);
     if (ctx.target.host && !passes_false(m, args, which == "autocast" ? 0 : 4)) {
       // On a machine without CUDA the original's CUDA autocast / GradScaler was off; the output

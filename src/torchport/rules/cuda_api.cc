@@ -77,6 +77,15 @@ bool in_type_test(const semantic::Model& m, semantic::TokenIndex t) {
   return args.size() == 2 && t >= args[1].first && t <= args[1].last;
 }
 
+// A replacement as the message shows it: the accelerator's {module} placeholder is the call the
+// output holds, torch.get_device_module(), never the placeholder itself.
+std::string shown(std::string_view replacement) {
+  std::string out(replacement);
+  for (std::size_t at = out.find("{module}"); at != std::string::npos; at = out.find("{module}"))
+    out.replace(at, 8, "torch.get_device_module()");
+  return out;
+}
+
 // torch.cuda functions that torch.cpu also has (checked against torch 2.13: dir(torch.cpu)), so
 // the accelerator target can call them through torch.get_device_module(), CPU included.
 constexpr std::array<std::string_view, 9> kCommonDeviceModule = {
@@ -288,12 +297,12 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
   const std::string name = ctx.render(mp.replacement);
   if (guarded_by_availability(ctx, ref.last)) {
     ctx.modify("TP100", prefix,
-               "change " + prefix + " to " + mp.replacement +
+               "change " + prefix + " to " + shown(mp.replacement) +
                    " (it runs only where the code tested torch.accelerator.is_available())",
                begin, name_end, name);
     return true;
   }
-  const std::string message = "change " + prefix + " to " + mp.replacement +
+  const std::string message = "change " + prefix + " to " + shown(mp.replacement) +
                               ", called only when an accelerator is available (without one: " +
                               (whole_line ? std::string("skipped") : mp.without_device) + ")";
   if (whole_line) {
@@ -677,7 +686,7 @@ bool not_rewritable(Context& ctx, const semantic::Reference& ref, const Resolved
   }
   if (!ctx.version_ok(mp.min_torch)) {
     ctx.flag("TP100", Operation::Unsupported, prefix,
-             "the replacement " + mp.replacement + " needs torch >= " + mp.min_torch +
+             "the replacement " + shown(mp.replacement) + " needs torch >= " + mp.min_torch +
                  " (--torch-version " + ctx.opts.torch_version + "); left in place",
              r.begin, r.end);
     return true;
@@ -689,7 +698,8 @@ bool not_rewritable(Context& ctx, const semantic::Reference& ref, const Resolved
   });
   if (ref.store && r.n == ref.names.size() && !plain_name) {
     ctx.flag("TP100", Operation::Unsupported, prefix,
-             "assignment to " + prefix + "; use " + mp.replacement + " instead", r.begin, r.end);
+             "assignment to " + prefix + "; use " + shown(mp.replacement) + " instead", r.begin,
+             r.end);
     return true;
   }
   return false;
@@ -706,7 +716,7 @@ void rewrite(Context& ctx, const semantic::Reference& ref, const Resolved& r) {
   if (ctx.m.text().substr(r.begin, r.end - r.begin) == text) return;
   ctx.require_torch(mp.min_torch);
   if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
-  std::string message = ctx.spell_host_event("change " + prefix + " to " + mp.replacement);
+  std::string message = ctx.spell_host_event("change " + prefix + " to " + shown(mp.replacement));
   if (!mp.note.empty()) message += " (" + ctx.spell_host_event(mp.note) + ")";
   if (!mp.if_none.empty() && none_guarded(ctx, ref, r.n, prefix, mp, message, text)) return;
   ctx.modify("TP100", prefix, message, r.begin, r.end, text);

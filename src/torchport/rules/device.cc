@@ -651,7 +651,8 @@ bool accelerator_built_device(Context& ctx, TokenIndex i, TokenKind op, Ctx c,
                                : ctx.render("torch.device") + "(" + type + ", " + index + ")";
   ctx.require_torch(kAcceleratorMinTorch);
   ctx.modify("TP300", api,
-             "replace the device built from " + api + " with the accelerator's device " + index,
+             "replace the device built from " + api + " with " + ctx.render("torch.device") + "(" +
+                 type + ", " + index + ") (the accelerator's device, index " + index + " kept)",
              tok.begin, m.tokens()[arg->last].end, repl);
   return true;
 }

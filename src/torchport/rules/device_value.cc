@@ -255,7 +255,7 @@ class DeviceValueRule {
     if (where == Position::DeviceCtor) {
       fx.edits.push_back(fix::Edit{r.begin, r.begin, type_arg + ", "});
       f.message = "change the integer device index " + i + " (cuda:" + i + " on CUDA) to " +
-                  type_arg + ", " + i + " (the index is kept)";
+                  ctx_.torch_name() + ".device(" + type_arg + ", " + i + ") (the index is kept)";
     } else {
       const std::string open = ctx_.torch_name() + ".device(" + type_arg + ", ";
       fx.edits.push_back(fix::Edit{r.begin, r.begin, open});
@@ -286,19 +286,21 @@ class DeviceValueRule {
     if (inside && kept_index) return wrap_index(e, where, type_arg);
     std::string repl;
     std::string what;
+    std::string shown;  // the message's replacement: the whole device, never an argument list
     if (!ctx_.accelerator() && !ctx_.target.device_index) {
       repl = type_arg;  // cpu, mps: the one device
       what = ctx_.target.name + " has one device: the index is dropped";
     } else if (where == Position::DeviceCtor) {
       repl = type_arg + ", " + i;
+      shown = ctx_.torch_name() + ".device(" + repl + ")";
       what = "the index is kept";
     } else {
       repl = ctx_.torch_name() + ".device(" + type_arg + ", " + i + ")";
       what = "the index is kept";
     }
     ctx_.modify("TP304", "device index",
-                "change the integer device index " + i + " (cuda:" + i + " on CUDA) to " + repl +
-                    " (" + what + ")",
+                "change the integer device index " + i + " (cuda:" + i + " on CUDA) to " +
+                    (shown.empty() ? repl : shown) + " (" + what + ")",
                 r.begin, r.end, repl);
     if (inside) ctx_.result.findings.back().drops = {r.begin, r.end};
     take(e);

@@ -76,7 +76,9 @@ void run_imports(Context& ctx) {
       if (mp && mp->status != catalogue::Status::Unsupported) break;  // usable on the target
       std::string reason = e.summary;
       if (mp && !mp->note.empty()) reason = mp->note;
-      if (mp && !mp->replacement.empty()) reason += "; use " + mp->replacement;
+      // The alternative, unless the note already names it ("...: use X; use X" read twice).
+      if (mp && !mp->replacement.empty() && reason.find(mp->replacement) == std::string::npos)
+        reason += "; use " + mp->replacement;
       hit.emplace(e.api, reason);
       break;
     }

@@ -75,7 +75,7 @@ class NvidiaSmi {
       if (!runs_nvidia_smi(l.text)) continue;
       ctx_.flag("TP130", Operation::Unsupported, "nvidia-smi",
                 "an IPython line runs nvidia-smi (" + l.text +
-                    "), which knows NVIDIA GPUs only: on " + ctx_.target.name +
+                    "), which knows NVIDIA GPUs only: on " + elsewhere() +
                     " it is not installed or lists no device. IPython lines are kept as they "
                     "are: change or remove it by hand",
                 l.begin, l.end);
@@ -142,6 +142,14 @@ class NvidiaSmi {
     }
   }
 
+  /// Where nvidia-smi finds no GPU: the target, or for the accelerator target (which also runs
+  /// on NVIDIA GPUs, where nvidia-smi works) every machine whose device is not one.
+  std::string elsewhere() const {
+    return ctx_.accelerator()
+               ? "a machine whose accelerator is not an NVIDIA GPU (or that has none)"
+               : ctx_.target.name;
+  }
+
   /// The target's device count, as torch.cuda.device_count() becomes there; "" if none.
   std::string device_count() {
     const catalogue::Mapping* mp = ctx_.cat.lookup("torch.cuda.device_count", ctx_.target.name);
@@ -172,7 +180,7 @@ class NvidiaSmi {
     const std::string replacement = count ? device_count() : std::string{};
     if (!count || replacement.empty()) {
       ctx_.flag("TP130", Operation::Unsupported, "nvidia-smi",
-                "nvidia-smi knows NVIDIA GPUs only: on " + ctx_.target.name +
+                "nvidia-smi knows NVIDIA GPUs only: on " + elsewhere() +
                     " it is not installed or lists no device. Left as is" +
                     (lists ? std::string(": the listing is not counted with len() or "
                                          ".count(\"GPU\"); count the devices with "
@@ -184,8 +192,9 @@ class NvidiaSmi {
     const auto nr = t_.byte_range(*count);
     ctx_.modify("TP130", "nvidia-smi",
                 "change the count of nvidia-smi's GPU list to " + replacement +
-                    " (the devices of " + ctx_.target.name + ", as torch.cuda.device_count() " +
-                    "becomes there)",
+                    " (the devices of " +
+                    (ctx_.accelerator() ? std::string("the accelerator") : ctx_.target.name) +
+                    ", as torch.cuda.device_count() " + "becomes there)",
                 nr.begin, nr.end, replacement);
   }
 

@@ -1,10 +1,11 @@
 // The rule fixtures' layout: tests/fixtures/rules/<case>/input.py (or input.<ext> for a project
 // file, checked under the name its <target>.options path= gives) with, per target, the expected
-// output <target>.py and the expected findings <target>.findings ("LINE OP API" per line, in
-// source order; a fix that changes behaviour adds " [unsafe]" and its label in braces). They run
-// through the driver's own phases in project/fixtures_test.cc, which also checks that every
-// registered code has a fixture. Here: a directory without an expected output, or an output
-// without its findings file, fails; the family table's order; and the example project.
+// output <target>.py and the expected findings <target>.findings (one finding a line, in the
+// report's order: "CODE LINE:COL OP API [unsafe] {label} | message"; project/fixtures_test.cc
+// documents the fields). They run through the driver's own phases in project/fixtures_test.cc,
+// which also checks that every registered code is pinned by a fixture. Here: a directory without an
+// expected output, or an output without its findings file, fails; the family table's order; and the
+// example project.
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
 #include <torchport/fix/apply.h>
