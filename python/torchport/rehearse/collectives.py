@@ -38,6 +38,9 @@ class HostProcessGroup(dist.ProcessGroup):
         device = torch._C._get_privateuse1_backend_name()
         if device != "privateuseone":
             self._register_backend(torch.device(device), types.CUSTOM, self._gloo)
+        # torch 2.15 asks a process group for its default backend type (UNDEFINED raises "Could not find the
+        # default backend type 0"); the vendors' groups are a custom backend.
+        self._set_default_backend(types.CUSTOM if device != "privateuseone" else types.GLOO)
 
     def getBackendName(self) -> str:  # noqa: N802 (torch's name)
         return self._name

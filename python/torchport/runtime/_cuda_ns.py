@@ -1037,6 +1037,18 @@ def _host_class(name: str, dst: str) -> tuple[Any, str, str, str]:
     return impl, cls_, why, f"torchport.{impl.__name__}"
 
 
+def _built_class(obj: Any) -> Any:
+    """`obj` unless it is one of torch's placeholders for a backend this build lacks
+    (torch._utils._dummy_type: torch 2.15's torch.mps.Stream on Linux, whose construction raises "Tried to
+    instantiate dummy base class"), else None."""
+    if obj is None:
+        return None
+    new = getattr(obj, "__new__", None)
+    if getattr(new, "__qualname__", "").startswith("_dummy_type."):
+        return None
+    return obj
+
+
 def _class_redirect(s: Session, name: str) -> Any:
     dst = s.target.device_type
     dev = s.devmod
@@ -1049,11 +1061,12 @@ def _class_redirect(s: Session, name: str) -> Any:
     impl: Any
     if s.is_cpu or not s.target.has_device_index:
         impl, cls_, why, shown = _host_class(name, dst)
-        if not s.is_cpu and name in ("Stream", "Event", "StreamContext") and hasattr(dev, name):
+        own = _built_class(getattr(dev, name, None))
+        if not s.is_cpu and name in ("Stream", "Event", "StreamContext") and own is not None:
             impl, cls_, why, shown = getattr(dev, name), MATCH, "", f"{s.target.device_module}.{name}"
     else:
         lookup = f"{dst.upper()}Graph" if name == "CUDAGraph" else name
-        impl = getattr(dev, lookup, None)
+        impl = _built_class(getattr(dev, lookup, None))
         cls_, why, shown = MATCH, "", f"{s.target.device_module}.{lookup}"
         if impl is None:  # the coverage table: a class the device module lacks does what cpu does
             impl, cls_, why, shown = _host_class(name, dst)
