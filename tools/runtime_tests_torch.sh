@@ -28,8 +28,16 @@ test = [d for d in project["optional-dependencies"]["test"]
         if re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower() in wanted]
 print("\n".join([f"torch=={sys.argv[1]}", *project["dependencies"], *test]))
 PY
+# A machine may cap torch in pip's constraints (`pip config list`: global.constraint), so that an unpinned
+# `pip install torch` cannot pull a newer CUDA build. This venv pins torch exactly: it keeps every other
+# constraint of that file and drops only the torch / torchvision lines.
+cons=$venv/constraints.txt
+: >"$cons"
+for f in $("$venv/bin/pip" config list 2>/dev/null | sed -n "s/^[a-z.:]*constraint='\(.*\)'$/\1/p"); do
+  [ -f "$f" ] && grep -v -E '^[[:space:]]*(torch|torchvision)[[:space:]]*([<>=!~;[]|$)' "$f" >>"$cons" || true
+done
 # pip warns once per package about index folders this machine lacks; keep every other message.
-"$venv/bin/pip" install -q -r "$reqs" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
+PIP_CONSTRAINT=$cons "$venv/bin/pip" install -q -r "$reqs" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$ROOT/python" >"$site/torchport-src.pth"
 cp python/torchport_autohook.pth "$site/"
