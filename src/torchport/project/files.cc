@@ -104,6 +104,12 @@ bool read_file(const fs::path& p, std::string& out, std::string& error) {
   return true;
 }
 
+bool readable(const fs::path& p, std::string& error) {
+  if (::access(p.c_str(), R_OK) == 0) return true;
+  error = std::strerror(errno);
+  return false;
+}
+
 bool write_atomic(const fs::path& p, const std::string& bytes, std::string& error,
                   const fs::path& mode_from) {
   static std::atomic<unsigned> counter{0};
