@@ -1,12 +1,10 @@
 #include <torchport/flow/project_values.h>
 #include <torchport/syntax/parser.h>
+#include <torchport/text/file.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <iterator>
 #include <mutex>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
 
@@ -17,9 +15,9 @@ namespace fs = std::filesystem;
 namespace {
 
 std::optional<std::string> read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::string bytes, error;
+  if (!text::read_whole_file(p.c_str(), bytes, error)) return std::nullopt;
+  return bytes;
 }
 
 /// Keeps the sources another module may pass on (see the header): an index, None, "cpu" and
@@ -145,11 +143,13 @@ struct ProjectValues::Impl {
   }
 
   void scan_options() const {
+    std::string bytes, error;  // one buffer for every file: most are only searched
     for (const std::string& rel : files) {
       try {
-        auto text = read_file(root / rel);
-        if (!text || !may_define_options(*text)) continue;
-        const syntax::Tree tree = syntax::parse(rel, std::move(*text));
+        if (!text::read_whole_file((root / rel).c_str(), bytes, error) ||
+            !may_define_options(bytes))
+          continue;
+        const syntax::Tree tree = syntax::parse(rel, std::string(bytes));
         if (!tree.ok()) continue;
         const DeviceValues dv(tree);
         for (const OptionFact& o : dv.options()) {

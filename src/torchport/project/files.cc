@@ -1,4 +1,5 @@
 #include <torchport/project/files.h>
+#include <torchport/text/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -6,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <system_error>
 
 namespace torchport::project {
@@ -105,19 +105,7 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
 }
 
 bool read_file(const fs::path& p, std::string& out, std::string& error) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) {
-    error = std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    error = "read error";
-    return false;
-  }
-  out = std::move(ss).str();
-  return true;
+  return text::read_whole_file(p.c_str(), out, error);
 }
 
 bool readable(const fs::path& p, std::string& error) {
