@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -69,10 +70,19 @@ Value option_value(const OptionFact& o, const DeviceValues& dv) {
 
 /// A file that may define an argparse option: `add_argument`, or `.add(` whose first argument
 /// is a string starting with '-' (configargparse's group.add, spread over lines or not).
+/// Where `needle` first occurs in `text` from `from` on (memmem: string_view::find stops at
+/// every first character of the needle, and this searches every file of the project).
+std::size_t find(std::string_view text, std::string_view needle, std::size_t from = 0) {
+  if (from > text.size()) return std::string_view::npos;
+  const void* at = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
+  return at ? static_cast<std::size_t>(static_cast<const char*>(at) - text.data())
+            : std::string_view::npos;
+}
+
 bool may_define_options(std::string_view text) {
-  if (text.find("add_argument") != std::string_view::npos) return true;
-  for (std::size_t at = text.find(".add("); at != std::string_view::npos;
-       at = text.find(".add(", at + 5)) {
+  if (find(text, "add_argument") != std::string_view::npos) return true;
+  for (std::size_t at = find(text, ".add("); at != std::string_view::npos;
+       at = find(text, ".add(", at + 5)) {
     std::size_t i = at + 5;
     while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
     if (i + 1 < text.size() && (text[i] == '"' || text[i] == '\'') && text[i + 1] == '-')
