@@ -1,12 +1,11 @@
 #include <torchport/flow/project_values.h>
 #include <torchport/syntax/parser.h>
+#include <torchport/text/file.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <iterator>
+#include <cstring>
 #include <mutex>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
 
@@ -17,9 +16,9 @@ namespace fs = std::filesystem;
 namespace {
 
 std::optional<std::string> read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::string bytes, error;
+  if (!text::read_whole_file(p.c_str(), bytes, error)) return std::nullopt;
+  return bytes;
 }
 
 /// Keeps the sources another module may pass on (see the header): an index, None, "cpu" and
@@ -71,10 +70,19 @@ Value option_value(const OptionFact& o, const DeviceValues& dv) {
 
 /// A file that may define an argparse option: `add_argument`, or `.add(` whose first argument
 /// is a string starting with '-' (configargparse's group.add, spread over lines or not).
+/// Where `needle` first occurs in `text` from `from` on (memmem: string_view::find stops at
+/// every first character of the needle, and this searches every file of the project).
+std::size_t find(std::string_view text, std::string_view needle, std::size_t from = 0) {
+  if (from > text.size()) return std::string_view::npos;
+  const void* at = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
+  return at ? static_cast<std::size_t>(static_cast<const char*>(at) - text.data())
+            : std::string_view::npos;
+}
+
 bool may_define_options(std::string_view text) {
-  if (text.find("add_argument") != std::string_view::npos) return true;
-  for (std::size_t at = text.find(".add("); at != std::string_view::npos;
-       at = text.find(".add(", at + 5)) {
+  if (find(text, "add_argument") != std::string_view::npos) return true;
+  for (std::size_t at = find(text, ".add("); at != std::string_view::npos;
+       at = find(text, ".add(", at + 5)) {
     std::size_t i = at + 5;
     while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
     if (i + 1 < text.size() && (text[i] == '"' || text[i] == '\'') && text[i + 1] == '-')
@@ -145,11 +153,13 @@ struct ProjectValues::Impl {
   }
 
   void scan_options() const {
+    std::string bytes, error;  // one buffer for every file: most are only searched
     for (const std::string& rel : files) {
       try {
-        auto text = read_file(root / rel);
-        if (!text || !may_define_options(*text)) continue;
-        const syntax::Tree tree = syntax::parse(rel, std::move(*text));
+        if (!text::read_whole_file((root / rel).c_str(), bytes, error) ||
+            !may_define_options(bytes))
+          continue;
+        const syntax::Tree tree = syntax::parse(rel, std::string(bytes));
         if (!tree.ok()) continue;
         const DeviceValues dv(tree);
         for (const OptionFact& o : dv.options()) {

@@ -1,4 +1,5 @@
 #include <torchport/project/files.h>
+#include <torchport/text/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -6,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <system_error>
 
 namespace torchport::project {
@@ -43,12 +43,13 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
                                   bool default_excludes, std::vector<std::string>* excluded) {
   std::vector<ProjectFile> out;
   std::error_code ec;
-  auto add = [&](const fs::path& p, const std::string& rel) {
+  // `link`: whether `p` is a symbolic link (the walk's entry knows it without a system call).
+  auto add = [&](const fs::path& p, const std::string& rel, bool link) {
     ProjectFile f;
     f.path = p;
     f.rel = rel;
     std::error_code fec;  // not the walk's: a file's error must not end the walk
-    if (fs::is_symlink(fs::symlink_status(p, fec))) {
+    if (link) {
       f.kind = FileKind::Symlink;
     } else {
       f.kind = classify(p);
@@ -58,19 +59,34 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
     out.push_back(std::move(f));
   };
   if (!fs::is_directory(input, ec)) {
-    add(input, input.filename().generic_string());
+    std::error_code fec;
+    add(input, input.filename().generic_string(), fs::is_symlink(fs::symlink_status(input, fec)));
     return out;
   }
   std::vector<fs::path> excl;
   for (const fs::path& e : exclude) excl.push_back(fs::weakly_canonical(e, ec));
+  // The walk follows no link, so a directory it reaches is the input's resolved path joined
+  // with its relative path: one resolution, not one per directory (a readlink per component).
+  std::error_code rec;
+  const fs::path root = fs::weakly_canonical(input, rec);
+  auto resolved = [&](const fs::directory_entry& entry, std::error_code& lec) {
+    if (rec) return fs::weakly_canonical(entry.path(), lec);
+    return root / entry.path().lexically_relative(input);
+  };
   fs::recursive_directory_iterator it(input, fs::directory_options::skip_permission_denied, ec);
   for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const fs::directory_entry& entry = *it;
     std::error_code lec;  // an entry's own error must not end the walk
-    fs::file_status st = entry.symlink_status(lec);
-    if (fs::is_directory(st)) {
-      fs::path canon = fs::weakly_canonical(entry.path(), lec);
-      if (std::find(excl.begin(), excl.end(), canon) != excl.end()) {
+    // The entry's type as the directory listing gave it (no system call); a symbolic link is
+    // never followed. Where the listing gives no type, the entry asks (lstat, then stat).
+    const bool link = entry.is_symlink(lec);
+    const fs::file_type type = link                         ? fs::file_type::symlink
+                               : entry.is_directory(lec)    ? fs::file_type::directory
+                               : entry.is_regular_file(lec) ? fs::file_type::regular
+                                                            : fs::file_type::unknown;
+    if (type == fs::file_type::directory) {
+      if (!excl.empty() &&
+          std::find(excl.begin(), excl.end(), resolved(entry, lec)) != excl.end()) {
         it.disable_recursion_pending();
       } else if (default_excludes && default_excluded(entry.path())) {
         it.disable_recursion_pending();
@@ -79,8 +95,8 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
       }
       continue;
     }
-    if (!fs::is_regular_file(st) && !fs::is_symlink(st)) continue;  // sockets, fifos, devices
-    add(entry.path(), entry.path().lexically_relative(input).generic_string());
+    if (type == fs::file_type::unknown) continue;  // sockets, fifos, devices
+    add(entry.path(), entry.path().lexically_relative(input).generic_string(), link);
   }
   std::sort(out.begin(), out.end(),
             [](const ProjectFile& a, const ProjectFile& b) { return a.rel < b.rel; });
@@ -89,19 +105,13 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
 }
 
 bool read_file(const fs::path& p, std::string& out, std::string& error) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) {
-    error = std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    error = "read error";
-    return false;
-  }
-  out = std::move(ss).str();
-  return true;
+  return text::read_whole_file(p.c_str(), out, error);
+}
+
+bool readable(const fs::path& p, std::string& error) {
+  if (::access(p.c_str(), R_OK) == 0) return true;
+  error = std::strerror(errno);
+  return false;
 }
 
 bool write_atomic(const fs::path& p, const std::string& bytes, std::string& error,

@@ -42,6 +42,10 @@ std::vector<ProjectFile> discover(const std::filesystem::path& input,
 /// Reads a whole file; false (and `error`) on failure.
 bool read_file(const std::filesystem::path& p, std::string& out, std::string& error);
 
+/// Whether read_file could open `p` (without reading it); false (and `error`, as read_file
+/// says it) when not.
+bool readable(const std::filesystem::path& p, std::string& error);
+
 /// Writes `bytes` to `p` atomically: a temporary file in the same directory, then rename. The
 /// permissions of `mode_from` (if it exists) are copied. False (and `error`) on failure.
 bool write_atomic(const std::filesystem::path& p, const std::string& bytes, std::string& error,

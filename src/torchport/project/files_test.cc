@@ -54,6 +54,31 @@ TEST(Files, DiscoverIsSortedSkipsExcludedDirsAndListsSymlinks) {
   fs::remove_all(base);
 }
 
+TEST(Files, DiscoverExcludesADirectoryWhateverPathReachesIt) {
+  // The input through a link, a relative path with dots, an excluded directory named through
+  // another link: the walk compares resolved paths, so each is excluded all the same.
+  fs::path base = fs::temp_directory_path() / ("tp_discover_links_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "real" / "pkg" / "out");
+  fs::create_directories(base / "real" / "pkg" / "keep");
+  std::ofstream(base / "real" / "pkg" / "out" / "o.py") << "";
+  std::ofstream(base / "real" / "pkg" / "keep" / "k.py") << "";
+  fs::create_directory_symlink(base / "real", base / "via");
+  for (const fs::path& input :
+       {base / "via", base / "real" / "pkg" / "..", base / "via" / "pkg" / ".." / ""}) {
+    auto files = discover(input, {base / "via" / "pkg" / "out"});
+    ASSERT_EQ(files.size(), 1u) << input;
+    EXPECT_EQ(files[0].rel, "pkg/keep/k.py") << input;
+  }
+  // A link to a directory inside the input is listed, never walked.
+  fs::create_directory_symlink(base / "real" / "pkg" / "keep", base / "real" / "alias");
+  auto files = discover(base / "real", {});
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[0].rel, "alias");
+  EXPECT_EQ(files[0].kind, FileKind::Symlink);
+  fs::remove_all(base);
+}
+
 TEST(Files, DefaultExclusionsFollowRuff) {
   fs::path base = fs::temp_directory_path() / ("tp_excl_" + std::to_string(::getpid()));
   fs::remove_all(base);

@@ -51,7 +51,9 @@ ProjectFindings run_project_rules(const Plan& plan, const Selected& selected, Pr
   for (std::size_t i = 0; i < selected.files.size(); ++i) {
     if (req.min_torch.empty() && req.importers.empty()) break;
     const ProjectFile& f = selected.files[i];
-    if (f.kind != FileKind::Scanned || out.works[i].entry.outcome != Outcome::Success) continue;
+    if (f.kind != FileKind::Scanned || out.works[i].entry.outcome != Outcome::Success ||
+        !rules::requirement_file(f.rel))
+      continue;
     follow_requirements(f, plan.target(), plan.catalogue(), req, opts, out.works[i]);
   }
   // --distributed: the launchers, in the result's root (TP410).

@@ -1,4 +1,5 @@
 #include <torchport/project/select.h>
+#include <torchport/rules/engine.h>
 
 namespace torchport::project {
 
@@ -74,6 +75,16 @@ Admitted admit_file(const ProjectFile& f, const Options& opts) {
     w.entry.reason = f.rel + ": " + std::to_string(f.size) +
                      " bytes, larger than --max-file-size (" + std::to_string(opts.max_bytes) +
                      " bytes): copied unchanged";
+    return a;
+  }
+  if (f.kind == FileKind::Scanned && !rules::other_file_read(f.rel)) {
+    // No rule reads it (a C/C++ header): scanned, with nothing to find. Whether it could be
+    // read is still asked, as reading it would have.
+    if (std::string error; !readable(f.path, error)) {
+      fail(w, f.rel + ": cannot read: " + error);
+      return a;
+    }
+    w.entry.outcome = Outcome::Success;
     return a;
   }
   std::string bytes, error;

@@ -13,7 +13,7 @@
 #include <torchport/rules/context.h>
 #include <torchport/syntax/tree.h>
 
-#include <map>
+#include <algorithm>
 #include <utility>
 
 namespace torchport::rules {
@@ -69,10 +69,6 @@ bool needs_advice(const syntax::Tree& tree, const syntax::Node& call,
 void run_advice(Context& ctx, const catalogue::AdviceTable& table) {
   const syntax::Tree& tree = ctx.tree;
   std::vector<Advice>& out = ctx.result.advice;
-  std::map<std::pair<std::uint32_t, std::uint32_t>, const std::string*> qualified;
-  for (const semantic::Reference& r : ctx.m.references())
-    if (!r.qualified.empty())
-      qualified[{tree.tokens()[r.first].begin, tree.tokens()[r.last].end}] = &r.qualified;
   auto add = [&](Advice::Kind kind, std::string api, std::string type, std::string tip,
                  std::string affinity, syntax::ByteRange r) {
     out.push_back(Advice{kind, std::move(api), std::move(type), std::move(tip), std::move(affinity),
@@ -83,8 +79,9 @@ void run_advice(Context& ctx, const catalogue::AdviceTable& table) {
     if (!fn) continue;
     const syntax::ByteRange fr = tree.byte_range(*fn);
     const syntax::ByteRange cr = tree.byte_range(*call);
-    std::string name;
-    if (auto it = qualified.find({fr.begin, fr.end}); it != qualified.end()) name = *it->second;
+    static const std::string kNone;
+    const std::string* q = ctx.qualified_spanning(fr);
+    const std::string& name = q ? *q : kNone;
     std::string_view method;
     if (fn->kind() == syntax::NodeKind::Attribute && fn->token() != syntax::kNoToken)
       method = tree.tokens()[fn->token()].text(tree.text());

@@ -117,6 +117,11 @@ class Context {
   /// nullptr.
   const syntax::Node* attribute_named_at(semantic::TokenIndex name) const;
 
+  /// The qualified name of the reference whose tokens span exactly the bytes `r` (of equal
+  /// spans, the last reference), or nullptr. The table is built on first use, once per file,
+  /// for every family that asks by range.
+  const std::string* qualified_spanning(syntax::ByteRange r) const;
+
   /// The device-value layer of this file (flow/device_values.h), built on first use. Needs the
   /// tree (Need::NeedTree).
   const flow::DeviceValues& values() const;
@@ -140,6 +145,12 @@ class Context {
   /// attribute-name token -> its Attribute node; filled on first use.
   mutable std::optional<std::unordered_map<semantic::TokenIndex, const syntax::Node*>> attributes_;
   mutable std::unique_ptr<flow::DeviceValues> values_;
+  struct Qualified {
+    std::uint32_t begin, end;
+    const std::string* name;
+  };
+  /// the qualified references by byte range, stably sorted; filled on first use.
+  mutable std::optional<std::vector<Qualified>> qualified_;
 };
 
 /// The catalogue's target `name`, or `fallback` filled as a device string with no facts (a

@@ -160,7 +160,8 @@ class Walker {
       if (v && !(v->starts_with("cuda:") || (*v == "cuda" && n.parts().size() == 1))) v.reset();
       if (v) v = "cuda:";  // a device string whatever the index
     }
-    if (!v) return;
+    // Only these values are reported: every other string is done here.
+    if (!v || (*v != "nccl" && *v != "cuda:" && !device_string(*v))) return;
     const std::string api(t_.text(n).substr(0, 40));
     if (*v == "nccl") {
       report(n, api,

@@ -1114,14 +1114,15 @@ void cuda_methods(Context& ctx) {
     auto p = m.prev(i);
     if (!p || m.kind(*p) != TokenKind::Dot) continue;
     if (m.is_store(i)) continue;  // `self.is_cuda = ...` names the user's own attribute
-    // ... and so does every read of it on the same object (the device-value layer)
-    if (const syntax::Node* a = ctx.attribute_named_at(i); a && ctx.values().user_attribute(*a))
-      continue;
     if (const semantic::Reference* r = m.reference_at(i); r && !r->qualified.empty()) continue;
     if (auto li = m.line_of(i); li) {
       const TokenKind k0 = m.kind(m.lines()[*li].tokens[0]);
       if (k0 == TokenKind::KwImport || k0 == TokenKind::KwFrom) continue;
     }
+    // ... and so does every read of it on the same object (the device-value layer; asked last,
+    // as it builds the module's device values: torch.cuda.x and imports never need them)
+    if (const syntax::Node* a = ctx.attribute_named_at(i); a && ctx.values().user_attribute(*a))
+      continue;
     auto nx = m.next(i);
     if (name == "is_cuda") {
       is_cuda_attribute(ctx, i);

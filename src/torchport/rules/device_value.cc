@@ -8,13 +8,13 @@
 //   is proven an index: a literal, LOCAL_RANK/RANK from the environment, a rank from mp.spawn or
 //   dist.get_rank(), an argparse option of type=int, and the names, parameters and return values
 //   that only ever hold those, in this module or imported from another of the project's
-//   (`from .config import GPU_ID`; `args.gpu` with the parser built in opts.py). An integer device means the current accelerator (cuda:i on a
-//   CUDA machine; on a machine without one, "Cannot access accelerator device when none is
-//   available"). It becomes the target's device with that index on the indexed targets
-//   (torch.device("npu", i)), the one device on cpu and mps ("cpu": the index goes), and
-//   torch.device(<the device's type>, i) on accelerator (torch.device("cpu", i) is the CPU).
-//   (2) A "cuda" / "cuda:N" literal, or a device string formatted from "cuda", that reaches a
-//   device position through variables, parameters, call arguments, argparse defaults and
+//   (`from .config import GPU_ID`; `args.gpu` with the parser built in opts.py). An integer device
+//   means the current accelerator (cuda:i on a CUDA machine; on a machine without one, "Cannot
+//   access accelerator device when none is available"). It becomes the target's device with that
+//   index on the indexed targets (torch.device("npu", i)), the one device on cpu and mps ("cpu":
+//   the index goes), and torch.device(<the device's type>, i) on accelerator (torch.device("cpu",
+//   i) is the CPU). (2) A "cuda" / "cuda:N" literal, or a device string formatted from "cuda", that
+//   reaches a device position through variables, parameters, call arguments, argparse defaults and
 //   return values (`parser.add_argument("-d", "--device", default="cuda")` then
 //   `evaluate(model, args.device)` then `model.to(device)`; `return "cuda:0"` from the
 //   script's own select_device()).
@@ -60,7 +60,7 @@ using syntax::NodeKind;
 
 class DeviceValueRule {
  public:
-  explicit DeviceValueRule(Context& ctx) : ctx_(ctx), t_(ctx.tree), dv_(ctx.values()) {
+  explicit DeviceValueRule(Context& ctx) : ctx_(ctx), t_(ctx.tree) {
     for (const Finding& f : ctx.result.findings) {
       taken_.emplace_back(f.begin, f.end);
       if (f.op == Operation::Modify) {
@@ -187,7 +187,7 @@ class DeviceValueRule {
   }
 
   void position(const Node& e, Position where) {
-    const flow::Value& v = dv_.of(e);
+    const flow::Value& v = dv().of(e);
     if (where == Position::Backend) {
       if (!v.only({Source::Backend, Source::Text, Source::None})) return;
       for (const Node* lit : v.literals)
@@ -196,7 +196,7 @@ class DeviceValueRule {
       return;
     }
     if (where != Position::Keyword || t_.name(*e.parent()) == "device") {
-      if (dv_.is_index(e)) {
+      if (dv().is_index(e)) {
         index(e, where);
         return;
       }
@@ -547,12 +547,12 @@ class DeviceValueRule {
     if (o.kind() == NodeKind::Call && o.func() && o.func()->kind() == NodeKind::Name &&
         t_.name(*o.func()) == "str" && o.args().size() == 1 && o.keywords().empty()) {
       const Node& a = **o.args().begin();
-      if (a.kind() == NodeKind::Attribute && t_.name(a) == "device" && !dv_.user_attribute(a) &&
-          dv_.of(a).only({Source::Unknown}))
+      if (a.kind() == NodeKind::Attribute && t_.name(a) == "device" && !dv().user_attribute(a) &&
+          dv().of(a).only({Source::Unknown}))
         return true;
       return move(a);
     }
-    const flow::Value& v = dv_.of(o);
+    const flow::Value& v = dv().of(o);
     if (!v.only({Source::DeviceString, Source::HostString, Source::Formatted, Source::None,
                  Source::Text}) ||
         !(v.has(Source::DeviceString) || v.has(Source::Formatted)))
@@ -682,7 +682,7 @@ class DeviceValueRule {
 
  private:
   void for_backend_literals(const Node& v, const std::string& where) {
-    const flow::Value& val = dv_.of(v);
+    const flow::Value& val = dv().of(v);
     if (!val.has(Source::Backend)) return;
     for (const Node* lit : val.literals)
       if (lit->kind() == NodeKind::Constant && t_.is_string(*lit)) backend_literal(*lit, where);
@@ -690,7 +690,9 @@ class DeviceValueRule {
 
   Context& ctx_;
   const syntax::Tree& t_;
-  const flow::DeviceValues& dv_;
+  /// The module's device values, built on the first question (a file without a device
+  /// position never builds them).
+  const flow::DeviceValues& dv() const { return ctx_.values(); }
   std::vector<std::pair<std::uint32_t, std::uint32_t>> taken_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> modified_;  ///< rewrites only
   /// TP100's rewrites of catalogued torch.cuda APIs (an index may hold one)

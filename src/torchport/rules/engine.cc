@@ -340,6 +340,25 @@ Context::Context(const syntax::Tree& syntax_tree, const semantic::Model& model,
                  const Options& options)
     : tree(syntax_tree), m(model), cat(catalogue), target(tgt), opts(options) {}
 
+const std::string* Context::qualified_spanning(syntax::ByteRange r) const {
+  auto by_range = [](const Qualified& a, const Qualified& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  };
+  if (!qualified_) {
+    std::vector<Qualified>& q = qualified_.emplace();
+    for (const semantic::Reference& ref : m.references())
+      if (!ref.qualified.empty())
+        q.push_back({tree.tokens()[ref.first].begin, tree.tokens()[ref.last].end, &ref.qualified});
+    std::stable_sort(q.begin(), q.end(), by_range);
+  }
+  // The last of equal ranges, as a map assigned in reference order would keep.
+  auto it = std::upper_bound(qualified_->begin(), qualified_->end(),
+                             Qualified{r.begin, r.end, nullptr}, by_range);
+  if (it == qualified_->begin()) return nullptr;
+  --it;
+  return it->begin == r.begin && it->end == r.end ? it->name : nullptr;
+}
+
 const flow::DeviceValues& Context::values() const {
   if (!values_) values_ = std::make_unique<flow::DeviceValues>(tree, opts.module);
   return *values_;

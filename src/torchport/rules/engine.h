@@ -150,6 +150,12 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
 /// produced where the rewrite is safe (e.g. CUDA_VISIBLE_DEVICES in a shell launcher).
 /// Files of any other kind return an empty result.
 FileResult check_other(std::string_view path, std::string_view text, const Options& opts);
+/// False for a file that check_other() returns an empty result for whatever its text (C/C++
+/// headers, *.c: the scanned kinds no rule reads): the driver need not read it.
+bool other_file_read(std::string_view path);
+/// True for the files raise_torch_requirement, move_torch_companions and add_vendor_requirement
+/// read (requirements*.txt, pyproject.toml); they find nothing in any other.
+bool requirement_file(std::string_view path);
 /// TP902 for a requirements*.txt or pyproject.toml whose migrated Python files need torch >=
 /// `min_torch` (torch.accelerator: data/targets.json): raises the lower bound of its torch
 /// requirement (`torch` -> `torch>=2.6`, `torch>=2.0` -> `torch>=2.6`); an exact pin or an upper

@@ -221,14 +221,39 @@ void scan_requirement_file(std::string_view name, std::string_view s, Scan& scan
   scan.markers(s, 0);
 }
 
+bool cxx_source(std::string_view name) {
+  return ends_with(name, ".cpp") || ends_with(name, ".cc") || ends_with(name, ".cu") ||
+         ends_with(name, ".cuh") || ends_with(name, ".cxx");
+}
+
+bool requirements_name(std::string_view name) {
+  return (name.starts_with("requirements") && ends_with(name, ".txt")) ||
+         name == "pyproject.toml" || name == "setup.cfg" || name == "environment.yml" ||
+         name == "environment.yaml";
+}
+
+bool shell_script(std::string_view name) {
+  return ends_with(name, ".sh") || ends_with(name, ".bash");
+}
+
 }  // namespace
+
+bool other_file_read(std::string_view path) {
+  const std::string_view name = base_name(path);
+  return cxx_source(name) || requirements_name(name) || shell_script(name);
+}
+
+bool requirement_file(std::string_view path) {
+  const std::string_view name = base_name(path);
+  return (name.starts_with("requirements") && ends_with(name, ".txt")) || name == "pyproject.toml";
+}
 
 FileResult check_other(std::string_view path, std::string_view text, const Options& opts) {
   FileResult out;
   const std::string_view name = base_name(path);
+  if (!other_file_read(name)) return out;
   const std::string s(text);
-  if (ends_with(name, ".cpp") || ends_with(name, ".cc") || ends_with(name, ".cu") ||
-      ends_with(name, ".cuh") || ends_with(name, ".cxx")) {
+  if (cxx_source(name)) {
     if (s.find("PYBIND11_MODULE") == std::string::npos &&
         s.find("TORCH_LIBRARY") == std::string::npos) {
       return out;
@@ -246,9 +271,7 @@ FileResult check_other(std::string_view path, std::string_view text, const Optio
     }
     return out;
   }
-  const bool requirements = (name.starts_with("requirements") && ends_with(name, ".txt")) ||
-                            name == "pyproject.toml" || name == "setup.cfg" ||
-                            name == "environment.yml" || name == "environment.yaml";
+  const bool requirements = requirements_name(name);
   const catalogue::Catalogue& cat = catalogue::Catalogue::builtin();
   if (requirements) {
     Scan scan{cat, opts, out.findings};
@@ -257,7 +280,7 @@ FileResult check_other(std::string_view path, std::string_view text, const Optio
                      [](const Finding& a, const Finding& b) { return a.begin < b.begin; });
     return out;
   }
-  if (ends_with(name, ".sh") || ends_with(name, ".bash")) {
+  if (shell_script(name)) {
     const catalogue::Mapping* mp = cat.lookup("CUDA_VISIBLE_DEVICES", opts.target);
     const bool rename =
         mp && !mp->replacement.empty() && mp->status != catalogue::Status::Unsupported;

@@ -26,6 +26,30 @@ TEST(CheckOther, CustomCudaOpsAreListedAndUnsupported) {
                   .cuda_apis.empty());
 }
 
+TEST(CheckOther, TheDriverSkipsReadingOnlyFilesNoRuleReads) {
+  // A header with a binding in it: no rule reads headers, so it defines nothing, and the driver
+  // need not read it (other_file_read); the same text in a .cpp does.
+  const std::string bound = "PYBIND11_MODULE(ext, m) { m.def(\"fused\", &fused); }\n";
+  const Options opts{"npu", "", false};
+  for (const char* name : {"include/ATen/ATen.h", "x.hpp", "kernel.c"}) {
+    EXPECT_FALSE(other_file_read(name)) << name;
+    EXPECT_TRUE(check_other(name, bound, opts).findings.empty()) << name;
+  }
+  EXPECT_EQ(check_other("csrc/ext.cpp", bound, opts).findings.size(), 1u);
+  for (const char* name : {"csrc/ext.cpp", "k.cu", "k.cuh", "requirements-dev.txt",
+                           "pyproject.toml", "setup.cfg", "environment.yml", "run.sh", "a.bash"})
+    EXPECT_TRUE(other_file_read(name)) << name;
+  // The requirement rules read requirements*.txt and pyproject.toml only.
+  const std::string req = "torch>=2.0\n";
+  EXPECT_TRUE(requirement_file("sub/requirements.txt"));
+  EXPECT_TRUE(requirement_file("pyproject.toml"));
+  EXPECT_EQ(raise_torch_requirement("sub/requirements.txt", req, "2.6").size(), 1u);
+  for (const char* name : {"setup.cfg", "environment.yml", "notes.txt", "run.sh"}) {
+    EXPECT_FALSE(requirement_file(name)) << name;
+    EXPECT_TRUE(raise_torch_requirement(name, req, "2.6").empty()) << name;
+  }
+}
+
 TEST(CheckOther, RequirementsFlagCudaOnlyPackages) {
   const std::string req = "torch==2.6.0\nflash-attn>=2.5\n# apex in a comment\nnumpy\nxformers\n";
   FileResult r = check_other("requirements.txt", req, Options{"xpu", "", false});

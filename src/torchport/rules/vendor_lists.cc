@@ -25,23 +25,9 @@ namespace torchport::rules {
 
 void run_vendor_lists(Context& ctx) {
   const syntax::Tree& tree = ctx.tree;
-  const semantic::Model& model = ctx.m;
   const catalogue::Catalogue& cat = ctx.cat;
   const Options& ropts = ctx.opts;
   std::vector<Finding>& findings = ctx.result.findings;
-  // The qualified references by byte range (references come in source order).
-  struct Qualified {
-    std::uint32_t begin, end;
-    const std::string* name;
-  };
-  std::vector<Qualified> qualified;
-  for (const semantic::Reference& r : model.references())
-    if (!r.qualified.empty())
-      qualified.push_back({tree.tokens()[r.first].begin, tree.tokens()[r.last].end, &r.qualified});
-  auto range_less = [](const Qualified& a, const Qualified& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  };
-  std::stable_sort(qualified.begin(), qualified.end(), range_less);
   // The ranges the rules reported, by start, with the running maximum of their ends: a range
   // [b, e) overlaps one of them iff the largest end among those starting before e exceeds b.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> taken;
@@ -54,13 +40,9 @@ void run_vendor_lists(Context& ctx) {
     const syntax::Node* fn = call->func();
     if (!fn) continue;
     syntax::ByteRange r = tree.byte_range(*fn);
-    // The last of equal ranges, as a map assigned in reference order would keep.
-    auto it = std::upper_bound(qualified.begin(), qualified.end(),
-                               Qualified{r.begin, r.end, nullptr}, range_less);
-    if (it == qualified.begin()) continue;
-    --it;
-    if (it->begin != r.begin || it->end != r.end) continue;
-    const std::string& q = *it->name;
+    const std::string* qn = ctx.qualified_spanning(r);
+    if (!qn) continue;
+    const std::string& q = *qn;
     if (!q.starts_with("torch.") || q.starts_with("torch.cuda") ||
         q.starts_with("torch.backends.cud") || cat.find(q))
       continue;

@@ -1,0 +1,40 @@
+#include <gtest/gtest.h>
+#include <torchport/text/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace torchport::text {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(ReadWholeFile, ReadsEveryByteOfAnyFile) {
+  const fs::path dir = fs::temp_directory_path() / ("tp_read_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string big;
+  for (int i = 0; big.size() < 300000; ++i) big += "line " + std::to_string(i) + "\r\n";
+  big += std::string("\0tail\xff", 6);  // a NUL and a byte that is no UTF-8
+  std::ofstream(dir / "big.py", std::ios::binary) << big;
+  std::ofstream(dir / "empty.py", std::ios::binary);
+  std::string out = "left over", error;
+  ASSERT_TRUE(read_whole_file((dir / "big.py").c_str(), out, error)) << error;
+  EXPECT_EQ(out, big);
+  ASSERT_TRUE(read_whole_file((dir / "empty.py").c_str(), out, error)) << error;
+  EXPECT_EQ(out, "");  // the buffer of the last file is reused, its bytes are not
+  EXPECT_FALSE(read_whole_file((dir / "missing.py").c_str(), out, error));
+  EXPECT_EQ(error, "No such file or directory");
+  fs::remove_all(dir);
+}
+
+TEST(ReadWholeFile, ReadsAFileThatReportsNoSize) {
+  // /proc files say size 0 and have text: the file is read to its end, not to its size.
+  std::string out, error;
+  ASSERT_TRUE(read_whole_file("/proc/self/status", out, error)) << error;
+  EXPECT_NE(out.find("Name:"), std::string::npos);
+  EXPECT_EQ(out.back(), '\n');
+}
+
+}  // namespace
+}  // namespace torchport::text
