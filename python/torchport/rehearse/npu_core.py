@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import json
 import sys
+import time
 import types
 from datetime import timedelta
 from typing import Any, Callable, Optional
@@ -173,6 +174,15 @@ def _npu_getOption(name: str) -> Optional[bytes]:  # noqa: N802
     return None if v is None else v.encode()
 
 
+def _npu_is_jit_compile_false() -> bool:  # noqa: N802
+    """Whether operators run as prebuilt binaries (jitCompile disabled, set by set_compile_mode through
+    _npu_setOption). Unset, the rehearsal answers True: binaries, the default Ascend documents for the Atlas
+    A2 training series (unverified: not in ../shared). The False path makes Module.npu() cast weights to the
+    NPU's private formats (torch_npu/utils/_module.py): npu_format_cast,
+    which has no kernel here, refuses."""
+    return _OPTIONS.get("jitCompile", "disable") != "enable"
+
+
 # ---- CANN (none here) ----
 def _is_gte_cann_version(version: str, module: str = "CANN") -> bool:
     """No CANN is installed under rehearsal, so no version of it is at least `version`: the vendor's Python
@@ -242,13 +252,29 @@ class _NPUEventBase(torch.Event):
             raise NotImplementedError(refusal(f"{PREFIX}._NPUEventBase(graph_external=True) (ExternalEvent)"))
         if interprocess:
             raise NotImplementedError(refusal(f"{PREFIX}._NPUEventBase(interprocess=True)"))
-        return super().__new__(
+        ev = super().__new__(
             cls, device=torch.device("npu", _npu_getDevice()), enable_timing=enable_timing, blocking=blocking
         )
+        ev._timing = bool(enable_timing)
+        return ev
 
     @property
     def npu_event(self) -> int:
         return int(self.event_id)
+
+    def record(self, stream: Optional[torch.Stream] = None) -> None:
+        super().record(stream)
+        self._recorded_ns = time.perf_counter_ns()
+
+    def elapsed_time(self, end_event: torch.Event) -> float:
+        """Milliseconds between the two records, timed on the host as every event of the rehearsal device is
+        (torch.Event's own elapsed_time accepts only torch.Event itself, not a subclass)."""
+        if not (self._timing and getattr(end_event, "_timing", False)):
+            raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
+        start, end = getattr(self, "_recorded_ns", None), getattr(end_event, "_recorded_ns", None)
+        if start is None or end is None:
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return (end - start) / 1e6
 
     def recorded_time(self) -> Any:
         raise NotImplementedError(refusal(f"{PREFIX}._NPUEventBase.recorded_time"))
@@ -423,6 +449,7 @@ _TOP = (
     "_npu_maybeExchangeDevice _npu_synchronize _npu_shutdown_synchronize _npu_shutdown _npu_init "
     "_npu_set_run_yet_variable_to_false _npu_getDeviceName _NPUDeviceProperties _npu_getDeviceProperties "
     "_npu_getDeviceMemories _npu_canDeviceAccessPeer _npu_is_bf16_supported _npu_setOption _npu_getOption "
+    "_npu_is_jit_compile_false "
     "_is_gte_cann_version _get_cann_version _initExtension _rpc_npu_init _NPUStreamBase _NPUEventBase "
     "_npu_getCurrentStream _npu_getDefaultStream _npu_setStream _npu_isCurrentStreamCapturing "
     "_npu_memoryStats _npu_resetPeakMemoryStats _npu_emptyCache _npu_getAllocatorBackend "

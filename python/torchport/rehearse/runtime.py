@@ -401,7 +401,12 @@ def _activate_vendor(sess: Session, pkg: Any) -> None:
     _patch_compile(sess)
     _patch_spawn()
     _save_config(sess, str(pkg.root))
-    import torch_npu  # noqa: F401  (the vendor's)
+    import torch_npu  # the vendor's
+
+    # The vendor initialises the device on first use (torch_npu.npu._lazy_init) and defers seeding until
+    # then. The rehearsal device's generators draw from the host's stream, so a seed applied late would
+    # re-seed that stream midway and the run would no longer draw the --target cpu numbers: initialise now.
+    torch_npu.npu._lazy_init()
 
 
 def activate_from_env() -> Optional[Session]:
