@@ -348,6 +348,14 @@ def _npu_getAllocatorBackend() -> str:  # noqa: N802
     return "native"
 
 
+def _tensor_construct_from_storage(storage: Any) -> torch.Tensor:
+    """A tensor over a whole device storage, as the vendor's serialization (utils/serialization.py) and
+    storage copies (utils/storage.py) ask for its size: the rehearsal device keeps every tensor in the base
+    (ND) format, so the storage's bytes as a flat uint8 tensor."""
+    untyped = storage._untyped_storage if isinstance(storage, torch.TypedStorage) else storage
+    return torch.empty(0, dtype=torch.uint8, device=untyped.device).set_(untyped)
+
+
 # ---- autocast (torch's state for the npu device type) ----
 def is_autocast_enabled() -> bool:
     return bool(torch.is_autocast_enabled("npu"))
@@ -453,6 +461,7 @@ _TOP = (
     "_is_gte_cann_version _get_cann_version _initExtension _rpc_npu_init _NPUStreamBase _NPUEventBase "
     "_npu_getCurrentStream _npu_getDefaultStream _npu_setStream _npu_isCurrentStreamCapturing "
     "_npu_memoryStats _npu_resetPeakMemoryStats _npu_emptyCache _npu_getAllocatorBackend "
+    "_tensor_construct_from_storage "
     "is_autocast_enabled set_autocast_enabled get_autocast_dtype set_autocast_dtype"
 ).split()
 
