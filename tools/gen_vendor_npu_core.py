@@ -21,6 +21,7 @@ import argparse
 import difflib
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import check_vendor_npu as cvn  # noqa: E402
 
 ROOT = cvn.ROOT
+sys.path.insert(0, str(ROOT / "python"))
 TABLE = ROOT / "data/vendor/torch_npu_core.json"
 IDENT = re.compile(r"^[A-Za-z_]\w*$")
 
@@ -59,7 +61,6 @@ def core_names(sources: dict[str, str]) -> set[str]:
 
 
 def table(names: set[str], pin: dict[str, str]) -> dict[str, object]:
-    sys.path.insert(0, str(ROOT / "python"))
     from torchport.rehearse import npu_core
 
     served = npu_core.served()
@@ -89,10 +90,14 @@ def render(data: dict[str, object]) -> str:
     return json.dumps(data, indent=1, sort_keys=False) + "\n"
 
 
-def install(path: Path, target: Path) -> None:
-    """The wheel, installed for the rehearsal only (never into the venv)."""
-    if (target / "torch_npu" / "__init__.py").is_file():
+def install(path: Path, target: Path, version: str) -> None:
+    """The wheel, installed for the rehearsal only (never into the venv), replacing another version."""
+    from torchport.rehearse.vendor_npu import installed_version
+
+    if installed_version(target) == version:
         return
+    if target.exists():
+        shutil.rmtree(target)
     target.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
@@ -115,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     wheel = cvn.Wheel.from_file(path, pin["version"])
     text = render(table(core_names(wheel.sources), pin))
     if args.install:
-        install(path, args.install)
+        install(path, args.install, pin["version"])
     if args.check:
         old = TABLE.read_text(encoding="utf-8") if TABLE.is_file() else ""
         if old != text:

@@ -49,6 +49,12 @@ def _version(pkg: Path) -> str:
     return m.group(1) if m else "unknown"
 
 
+def installed_version(root: Path) -> Optional[str]:
+    """The version of the torch_npu installed in `root` (a --target directory), None when there is none."""
+    pkg = root / "torch_npu"
+    return _version(pkg) if (pkg / "__init__.py").is_file() else None
+
+
 def _at(root: Path, why: str) -> VendorPackage:
     pkg = root / "torch_npu"
     if not (pkg / "__init__.py").is_file():
