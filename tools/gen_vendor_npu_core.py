@@ -69,8 +69,11 @@ def table(names: set[str], pin: dict[str, str]) -> dict[str, object]:
         if n in served:
             obj = served[n]
             doc = (getattr(obj, "__doc__", None) or "") if not isinstance(obj, str) else ""
-            if isinstance(obj, str) or type(obj).__module__ == "builtins" and not callable(obj):
-                doc = "a child module, created by its _<name>_init function" if n.count(".") == 2 else ""
+            last = n.rsplit(".", 1)[1]
+            if last in npu_core.INIT_FUNCTIONS:
+                doc = f"Creates the child module torch_npu._C.{npu_core.INIT_FUNCTIONS[last]}"
+            elif isinstance(obj, str):
+                doc = "A child module, created by its init function (module_loader)"
             rows[n] = {"status": "served", "does": " ".join(doc.split()).split(". ")[0][:160]}
         else:
             rows[n] = {"status": "refused"}

@@ -49,10 +49,12 @@ def _device_type() -> int:
 
 # ---- devices ----
 def _npu_getDeviceCount() -> int:  # noqa: N802 (the vendor's names)
+    """The rehearsal's --devices."""
     return int(_ext().device_count())
 
 
 def _npu_getDevice() -> int:  # noqa: N802
+    """The current device of this thread (the rehearsal device's DeviceGuardImpl)."""
     return int(_ext().current_device())
 
 
@@ -61,6 +63,7 @@ _npu_getLocalDevice = _npu_getDevice
 
 
 def _npu_setDevice(device: int) -> None:  # noqa: N802
+    """Makes `device` current; an index beyond --devices is an error, as on a node without it."""
     d = int(device)
     if d < 0:  # torch_npu.npu.set_device ignores a negative index (npu/utils.py)
         return
@@ -107,6 +110,7 @@ def _npu_set_run_yet_variable_to_false() -> None:
 
 
 def _npu_getDeviceName() -> str:  # noqa: N802
+    """The name the rehearsal gives its devices (no Ascend SoC name: the device is a CPU-backed copy)."""
     return f"torchport rehearsal NPU {_npu_getDevice()} (host memory, CPU kernels)"
 
 
@@ -132,6 +136,7 @@ class _NPUDeviceProperties:
 
 
 def _npu_getDeviceProperties(device: int) -> _NPUDeviceProperties:  # noqa: N802
+    """The properties of `device`: name and total_memory."""
     return _NPUDeviceProperties(int(device))
 
 
@@ -170,6 +175,7 @@ def _npu_setOption(options: dict[str, Any]) -> None:  # noqa: N802
 
 
 def _npu_getOption(name: str) -> Optional[bytes]:  # noqa: N802
+    """The value _npu_setOption kept, as bytes, or None."""
     v = _OPTIONS.get(str(name))
     return None if v is None else v.encode()
 
@@ -299,14 +305,17 @@ def _index(device: Optional[int]) -> int:
 
 
 def _npu_getCurrentStream(device: Optional[int] = None) -> tuple[int, int, int]:  # noqa: N802
+    """(stream_id, device_index, device_type) of the current stream (torch_npu.npu.Stream is made of it)."""
     return _stream_data(torch.accelerator.current_stream(_index(device)))
 
 
 def _npu_getDefaultStream(device: Optional[int] = None) -> tuple[int, int, int]:  # noqa: N802
+    """(stream_id, device_index, device_type) of the device's default stream."""
     return (0, _index(device), _device_type())
 
 
 def _npu_setStream(stream_id: int = 0, device_index: int = 0, device_type: int = 0) -> None:  # noqa: N802
+    """Makes the stream current on its device."""
     torch.accelerator.set_stream(
         torch.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
     )
@@ -336,10 +345,12 @@ def _npu_memoryStats(device: int) -> dict[str, Any]:  # noqa: N802
 
 
 def _npu_resetPeakMemoryStats(device: int) -> None:  # noqa: N802
+    """Resets the peaks of the caching allocator's statistics."""
     _ext().reset_peak_memory_stats(int(device))
 
 
 def _npu_emptyCache() -> None:  # noqa: N802
+    """Releases the caching allocator's cached blocks."""
     _ext().empty_cache()
 
 
@@ -358,18 +369,22 @@ def _tensor_construct_from_storage(storage: Any) -> torch.Tensor:
 
 # ---- autocast (torch's state for the npu device type) ----
 def is_autocast_enabled() -> bool:
+    """torch's autocast state for the npu device type."""
     return bool(torch.is_autocast_enabled("npu"))
 
 
 def set_autocast_enabled(enabled: bool) -> None:
+    """Sets torch's autocast state for the npu device type."""
     torch.set_autocast_enabled("npu", bool(enabled))
 
 
 def get_autocast_dtype() -> torch.dtype:
+    """torch's autocast dtype for the npu device type."""
     return torch.get_autocast_dtype("npu")
 
 
 def set_autocast_dtype(dtype: torch.dtype) -> None:
+    """Sets torch's autocast dtype for the npu device type."""
     torch.set_autocast_dtype("npu", dtype)
 
 
@@ -385,6 +400,7 @@ class _LogContext:
 
     @classmethod
     def GetInstance(cls) -> _LogContext:  # noqa: N802
+        """The one context of the process."""
         if cls._instance is None:
             cls._instance = cls()
         return cls._instance
