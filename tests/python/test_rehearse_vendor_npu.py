@@ -9,6 +9,7 @@ it with tools/check_vendor_npu.py and installs it in build/vendor-torch-npu with
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -198,6 +199,24 @@ def test_the_vendors_torch_npu_runs_on_the_rehearsal_device(
     assert str(facts["utilization"]).startswith(
         "not available in rehearsal: torch_npu._C._npu_getDeviceUtilizationRate"
     )
+
+
+def test_auto_finds_the_vendors_package_on_the_path_before_torchs_autoload_does(
+    vendor: Path,
+    rehearsal_built: None,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """On sys.path the wheel's dist-info is there too, whose `torch.backends` entry point torch would load
+    at `import torch` (and fail on the compiled core): the rehearsal turns the autoload off first."""
+    probe = tmp_path / "auto.py"
+    probe.write_text("import torch_npu\nprint('FILE', torch_npu.__file__)\n")
+    p = rehearse(
+        "--target", "npu", str(probe),
+        extra_env={"PYTHONPATH": os.pathsep.join([str(REPO / "python"), str(vendor)])}, timeout=600,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"FILE {vendor}/torch_npu/__init__.py" in p.stdout
+    assert "torchport rehearse: torch_npu: the vendor's torch_npu" in p.stderr
 
 
 def test_the_capability_variable_is_the_vendors(vendor: Path, rehearsal_built: None, tmp_path: Path) -> None:  # noqa: F811

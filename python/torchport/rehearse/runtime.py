@@ -294,6 +294,14 @@ def activate(
     current = session()
     if current is not None:
         return current
+    pkg = None
+    if target == "npu":
+        from torchport.rehearse import vendor_npu
+
+        pkg = vendor_npu.locate(vendor)  # raises vendor_npu.VendorError
+        # before torch is imported: its backend autoload would import the vendor's package (with its own core)
+        if pkg is not None:
+            os.environ[vendor_npu.AUTOLOAD] = "0"
     from torchport.check_ops import opdb
     from torchport.rehearse import _build
     from torchport.targets import get_target
@@ -301,15 +309,6 @@ def activate(
     tgt = get_target(target)
     if target not in REHEARSE_TARGETS:
         raise ValueError(f"unknown rehearsal target {target!r}; choose one of: {', '.join(REHEARSE_TARGETS)}")
-    pkg = None
-    if target == "npu":
-        from torchport.rehearse import vendor_npu
-
-        pkg = vendor_npu.locate(vendor)  # raises vendor_npu.VendorError
-        if (
-            pkg is not None
-        ):  # before torch is imported: its backend autoload would import the vendor's package
-            os.environ[vendor_npu.AUTOLOAD] = "0"
     # The vendor's own switch that makes every CPU fallback an error (data/targets.json "fallback") means
     # --strict too.
     if _vendor_strict(tgt):
