@@ -17,7 +17,7 @@ from torchport.targets import unknown_target
 
 USAGE = (
     "torchport rehearse -t {npu,mlu,musa} [--devices N] [--memory SIZE] [--strict] "
-    "[--report FILE.json] (script.py | -m module) [args ...]\n"
+    "[--report FILE.json] [--vendor-torch-npu PATH|auto|off] (script.py | -m module) [args ...]\n"
     "       torchport rehearse --build [--verbose]"
 )
 
@@ -48,6 +48,15 @@ def _parser() -> argparse.ArgumentParser:
         "vendor's switch (TORCH_NPU_FALLBACK_CPU_DISABLE=1, ENABLE_FALLBACK_TO_CPU=0)",
     )
     p.add_argument("--report", metavar="FILE.json", help="write the summary as JSON")
+    p.add_argument(
+        "--vendor-torch-npu",
+        metavar="PATH|auto|off",
+        help="npu: run the vendor's torch_npu (its Python layer, with torchport's replacement of its "
+        "compiled "
+        "core) from PATH, the directory holding torch_npu/ (as pip install --target makes it); auto (the "
+        "default): a torch_npu importable from sys.path if there is one, else torchport's stand-in; off: the "
+        "stand-in. Default from TORCHPORT_VENDOR_TORCH_NPU",
+    )
     p.add_argument("--build", action="store_true", help="build the rehearsal device now (for CI) and exit")
     p.add_argument("--verbose", action="store_true", help="with --build: show the compiler's output")
     p.add_argument("-m", dest="module", help="run a module as a script (python -m)")
@@ -55,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-_WITH_VALUE = ("--target", "-t", "--devices", "--memory", "--report")
+_WITH_VALUE = ("--target", "-t", "--devices", "--memory", "--report", "--vendor-torch-npu")
 
 
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -126,12 +135,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         script = program[0]
         if not os.path.isfile(script):
             return _error(f"{script}: no such file")
-    from torchport.rehearse import runtime, summary
+    from torchport.rehearse import runtime, summary, vendor_npu
 
+    if args.vendor_torch_npu is not None and args.target != "npu":
+        return _error(f"--vendor-torch-npu is for --target npu, not {args.target}")
     try:
-        runtime.activate(args.target, args.devices, memory, args.strict, args.report)
-    except _build.BuildError as e:
+        sess = runtime.activate(
+            args.target, args.devices, memory, args.strict, args.report, args.vendor_torch_npu
+        )
+    except (_build.BuildError, vendor_npu.VendorError) as e:
         return _error(str(e))
+    if args.target == "npu":
+        which = sess.vendor_package or (
+            "torchport's stand-in (no vendor torch_npu: --vendor-torch-npu PATH or "
+            "TORCHPORT_VENDOR_TORCH_NPU "
+            "names one)"
+        )
+        print(f"torchport rehearse: torch_npu: {which}", file=sys.stderr)
     summary.install_exit_summary()
     code = 0
     try:

@@ -281,12 +281,27 @@ def _vendor_strict(tgt: Target) -> bool:
 
 
 def activate(
-    target: str, devices: int = 1, memory: int = -1, strict: bool = False, report: Optional[str] = None
+    target: str,
+    devices: int = 1,
+    memory: int = -1,
+    strict: bool = False,
+    report: Optional[str] = None,
+    vendor: Optional[str] = None,
 ) -> Session:
-    """Registers the rehearsal device as `target` in this process. Once per process."""
+    """Registers the rehearsal device as `target` in this process. Once per process. For npu, `vendor` chooses
+    the torch_npu (vendor_npu.locate: a path, "auto" or "off"; None: TORCHPORT_VENDOR_TORCH_NPU, else
+    auto)."""
     current = session()
     if current is not None:
         return current
+    pkg = None
+    if target == "npu":
+        from torchport.rehearse import vendor_npu
+
+        pkg = vendor_npu.locate(vendor)  # raises vendor_npu.VendorError
+        # before torch is imported: its backend autoload would import the vendor's package (with its own core)
+        if pkg is not None:
+            os.environ[vendor_npu.AUTOLOAD] = "0"
     from torchport.check_ops import opdb
     from torchport.rehearse import _build
     from torchport.targets import get_target
@@ -299,6 +314,7 @@ def activate(
     if _vendor_strict(tgt):
         strict = True
     sess = Session(target=target, devices=devices, memory=memory, strict=strict, report=report)
+    sess.vendor_package = pkg.describe() if pkg is not None else ""
     mod = _build.load()
     sess.ext = mod
     import torch
@@ -322,14 +338,22 @@ def activate(
     sess.listed_kernels = sorted(mod.register_listed_kernels())
     if tgt.cpu_shallow_copy:  # data/targets.json: the vendor makes CPU and device tensors compatible
         mod.register_cpu_shallow_copy()
-    if tgt.print_on_host:  # data/targets.json: the vendor prints a device tensor from a CPU copy
+    # The vendor's own package does these itself at import (its _tensor_str, its FlexAttention patch).
+    if (
+        tgt.print_on_host and pkg is None
+    ):  # data/targets.json: the vendor prints a device tensor from a CPU copy
         _print_on_host(target)
-    if tgt.flex_attention:  # data/targets.json: the vendor lets eager FlexAttention run on its device
+    if (
+        tgt.flex_attention and pkg is None
+    ):  # data/targets.json: the vendor lets FlexAttention run on its device
         from torchport.rehearse.flex_attention import accept_on_device
 
         accept_on_device(target)
     torch.utils.rename_privateuse1_backend(target)
     start(sess)
+    if pkg is not None:
+        _activate_vendor(sess, pkg)
+        return sess
     from torchport.rehearse import devmod
 
     module = devmod.build(target)
@@ -342,10 +366,46 @@ def activate(
     _register_collectives(target)
     install_import_hook(target)
     _patch_spawn()
-    os.environ[ENV_CONFIG] = json.dumps(
-        {"target": target, "devices": devices, "memory": memory, "strict": strict, "report": report}
-    )
+    _save_config(sess, "off" if target == "npu" else None)
     return sess
+
+
+def _save_config(sess: Session, vendor: Optional[str]) -> None:
+    os.environ[ENV_CONFIG] = json.dumps(
+        {
+            "target": sess.target,
+            "devices": sess.devices,
+            "memory": sess.memory,
+            "strict": sess.strict,
+            "report": sess.report,
+            "vendor": vendor,
+        }
+    )
+
+
+def _activate_vendor(sess: Session, pkg: Any) -> None:
+    """The rest of activate() with the vendor's torch_npu: its import registers the device module, the tensor
+    methods and the hccl backend (through torchport's replacement of its compiled core, npu_core), so the
+    rehearsal registers none of its own. The package is imported now, as torch's backend autoload does on a
+    machine where it is installed."""
+    from torchport.rehearse import vendor_npu
+
+    defined, failed = vendor_npu.install(pkg)
+    sess.notes.append(
+        f"torch_npu: {pkg.describe()}; its compiled core (torch_npu._C) is torchport's "
+        f"(data/vendor/torch_npu_core.json); {defined} torch.ops.npu schemas defined, without kernels"
+        + (f", {len(failed)} refused by this torch" if failed else "")
+    )
+    _patch_backward(sess)
+    _patch_compile(sess)
+    _patch_spawn()
+    _save_config(sess, str(pkg.root))
+    import torch_npu  # the vendor's
+
+    # The vendor initialises the device on first use (torch_npu.npu._lazy_init) and defers seeding until
+    # then. The rehearsal device's generators draw from the host's stream, so a seed applied late would
+    # re-seed that stream midway and the run would no longer draw the --target cpu numbers: initialise now.
+    torch_npu.npu._lazy_init()
 
 
 def activate_from_env() -> Optional[Session]:
@@ -353,4 +413,4 @@ def activate_from_env() -> Optional[Session]:
     if not raw:
         return None
     cfg = json.loads(raw)
-    return activate(cfg["target"], cfg["devices"], cfg["memory"], cfg["strict"], None)
+    return activate(cfg["target"], cfg["devices"], cfg["memory"], cfg["strict"], None, cfg.get("vendor"))

@@ -38,6 +38,8 @@ class Session:
     notes: list[str] = field(default_factory=list)
     # Operators given the CPU kernel instead of torch's composite (the target's lists say native).
     listed_kernels: list[str] = field(default_factory=list)
+    # npu: the vendor's torch_npu in use ("the vendor's torch_npu 2.13.0 from PATH"), "" for the stand-in.
+    vendor_package: str = ""
 
 
 _session: Optional[Session] = None
