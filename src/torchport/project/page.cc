@@ -1,9 +1,8 @@
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <torchport/project/files.h>
 #include <torchport/project/page.h>
 #include <torchport/report/page.h>
-
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +22,7 @@ namespace {
 std::optional<std::string> read_bytes(const fs::path& p) {
   const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
-  struct stat st{};
+  struct stat st {};
   std::optional<std::string> out;
   if (::fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
     std::string data;
@@ -82,8 +81,8 @@ std::optional<std::vector<std::string>> text_lines(const fs::path& p) {
 std::vector<report::PageTarget> other_targets(const Plan& plan, const report::Report& rep) {
   const std::string name = plan.result_dir.filename().string();
   const std::string suffix = "_" + rep.target;
-  if (name.size() < suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(),
-                                                  suffix) != 0)
+  if (name.size() < suffix.size() ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
     return {};
   const std::string stem = name.substr(0, name.size() - suffix.size()) + "_";
   std::set<std::string> names{name};
@@ -146,8 +145,7 @@ std::string write_page(const Plan& plan, const report::Report& rep, const fs::pa
     const std::size_t i = at->second;
     found[i] = 1;
     const std::uint32_t start = report::page_line(r, r.start_line, index.cells[i]);
-    const std::uint32_t end =
-        std::max(start, report::page_line(r, r.end_line, index.cells[i]));
+    const std::uint32_t end = std::max(start, report::page_line(r, r.end_line, index.cells[i]));
     for (std::uint32_t l = start; l <= end; ++l) lines[i].push_back(l);
   }
   const fs::path chunk_dir = dir / "files";

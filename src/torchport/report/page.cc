@@ -236,7 +236,8 @@ bool myers(const std::vector<std::string>& a, std::size_t a0, std::size_t n,
     }
     if (x > start)
       back.push_back({a0 + static_cast<std::size_t>(start),
-                      b0 + static_cast<std::size_t>(start - k), static_cast<std::size_t>(x - start)});
+                      b0 + static_cast<std::size_t>(start - k),
+                      static_cast<std::size_t>(x - start)});
     x = px;
     y = py;
   }
@@ -250,8 +251,7 @@ bool myers(const std::vector<std::string>& a, std::size_t a0, std::size_t n,
 /// over a removal or addition right after it (or right before it) when the lines it passes are
 /// the same as its own; the run's lines stay equal, and the two changes become one.
 void join_changes(const std::vector<std::string>& a, const std::vector<std::string>& b,
-                  std::size_t begin, std::size_t a_end, std::size_t b_end,
-                  std::vector<Run>& runs) {
+                  std::size_t begin, std::size_t a_end, std::size_t b_end, std::vector<Run>& runs) {
   auto repeats = [](const std::vector<std::string>& s, std::size_t from, std::size_t shift,
                     std::size_t len) {
     for (std::size_t t = 0; t < len; ++t)
@@ -352,8 +352,8 @@ std::vector<AlignedLine> align_lines(const std::vector<std::string>& a,
   out.reserve(std::max(a.size(), b.size()));
   auto same = [&](std::size_t i, std::size_t j, std::size_t len) {
     for (std::size_t k = 0; k < len; ++k)
-      out.push_back({static_cast<std::uint32_t>(i + k + 1), static_cast<std::uint32_t>(j + k + 1),
-                     '='});
+      out.push_back(
+          {static_cast<std::uint32_t>(i + k + 1), static_cast<std::uint32_t>(j + k + 1), '='});
   };
   // Between two equal runs: old lines paired with new ones, then the rest of either side.
   auto differ = [&](std::size_t i1, std::size_t i2, std::size_t j1, std::size_t j2) {
@@ -468,8 +468,8 @@ std::uint32_t page_line(const Row& row, std::uint32_t line,
 PageTarget page_target(const Report& rep) {
   PageTarget t;
   t.target = as_utf8(rep.target);
-  t.changed = static_cast<std::uint64_t>(
-      std::count_if(rep.files.begin(), rep.files.end(), [](const FileEntry& f) { return f.changed; }));
+  t.changed = static_cast<std::uint64_t>(std::count_if(
+      rep.files.begin(), rep.files.end(), [](const FileEntry& f) { return f.changed; }));
   t.changes = rep.count(rules::Operation::Insert) + rep.count(rules::Operation::Modify) +
               rep.count(rules::Operation::Delete);
   t.unsupported = rep.count(rules::Operation::Unsupported);
