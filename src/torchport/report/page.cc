@@ -2,6 +2,7 @@
 #include <torchport/text/utf8.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -71,8 +72,23 @@ std::size_t line_break(std::string_view s) {
 /// inside a <script> element: "</" as "<\/", "<!--" as "<\!--", U+2028 and U+2029 escaped.
 /// `s` is valid UTF-8.
 void append_script_string(std::string& out, std::string_view s) {
+  // The bytes copied as they are: no quote, backslash, control character, '<', or the first
+  // byte of U+2028 / U+2029.
+  static constexpr auto kPlain = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0x20; c < 256; ++c) t[static_cast<std::size_t>(c)] = true;
+    t['"'] = t['\\'] = t['<'] = t[0xE2] = false;
+    return t;
+  }();
   out += '"';
   for (std::size_t i = 0; i < s.size(); ++i) {
+    std::size_t j = i;
+    while (j < s.size() && kPlain[static_cast<unsigned char>(s[j])]) ++j;
+    if (j > i) {
+      out.append(s.data() + i, j - i);
+      i = j;
+      if (i == s.size()) break;
+    }
     const char ch = s[i];
     const auto c = static_cast<unsigned char>(ch);
     switch (ch) {
@@ -281,11 +297,26 @@ void join_changes(const std::vector<std::string>& a, const std::vector<std::stri
 }  // namespace
 
 std::vector<std::string> page_lines(std::string_view bytes) {
+  // ASCII that is no line break: copied in runs.
+  static constexpr auto kPlain = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0; c < 0x80; ++c) t[static_cast<std::size_t>(c)] = true;
+    t['\n'] = t['\r'] = t[0x0B] = t[0x0C] = t[0x1C] = t[0x1D] = t[0x1E] = false;
+    return t;
+  }();
   std::vector<std::string> lines;
   std::string line;
   bool open = false;  // a line has started since the last break
   std::size_t i = 0;
   while (i < bytes.size()) {
+    std::size_t j = i;
+    while (j < bytes.size() && kPlain[static_cast<unsigned char>(bytes[j])]) ++j;
+    if (j > i) {
+      line.append(bytes.data() + i, j - i);
+      open = true;
+      i = j;
+      continue;
+    }
     auto [n, whole] = utf8_sequence(bytes.substr(i));
     if (!whole) {
       line += "\xEF\xBF\xBD";
