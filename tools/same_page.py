@@ -61,13 +61,15 @@ def main() -> int:
             bad += 1
             a, b = old.get(key), new.get(key)
             if isinstance(a, list) and isinstance(b, list):
-                diffs = [i for i in range(max(len(a), len(b))) if (a[i:i + 1] != b[i:i + 1])]
+                diffs = [i for i in range(max(len(a), len(b))) if (a[i : i + 1] != b[i : i + 1])]
                 print(f"data[{key!r}]: {len(a)} vs {len(b)} entries, {len(diffs)} differ; first:")
                 for i in diffs[:3]:
                     print(f"  [{i}] {a[i] if i < len(a) else None!r}\n   vs {b[i] if i < len(b) else None!r}")
             else:
                 print(f"data[{key!r}] differs: {str(a)[:200]!r} vs {str(b)[:200]!r}")
-    names = {p.name for p in (args.old / "files").iterdir()} | {p.name for p in (args.new / "files").iterdir()}
+    names = {p.name for p in (args.old / "files").iterdir()} | {
+        p.name for p in (args.new / "files").iterdir()
+    }
     chunk_diffs = []
     for name in sorted(names, key=lambda n: int(n.split(".")[0])):
         n = int(name.split(".")[0])
@@ -78,8 +80,8 @@ def main() -> int:
         if a != b:
             chunk_diffs.append((n, a[0]))
     print(
-        f"files: {len(old['files'])} / {len(new['files'])}, findings: {len(old['rows'])} / {len(new['rows'])}, "
-        f"chunks: {len(names)}, chunks that differ: {len(chunk_diffs)}"
+        f"files: {len(old['files'])} / {len(new['files'])}, "
+        f"findings: {len(old['rows'])} / {len(new['rows'])}, chunks: {len(names)}, chunks that differ: {len(chunk_diffs)}"
     )
     for n, what in chunk_diffs[:20]:
         print(f"  files/{n}.js: {what}")
