@@ -81,7 +81,8 @@ def main() -> int:
             chunk_diffs.append((n, a[0]))
     print(
         f"files: {len(old['files'])} / {len(new['files'])}, "
-        f"findings: {len(old['rows'])} / {len(new['rows'])}, chunks: {len(names)}, chunks that differ: {len(chunk_diffs)}"
+        f"findings: {len(old['rows'])} / {len(new['rows'])}, "
+        f"chunks: {len(names)}, chunks that differ: {len(chunk_diffs)}"
     )
     for n, what in chunk_diffs[:20]:
         print(f"  files/{n}.js: {what}")
