@@ -62,18 +62,18 @@ Roots roots_of(const Plan& plan, const report::Report& rep) {
   return r;
 }
 
-std::optional<std::vector<std::string>> notebook_lines(const fs::path& p) {
+std::optional<report::PageText> notebook_text(const fs::path& p) {
   std::optional<std::string> bytes = read_bytes(p);
   if (!bytes) return std::nullopt;
   std::optional<report::NotebookView> view = report::notebook_view(*bytes);
   if (!view) return std::nullopt;
-  return std::move(view->lines);
+  return report::page_text_of_lines(view->lines);
 }
 
-std::optional<std::vector<std::string>> text_lines(const fs::path& p) {
+std::optional<report::PageText> source_text(const fs::path& p) {
   std::optional<std::string> bytes = read_bytes(p);
   if (!bytes) return std::nullopt;
-  return report::source_lines(*bytes);
+  return report::source_text(std::move(*bytes));
 }
 
 /// The same project migrated into the same OUTDIR for other targets (OUTDIR/<name>_<target>),
@@ -158,16 +158,17 @@ std::string write_page(const Plan& plan, const report::Report& rep, const fs::pa
     const report::FileEntry& f = rep.files[i];
     if (!found[i] && !f.changed) continue;
     const bool nb = notebooks[i].has_value();
-    auto read = [&](const fs::path& p) { return nb ? notebook_lines(p) : text_lines(p); };
-    std::optional<std::vector<std::string>> before =
-        nb ? std::optional(notebooks[i]->lines) : read(roots.source(roots.before, f.file));
+    auto read = [&](const fs::path& p) { return nb ? notebook_text(p) : source_text(p); };
+    std::optional<report::PageText> before =
+        nb ? std::optional(report::page_text_of_lines(notebooks[i]->lines))
+           : read(roots.source(roots.before, f.file));
     if (!before && roots.inplace && !f.changed)
       before = read(roots.source(roots.input, f.file));  // unchanged: not backed up
     if (!before) continue;
-    std::optional<std::vector<std::string>> after;
+    std::optional<report::PageText> after;
     if (f.changed && roots.migrate) after = read(roots.source(roots.after, f.file));
     const std::string js =
-        report::page_chunk_js(i, f.file, *before, after ? &*after : nullptr, lines[i]);
+        report::page_chunk_js(i, f.file, before->lines, after ? &after->lines : nullptr, lines[i]);
     std::ofstream out(tmp_dir / (std::to_string(i) + ".js"), std::ios::binary);
     out << js;
     if (!out.flush()) return (tmp_dir / (std::to_string(i) + ".js")).string() + ": cannot write";

@@ -203,9 +203,9 @@ struct Run {
 /// Myers' greedy forward search for a shortest edit script from a[a0, a0 + n) to
 /// b[b0, b0 + m). Appends its equal runs to `runs`; false (nothing appended) when more than
 /// `max_d` lines would have to be removed or added.
-bool myers(const std::vector<std::string>& a, std::size_t a0, std::size_t n,
-           const std::vector<std::string>& b, std::size_t b0, std::size_t m, std::int32_t max_d,
-           std::vector<Run>& runs) {
+bool myers(const std::vector<std::string_view>& a, std::size_t a0, std::size_t n,
+           const std::vector<std::string_view>& b, std::size_t b0, std::size_t m,
+           std::int32_t max_d, std::vector<Run>& runs) {
   const auto N = static_cast<std::int32_t>(n), M = static_cast<std::int32_t>(m);
   const std::int32_t off = N + M + 1;
   std::vector<std::int32_t> v(static_cast<std::size_t>(2 * off + 1), 0);
@@ -266,9 +266,9 @@ bool myers(const std::vector<std::string>& a, std::size_t a0, std::size_t n,
 /// and the second "cuda" removed (both scripts are as short). A run between two changes moves
 /// over a removal or addition right after it (or right before it) when the lines it passes are
 /// the same as its own; the run's lines stay equal, and the two changes become one.
-void join_changes(const std::vector<std::string>& a, const std::vector<std::string>& b,
+void join_changes(const std::vector<std::string_view>& a, const std::vector<std::string_view>& b,
                   std::size_t begin, std::size_t a_end, std::size_t b_end, std::vector<Run>& runs) {
-  auto repeats = [](const std::vector<std::string>& s, std::size_t from, std::size_t shift,
+  auto repeats = [](const std::vector<std::string_view>& s, std::size_t from, std::size_t shift,
                     std::size_t len) {
     for (std::size_t t = 0; t < len; ++t)
       if (s[from + t] != s[from + shift + t]) return false;
@@ -297,51 +297,76 @@ void join_changes(const std::vector<std::string>& a, const std::vector<std::stri
 }  // namespace
 
 std::vector<std::string> page_lines(std::string_view bytes) {
-  // ASCII that is no line break: copied in runs.
-  static constexpr auto kPlain = [] {
-    std::array<bool, 256> t{};
-    for (int c = 0; c < 0x80; ++c) t[static_cast<std::size_t>(c)] = true;
-    t['\n'] = t['\r'] = t[0x0B] = t[0x0C] = t[0x1C] = t[0x1D] = t[0x1E] = false;
-    return t;
-  }();
-  std::vector<std::string> lines;
-  std::string line;
-  bool open = false;  // a line has started since the last break
-  std::size_t i = 0;
-  while (i < bytes.size()) {
-    std::size_t j = i;
-    while (j < bytes.size() && kPlain[static_cast<unsigned char>(bytes[j])]) ++j;
-    if (j > i) {
-      line.append(bytes.data() + i, j - i);
-      open = true;
-      i = j;
-      continue;
-    }
-    auto [n, whole] = utf8_sequence(bytes.substr(i));
-    if (!whole) {
-      line += "\xEF\xBF\xBD";
-      open = true;
-      i += n;
-      continue;
-    }
-    if (std::size_t br = line_break(bytes.substr(i, n == 1 && bytes[i] == '\r' ? 2 : n))) {
-      lines.push_back(std::move(line));
-      line.clear();
-      open = false;
-      i += br;
-      continue;
-    }
-    line.append(bytes.data() + i, n);
-    open = true;
-    i += n;
-  }
-  if (open) lines.push_back(std::move(line));
-  return lines;
+  const PageText t = page_text(std::string(bytes));
+  return {t.lines.begin(), t.lines.end()};
 }
 
 std::optional<std::vector<std::string>> source_lines(std::string_view bytes) {
   if (bytes.substr(0, 8192).find('\0') != std::string_view::npos) return std::nullopt;
   return page_lines(bytes);
+}
+
+PageText page_text(std::string bytes) {
+  // ASCII that is no line break; the first bytes of U+0085, U+2028 and U+2029 are looked at.
+  static constexpr auto kPlain = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = true;
+    t['\n'] = t['\r'] = t[0x0B] = t[0x0C] = t[0x1C] = t[0x1D] = t[0x1E] = false;
+    t[0xC2] = t[0xE2] = false;
+    return t;
+  }();
+  PageText out;
+  if (text::is_valid_utf8(bytes)) {
+    out.text = std::make_unique<std::string>(std::move(bytes));
+  } else {
+    std::string decoded;
+    decoded.reserve(bytes.size() + 16);
+    for (std::size_t i = 0; i < bytes.size();) {
+      auto [n, whole] = utf8_sequence(std::string_view(bytes).substr(i));
+      if (whole)
+        decoded.append(bytes, i, n);
+      else
+        decoded += "\xEF\xBF\xBD";
+      i += n;
+    }
+    out.text = std::make_unique<std::string>(std::move(decoded));
+  }
+  const std::string_view t = *out.text;
+  std::size_t begin = 0, i = 0;
+  while (i < t.size()) {
+    while (i < t.size() && kPlain[static_cast<unsigned char>(t[i])]) ++i;
+    if (i == t.size()) break;
+    if (std::size_t br = line_break(t.substr(i))) {
+      out.lines.push_back(t.substr(begin, i - begin));
+      i += br;
+      begin = i;
+    } else {
+      ++i;  // C2 or E2 that starts another character
+    }
+  }
+  if (begin < t.size()) out.lines.push_back(t.substr(begin));
+  return out;
+}
+
+std::optional<PageText> source_text(std::string bytes) {
+  if (std::string_view(bytes).substr(0, 8192).find('\0') != std::string_view::npos)
+    return std::nullopt;
+  return page_text(std::move(bytes));
+}
+
+PageText page_text_of_lines(const std::vector<std::string>& lines) {
+  PageText out;
+  out.text = std::make_unique<std::string>();
+  std::vector<std::size_t> starts;
+  starts.reserve(lines.size());
+  for (const std::string& l : lines) {
+    starts.push_back(out.text->size());
+    *out.text += l;
+  }
+  const std::string_view t = *out.text;
+  for (std::size_t k = 0; k < lines.size(); ++k)
+    out.lines.push_back(t.substr(starts[k], lines[k].size()));
+  return out;
 }
 
 std::optional<NotebookView> notebook_view(std::string_view bytes) {
@@ -377,8 +402,8 @@ std::optional<NotebookView> notebook_view(std::string_view bytes) {
   return view;
 }
 
-std::vector<AlignedLine> align_lines(const std::vector<std::string>& a,
-                                     const std::vector<std::string>& b) {
+std::vector<AlignedLine> align_lines(const std::vector<std::string_view>& a,
+                                     const std::vector<std::string_view>& b) {
   std::vector<AlignedLine> out;
   out.reserve(std::max(a.size(), b.size()));
   auto same = [&](std::size_t i, std::size_t j, std::size_t len) {
@@ -420,10 +445,10 @@ std::vector<AlignedLine> align_lines(const std::vector<std::string>& a,
 }
 
 std::string page_chunk_js(std::size_t id, std::string_view rel,
-                          const std::vector<std::string>& before,
-                          const std::vector<std::string>* after,
+                          const std::vector<std::string_view>& before,
+                          const std::vector<std::string_view>* after,
                           const std::vector<std::uint32_t>& finding_lines) {
-  const std::vector<std::string>& now = after ? *after : before;
+  const std::vector<std::string_view>& now = after ? *after : before;
   std::vector<AlignedLine> aligned;
   if (after && *after != before) {
     aligned = align_lines(before, *after);
@@ -463,9 +488,9 @@ std::string page_chunk_js(std::size_t id, std::string_view rel,
     }
     const AlignedLine& l = aligned[k];
     sep();
-    static const std::string kNone;
-    const std::string& old_text = l.old_line ? before[l.old_line - 1] : kNone;
-    const std::string& new_text = l.new_line ? now[l.new_line - 1] : kNone;
+    static const std::string_view kNone;
+    const std::string_view old_text = l.old_line ? before[l.old_line - 1] : kNone;
+    const std::string_view new_text = l.new_line ? now[l.new_line - 1] : kNone;
     if (l.tag == '=') {
       append_script_string(out, old_text);
     } else if (l.tag == '~') {

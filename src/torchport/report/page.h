@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,19 @@ std::vector<std::string> page_lines(std::string_view bytes);
 /// A source file's lines for the page; nullopt for a binary file (a NUL in its first 8,192
 /// bytes).
 std::optional<std::vector<std::string>> source_lines(std::string_view bytes);
+
+/// The lines of page_lines() as views into the text they come from, which this owns.
+struct PageText {
+  std::unique_ptr<std::string> text;
+  std::vector<std::string_view> lines;
+};
+/// page_lines() of `bytes` without a string per line: the bytes themselves when they are valid
+/// UTF-8.
+PageText page_text(std::string bytes);
+/// source_lines() as a PageText.
+std::optional<PageText> source_text(std::string bytes);
+/// `lines` (without line breaks) as a PageText.
+PageText page_text_of_lines(const std::vector<std::string>& lines);
 
 /// A notebook as the page shows it: each code cell's source under a `# %% cell N` line (N counts
 /// every cell from 1, as the reports do), and the page line of each such cell's first line.
@@ -54,14 +68,14 @@ struct AlignedLine {
 /// Every line of `a` and `b`, aligned: the longest runs of equal lines (a shortest edit script,
 /// Myers' O(ND) algorithm, after the common first and last lines), and between two runs the old
 /// lines paired with the new ones in order ('~'), the rest '-' or '+'.
-std::vector<AlignedLine> align_lines(const std::vector<std::string>& a,
-                                     const std::vector<std::string>& b);
+std::vector<AlignedLine> align_lines(const std::vector<std::string_view>& a,
+                                     const std::vector<std::string_view>& b);
 
 /// files/N.js for file `id`: the rows of `before` (and of `after` when the file was rewritten)
 /// around the changed lines and the 1-based lines in `finding_lines`, with 3 lines of context.
 std::string page_chunk_js(std::size_t id, std::string_view rel,
-                          const std::vector<std::string>& before,
-                          const std::vector<std::string>* after,
+                          const std::vector<std::string_view>& before,
+                          const std::vector<std::string_view>* after,
                           const std::vector<std::uint32_t>& finding_lines);
 
 /// The same project migrated for another target into the same OUTDIR: a row of the page's

@@ -7,6 +7,9 @@ namespace torchport::report {
 namespace {
 
 using Lines = std::vector<std::string>;
+using Views = std::vector<std::string_view>;
+
+Views views(const Lines& lines) { return {lines.begin(), lines.end()}; }
 
 TEST(PageLines, SplitAtEveryLineBreakPythonKnows) {
   // \r\n is one break; \v \f \x1c-\x1e U+0085 U+2028 U+2029 are breaks too; no line after the
@@ -41,9 +44,10 @@ TEST(PageChunk, ChangedAndFlaggedLinesWithContext) {
   after.push_back("import torch_npu");
   after.insert(after.end(), before.begin() + 2, before.end());
   after[10] = "line 10 changed";
+  const Views after_views = views(after);
   // An insertion after line 2, a change of line 10, a finding on line 18: each with 3 lines
   // around it, the lines between left out as counts.
-  EXPECT_EQ(page_chunk_js(7, "a.py", before, &after, {18}),
+  EXPECT_EQ(page_chunk_js(7, "a.py", views(before), &after_views, {18}),
             "tpChunk(7,{\"file\":\"a.py\",\"diff\":true,\"rows\":[\"line 1\",\"line 2\","
             "[\"+\",\"import torch_npu\"],\"line 3\",\"line 4\",\"line 5\",1,\"line 7\","
             "\"line 8\",\"line 9\",[\"~\",\"line 10\",\"line 10 changed\"],\"line 11\","
@@ -57,12 +61,12 @@ TEST(PageChunk, AnalyzeShowsTheSourceAroundFindings) {
   std::string want = "tpChunk(0,{\"file\":\"b.py\",\"diff\":false,\"rows\":[11";
   for (int i = 12; i <= 18; ++i) want += ",\"l" + std::to_string(i) + "\"";
   want += ",12]});\n";
-  EXPECT_EQ(page_chunk_js(0, "b.py", src, nullptr, {15}), want);
+  EXPECT_EQ(page_chunk_js(0, "b.py", views(src), nullptr, {15}), want);
 }
 
 TEST(PageChunk, ScriptEndTagsAndLineSeparatorsCannotEndTheScript) {
   const std::string js =
-      page_chunk_js(1, "e.py", {"x = \"</script><!-- \xe2\x80\xa8 \x01 \\\""}, nullptr, {1});
+      page_chunk_js(1, "e.py", Views{"x = \"</script><!-- \xe2\x80\xa8 \x01 \\\""}, nullptr, {1});
   EXPECT_EQ(js,
             "tpChunk(1,{\"file\":\"e.py\",\"diff\":false,\"rows\":["
             "\"x = \\\"<\\/script><\\!-- \\u2028 \\u0001 \\\\\\\"\"]});\n");
@@ -73,7 +77,7 @@ TEST(AlignLines, RemovalsAndAdditionsKeepBothSidesNumbered) {
   for (int i = 1; i <= 12; ++i) before.push_back("b" + std::to_string(i));
   // 2 lines added after b1, b6 and b7 removed.
   Lines after = {"b1", "new a", "new b", "b2", "b3", "b4", "b5", "b8", "b9", "b10", "b11", "b12"};
-  std::vector<AlignedLine> got = align_lines(before, after);
+  std::vector<AlignedLine> got = align_lines(views(before), views(after));
   std::string tags;
   for (const AlignedLine& l : got) {
     tags += l.tag;
@@ -91,7 +95,7 @@ TEST(AlignLines, RemovalsAndAdditionsKeepBothSidesNumbered) {
 }
 
 TEST(AlignLines, ALineReplacedByTwoIsAChangeAndAnAddition) {
-  std::vector<AlignedLine> got = align_lines({"a", "x", "c"}, {"a", "y", "z", "c"});
+  std::vector<AlignedLine> got = align_lines(Views{"a", "x", "c"}, Views{"a", "y", "z", "c"});
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(got[1].tag, '~');
   EXPECT_EQ(got[2].tag, '+');
@@ -106,7 +110,7 @@ TEST(AlignLines, AChangedLineBeforeItsTwinIsAChangeNotAnAdditionAndARemoval) {
   const Lines before = {"f(", "a", "\"cuda:0\",", "\"cuda:0\",", "b", "x", ")"};
   const Lines after = {"f(", "A", "\"npu:0\",", "\"cuda:0\",", "b", "X", ")"};
   std::string tags;
-  for (const AlignedLine& l : align_lines(before, after)) tags += l.tag;
+  for (const AlignedLine& l : align_lines(views(before), views(after))) tags += l.tag;
   EXPECT_EQ(tags, "=~~==~=");
 }
 
