@@ -592,6 +592,65 @@ std::optional<PageTarget> page_target_of_json(std::string_view report_json,
   return t;
 }
 
+namespace {
+
+/// The summary, in report.json's order.
+std::string summary_json(const Report& rep) {
+  std::string s = "{";
+  auto field = [&](std::string_view k, std::uint64_t v) {
+    if (s.size() > 1) s += ',';
+    s += '"';
+    s += k;
+    s += "\":";
+    append_number(s, static_cast<std::int64_t>(v));
+  };
+  field("files", rep.files.size());
+  field("success", rep.count(Outcome::Success));
+  field("failure", rep.count(Outcome::Failure));
+  field("skip", rep.count(Outcome::Skip));
+  field("not_migrated", rep.count_not_migrated());
+  field("changed",
+        static_cast<std::uint64_t>(std::count_if(rep.files.begin(), rep.files.end(),
+                                                 [](const FileEntry& f) { return f.changed; })));
+  field("insert", rep.count(rules::Operation::Insert));
+  field("modify", rep.count(rules::Operation::Modify));
+  field("delete", rep.count(rules::Operation::Delete));
+  field("unsupported", rep.count(rules::Operation::Unsupported));
+  field("unknown", rep.count(rules::Operation::Unknown));
+  field("cuda_ops", rep.cuda_ops.size());
+  return s + "}";
+}
+
+/// The table of the project's targets.
+std::string targets_json(const std::vector<PageTarget>& targets) {
+  std::string out;
+  out += '[';
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const PageTarget& t = targets[i];
+    std::string row = "{";
+    row += "\"target\":";
+    append_script_string(row, as_utf8(t.target));
+    row += ",\"href\":";
+    append_script_string(row, as_utf8(t.href));
+    for (auto [k, v] : {std::pair<const char*, std::uint64_t>{"changed", t.changed},
+                        {"changes", t.changes},
+                        {"unsupported", t.unsupported},
+                        {"unknown", t.unknown},
+                        {"cuda_ops", t.cuda_ops},
+                        {"third_party", t.third_party}}) {
+      row += ",\"";
+      row += k;
+      row += "\":";
+      append_number(row, static_cast<std::int64_t>(v));
+    }
+    out += (i ? "," : "") + row + "}";
+  }
+  out += ']';
+  return out;
+}
+
+}  // namespace
+
 std::string page_index_html(const Report& rep, const PageIndex& index) {
   Strings strings;
   std::unordered_map<std::string, std::int64_t> file_index;
@@ -662,31 +721,7 @@ std::string page_index_html(const Report& rep, const PageIndex& index) {
   str("output", rep.output);
   str("version", TORCHPORT_VERSION);
   key("summary");
-  {
-    std::string s = "{";
-    auto field = [&](std::string_view k, std::uint64_t v) {
-      if (s.size() > 1) s += ',';
-      s += '"';
-      s += k;
-      s += "\":";
-      append_number(s, static_cast<std::int64_t>(v));
-    };
-    field("files", rep.files.size());
-    field("success", rep.count(Outcome::Success));
-    field("failure", rep.count(Outcome::Failure));
-    field("skip", rep.count(Outcome::Skip));
-    field("not_migrated", rep.count_not_migrated());
-    field("changed",
-          static_cast<std::uint64_t>(std::count_if(rep.files.begin(), rep.files.end(),
-                                                   [](const FileEntry& f) { return f.changed; })));
-    field("insert", rep.count(rules::Operation::Insert));
-    field("modify", rep.count(rules::Operation::Modify));
-    field("delete", rep.count(rules::Operation::Delete));
-    field("unsupported", rep.count(rules::Operation::Unsupported));
-    field("unknown", rep.count(rules::Operation::Unknown));
-    field("cuda_ops", rep.cuda_ops.size());
-    d += s + "}";
-  }
+  d += summary_json(rep);
   key("files");
   d += "[" + files + "]";
   key("rows");
@@ -723,28 +758,8 @@ std::string page_index_html(const Report& rep, const PageIndex& index) {
   }
   d += ']';
   key("targets");
-  d += '[';
-  for (std::size_t i = 0; i < index.targets.size(); ++i) {
-    const PageTarget& t = index.targets[i];
-    std::string row = "{";
-    row += "\"target\":";
-    append_script_string(row, as_utf8(t.target));
-    row += ",\"href\":";
-    append_script_string(row, as_utf8(t.href));
-    for (auto [k, v] : {std::pair<const char*, std::uint64_t>{"changed", t.changed},
-                        {"changes", t.changes},
-                        {"unsupported", t.unsupported},
-                        {"unknown", t.unknown},
-                        {"cuda_ops", t.cuda_ops},
-                        {"third_party", t.third_party}}) {
-      row += ",\"";
-      row += k;
-      row += "\":";
-      append_number(row, static_cast<std::int64_t>(v));
-    }
-    d += (i ? "," : "") + row + "}";
-  }
-  d += "]}";
+  d += targets_json(index.targets);
+  d += "}";
   const std::string_view tpl = page_template();
   const std::string_view mark = "/*DATA*/";
   const std::size_t at = tpl.find(mark);
