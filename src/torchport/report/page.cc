@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
@@ -306,45 +307,63 @@ std::optional<std::vector<std::string>> source_lines(std::string_view bytes) {
   return page_lines(bytes);
 }
 
-PageText page_text(std::string bytes) {
-  // ASCII that is no line break; the first bytes of U+0085, U+2028 and U+2029 are looked at.
-  static constexpr auto kPlain = [] {
-    std::array<bool, 256> t{};
-    for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = true;
-    t['\n'] = t['\r'] = t[0x0B] = t[0x0C] = t[0x1C] = t[0x1D] = t[0x1E] = false;
-    t[0xC2] = t[0xE2] = false;
-    return t;
-  }();
-  PageText out;
-  if (text::is_valid_utf8(bytes)) {
-    out.text = std::make_unique<std::string>(std::move(bytes));
-  } else {
-    std::string decoded;
-    decoded.reserve(bytes.size() + 16);
-    for (std::size_t i = 0; i < bytes.size();) {
-      auto [n, whole] = utf8_sequence(std::string_view(bytes).substr(i));
-      if (whole)
-        decoded.append(bytes, i, n);
-      else
-        decoded += "\xEF\xBF\xBD";
-      i += n;
-    }
-    out.text = std::make_unique<std::string>(std::move(decoded));
-  }
-  const std::string_view t = *out.text;
+namespace {
+
+/// Splits valid UTF-8 `t` into `lines` (page_lines' breaks); false, as soon as it meets an
+/// ill-formed sequence. Eight bytes at a time where none is a control character or non-ASCII.
+bool split_lines(std::string_view t, std::vector<std::string_view>& lines) {
+  constexpr std::uint64_t k80 = 0x8080808080808080ULL, k20 = 0x2020202020202020ULL;
   std::size_t begin = 0, i = 0;
-  while (i < t.size()) {
-    while (i < t.size() && kPlain[static_cast<unsigned char>(t[i])]) ++i;
-    if (i == t.size()) break;
-    if (std::size_t br = line_break(t.substr(i))) {
-      out.lines.push_back(t.substr(begin, i - begin));
+  const std::size_t n = t.size();
+  while (i < n) {
+    if (i + 8 <= n) {
+      std::uint64_t x;
+      std::memcpy(&x, t.data() + i, 8);
+      if (((x & k80) | ((x - k20) & ~x & k80)) == 0) {  // 8 bytes in [0x20, 0x7F]
+        i += 8;
+        continue;
+      }
+    }
+    const auto c = static_cast<unsigned char>(t[i]);
+    std::size_t len = 1;
+    if (c >= 0x80) {
+      auto [m, whole] = utf8_sequence(t.substr(i));
+      if (!whole) return false;
+      len = m;
+    }
+    if (std::size_t br = c < 0x20 || c >= 0x80 ? line_break(t.substr(i)) : 0) {
+      lines.push_back(t.substr(begin, i - begin));
       i += br;
       begin = i;
     } else {
-      ++i;  // C2 or E2 that starts another character
+      i += len;
     }
   }
-  if (begin < t.size()) out.lines.push_back(t.substr(begin));
+  if (begin < n) lines.push_back(t.substr(begin));
+  return true;
+}
+
+}  // namespace
+
+PageText page_text(std::string bytes) {
+  PageText out;
+  out.text = std::make_unique<std::string>(std::move(bytes));
+  if (split_lines(*out.text, out.lines)) return out;
+  // Ill-formed: each maximal ill-formed subsequence becomes U+FFFD, then the lines again.
+  std::string decoded;
+  decoded.reserve(out.text->size() + 16);
+  const std::string_view b = *out.text;
+  for (std::size_t i = 0; i < b.size();) {
+    auto [n, whole] = utf8_sequence(b.substr(i));
+    if (whole)
+      decoded.append(b.substr(i, n));
+    else
+      decoded += "\xEF\xBF\xBD";
+    i += n;
+  }
+  *out.text = std::move(decoded);
+  out.lines.clear();
+  split_lines(*out.text, out.lines);
   return out;
 }
 
