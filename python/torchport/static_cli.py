@@ -1,9 +1,11 @@
-"""`torchport analyze` and `torchport migrate`: configuration, the C++ core, then the report page.
+"""`torchport analyze` and `torchport migrate`: configuration, then the C++ core.
 
 1. `[tool.torchport]` / torchport.toml becomes core flags (torchport.config; the command line wins).
-2. The C++ core does the work. Without a report directory (analyze without -o) it is exec'd,
-   as before; otherwise it runs as a child process, and
-3. `torchport-report/index.html` is written from its report.json (torchport.pages.migration).
+2. The C++ core does the work, the report page (`torchport-report/index.html` and `files/`)
+   included. Without a report directory (analyze without -o) it is exec'd; otherwise it runs
+   as a child process, and the front end prints where the page is.
+3. `--object-storage` / `--modelarts` add the storage support after the core, and then write
+   the page again (torchport.pages.migration), so that it shows the entry's added import.
 """
 
 from __future__ import annotations
@@ -131,16 +133,17 @@ def main(command: str, argv: Sequence[str]) -> int:
         quiet = "-q" in args or "--quiet" in args
         if cloud.finish(project, where, storage[0], storage[1], kept, quiet) != 0:
             return 2
-    if rc in (0, 1, 3) and (where / "report.json").is_file():
         from torchport.pages.migration import write_migration_page
 
         try:
-            page = write_migration_page(where)
+            write_migration_page(where)  # the entry file changed after the core wrote the page
         except (OSError, ValueError, KeyError) as e:
             print(
                 f"torchport {command}: error: cannot write the report page in {where}: {e}", file=sys.stderr
             )
             return 2
+    page = where / "index.html"
+    if rc in (0, 1, 3) and page.is_file():
         if "-q" not in args and "--quiet" not in args and _value(args, "--format") in (None, "text"):
-            print(f"report page: {Path(page).absolute()}")  # absolute, as result: and reports:
+            print(f"report page: {page.absolute()}")  # absolute, as result: and reports:
     return rc

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from torchport import report_json
+from torchport._core import core_binary
 from torchport.pages.migration import chunk_lines, file_chunk, write_migration_page
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,3 +124,62 @@ def test_page_of_an_in_place_migration_diffs_against_the_backup(tmp_path):
     chunk = json.loads((reports / "files" / f"{train[7]}.js").read_text()[len(f"tpChunk({train[7]},") : -3])
     changed = [r for r in chunk_lines(chunk["rows"]) if r[0] != "gap" and r[4] == "~"]
     assert any("cuda" in r[1] and "cuda" not in r[3] for r in changed)  # original | rewritten in place
+
+
+def page_files(reports: Path) -> dict[str, bytes]:
+    files = {"index.html": (reports / "index.html").read_bytes()}
+    files.update({f"files/{p.name}": p.read_bytes() for p in (reports / "files").iterdir()})
+    return files
+
+
+def test_the_core_writes_the_page_the_python_writer_writes(tmp_path):
+    """The core alone writes index.html and files/ with its CSVs; torchport.pages.migration
+    (which the front end runs only after --object-storage) writes the same bytes from
+    report.json, for a project with a rewritten file, a notebook and a file left as it is."""
+    proj = tmp_path / "proj"
+    shutil.copytree(ROOT / "examples" / "cuda_project", proj)
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# notes\n"]},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [],
+            "source": ["import torch\n", "x = torch.zeros(2).cuda()\n"],
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [],
+            "source": ["%time y = x + 1\n", "print(torch.cuda.max_memory_allocated())"],
+        },
+    ]
+    (proj / "nb.ipynb").write_text(
+        json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    out = tmp_path / "out"
+    core = subprocess.run(
+        [core_binary(), "migrate", str(proj), "-o", str(out), "-t", "npu", "-q"],
+        capture_output=True,
+        text=True,
+    )
+    assert core.returncode == 0, core.stderr
+    reports = out / "proj_npu" / "torchport-report"
+    by_core = page_files(reports)
+    assert len(by_core) > 2  # the page and its chunks
+    assert any(b'"# %% cell 2"' in v for v in by_core.values())  # the notebook, shown as Python
+    write_migration_page(reports)
+    assert page_files(reports) == by_core
+
+
+def test_analyze_again_into_the_same_directory_leaves_no_stale_chunk(tmp_path):
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "a.py").write_text("import torch\ntorch.cuda.synchronize()\n")
+    (proj / "b.py").write_text("import torch\ntorch.cuda.synchronize()\n")
+    assert torchport("analyze", str(proj), "-t", "cpu", "-o", str(tmp_path / "r")).returncode == 1
+    assert sorted(p.name for p in (tmp_path / "r" / "files").iterdir()) == ["0.js", "1.js"]
+    (proj / "a.py").write_text("x = 1\n")  # no finding left in a.py: no chunk for it
+    assert torchport("analyze", str(proj), "-t", "cpu", "-o", str(tmp_path / "r")).returncode == 1
+    assert sorted(p.name for p in (tmp_path / "r" / "files").iterdir()) == ["1.js"]

@@ -1,6 +1,10 @@
 """The migration report page: `torchport-report/index.html` beside the CSVs of migrate / analyze.
 
-Built from report.json (written by the C++ core), the input tree and the migrated tree:
+The C++ core writes this page with its CSVs (src/torchport/report/page.h, from this module's
+template, migration.html). This module writes the same page from report.json, the input tree and
+the migrated tree; the front end calls it only after `--object-storage` / `--modelarts` have
+changed the entry file (torchport.static_cli), and tools/same_page.py uses `chunk_lines` to
+compare two pages.
 
 - index.html holds the page (inline CSS and script: no network) and the index data: the
   summary, every file with its counts and every finding. It stays small on large trees (the

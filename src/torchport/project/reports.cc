@@ -1,4 +1,5 @@
 #include <torchport/project/files.h>
+#include <torchport/project/page.h>
 #include <torchport/project/reports.h>
 #include <torchport/rules/project_rules.h>
 #include <torchport/text/utf8.h>
@@ -190,7 +191,8 @@ Reports build_reports(const Plan& plan, const Selected& selected, Written writte
 
 namespace {
 
-std::string write_report_files(const fs::path& dir, const Reports& reports, bool parallel) {
+std::string write_report_files(const Plan& plan, const fs::path& dir, const Reports& reports,
+                               bool parallel) {
   const report::Report& rep = reports.report;
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -229,6 +231,8 @@ std::string write_report_files(const fs::path& dir, const Reports& reports, bool
     }
     write("torchport.log", reports.log);
     write("changes.diff", reports.diff);
+    // The page lists the CSVs: it comes after them.
+    if (error.empty()) error = write_page(plan, rep, dir);
   }
   if (json_exception) std::rethrow_exception(json_exception);
   return error.empty() ? json_error : error;
@@ -239,7 +243,7 @@ std::string write_report_files(const fs::path& dir, const Reports& reports, bool
 std::string write_reports(const Plan& plan, const Reports& reports, bool parallel) {
   if (plan.report_dir.empty()) return {};
   fs::path dir = plan.tmp_dir.empty() ? plan.report_dir : plan.tmp_dir / kReportDirName;
-  std::string err = write_report_files(dir, reports, parallel);
+  std::string err = write_report_files(plan, dir, reports, parallel);
   std::error_code ec;
   if (!err.empty() && !plan.tmp_dir.empty()) fs::remove_all(plan.tmp_dir, ec);
   return err;
