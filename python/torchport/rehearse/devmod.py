@@ -275,15 +275,21 @@ def memory_stats(device: DevLike = None) -> dict[str, int]:
     return dict(_ext().memory_stats(_index(device)))
 
 
-def memory_stats_as_nested_dict(device: DevLike = None) -> dict[str, Any]:
+def nested_stats(flat: dict[str, int]) -> dict[str, Any]:
+    """Flat memory statistics ("allocated_bytes.all.current") as the nested dict torch's
+    memory_stats_as_nested_dict returns."""
     out: dict[str, Any] = {}
-    for k, v in memory_stats(device).items():
+    for k, v in flat.items():
         node = out
         parts = k.split(".")
         for p in parts[:-1]:
             node = node.setdefault(p, {})
         node[parts[-1]] = v
     return out
+
+
+def memory_stats_as_nested_dict(device: DevLike = None) -> dict[str, Any]:
+    return nested_stats(memory_stats(device))
 
 
 def memory_allocated(device: DevLike = None) -> int:

@@ -328,14 +328,9 @@ def _npu_isCurrentStreamCapturing() -> bool:  # noqa: N802
 
 # ---- memory: the rehearsal device's caching allocator ----
 def _nested(flat: dict[str, int]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in flat.items():
-        node = out
-        parts = k.split(".")
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-        node[parts[-1]] = v
-    return out
+    from torchport.rehearse.devmod import nested_stats
+
+    return nested_stats(flat)
 
 
 def _npu_memoryStats(device: int) -> dict[str, Any]:  # noqa: N802

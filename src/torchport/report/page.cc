@@ -180,22 +180,6 @@ std::string_view severity(rules::Operation op) {
   }
 }
 
-std::string_view op_text(rules::Operation op) {
-  switch (op) {
-    case rules::Operation::Insert:
-      return "INSERT";
-    case rules::Operation::Modify:
-      return "MODIFY";
-    case rules::Operation::Delete:
-      return "DELETE";
-    case rules::Operation::Unsupported:
-      return "UNSUPPORTED";
-    case rules::Operation::Unknown:
-      return "UNKNOWN";
-  }
-  return "UNKNOWN";
-}
-
 /// An equal run: a[a, a + len) == b[b, b + len), 0-based.
 struct Run {
   std::size_t a, b, len;
@@ -690,7 +674,7 @@ std::string page_index_html(const Report& rep, const PageIndex& index) {
       ++counts[static_cast<std::size_t>(fi)][sev == "error" ? 0 : sev == "warning" ? 1 : 2];
     }
     if (r.code == "TP002") third_party.insert(as_utf8(r.api));
-    const std::size_t op = strings.id(op_text(r.op)), code = strings.id(as_utf8(r.code));
+    const std::size_t op = strings.id(rules::to_string(r.op)), code = strings.id(as_utf8(r.code));
     const std::size_t api = strings.id(as_utf8(r.api)), msg = strings.id(as_utf8(r.message));
     rows += first ? "[" : ",[";
     first = false;

@@ -14,22 +14,6 @@ namespace torchport::report {
 
 namespace {
 
-std::string_view op_name(rules::Operation op) {
-  switch (op) {
-    case rules::Operation::Insert:
-      return "INSERT";
-    case rules::Operation::Modify:
-      return "MODIFY";
-    case rules::Operation::Delete:
-      return "DELETE";
-    case rules::Operation::Unsupported:
-      return "UNSUPPORTED";
-    case rules::Operation::Unknown:
-      return "UNKNOWN";
-  }
-  return "UNKNOWN";
-}
-
 /// Appends csv_cell(cell) to `out`.
 void append_cell(std::string& out, std::string_view cell) {
   const bool quote_first =
@@ -139,7 +123,7 @@ std::string change_list_csv(const Report& r) {
     if (row.op == rules::Operation::Unknown) continue;
     append_row_prefix(out, row);
     out += ',';
-    out += op_name(row.op);
+    out += rules::to_string(row.op);
     out += ',';
     append_cell(out, labelled_message(row));
     out += '\n';
@@ -351,10 +335,18 @@ std::string render_report_json(const Report& r, Escape&& escape) {
         N{f.changed}, N{f.not_migrated},         N{f.findings}, ids(f.min_torch)};
   });
   table("findings", r.rows, [&](const Row& x) {
-    return std::array<N, 12>{
-        ids(x.file),          x.cell,        x.start_line, x.end_line,     x.column,
-        ids(op_name(x.op)),   ids(x.code),   ids(x.api),   ids(x.message), N{x.applied},
-        ids(x.applicability), ids(x.changes)};
+    return std::array<N, 12>{ids(x.file),
+                             x.cell,
+                             x.start_line,
+                             x.end_line,
+                             x.column,
+                             ids(rules::to_string(x.op)),
+                             ids(x.code),
+                             ids(x.api),
+                             ids(x.message),
+                             N{x.applied},
+                             ids(x.applicability),
+                             ids(x.changes)};
   });
   table("cuda_ops", r.cuda_ops, [&](const CudaOp& c) {
     return std::array<N, 2>{ids(c.file), ids(c.api)};
@@ -456,7 +448,7 @@ std::string log_line(const Row& row) {
   out += " ~ ";
   append_number(out, row.end_line);
   out += "   Operation Type: ";
-  out += op_name(row.op);
+  out += rules::to_string(row.op);
   out += "   Message: ";
   out += labelled_message(row);
   return out;
@@ -539,8 +531,8 @@ std::string findings_text(const Report& r) {
     if (f.outcome == Outcome::Failure) out += f.reason + "\n";
   for (const Row& row : r.rows) {
     out += file_label(row.file, row.cell) + ":" + std::to_string(row.start_line) + ":" +
-           std::to_string(row.column) + ": " + row.code + " [" + std::string(op_name(row.op)) +
-           "] " + row.api + ": " + row.message + "\n";
+           std::to_string(row.column) + ": " + row.code + " [" +
+           std::string(rules::to_string(row.op)) + "] " + row.api + ": " + row.message + "\n";
   }
   return out;
 }
