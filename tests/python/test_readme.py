@@ -107,9 +107,12 @@ def test_every_pip_install_in_the_readme_names_where_torchport_comes_from() -> N
     installs = re.findall(r"`(pip install [^`]*)`", text)
     assert installs, "the README says how to install"
     for cmd in installs:
-        words = [w for w in cmd.split()[2:] if not w.startswith("-")]
+        args = cmd.split()[2:]
+        # the packages named: not the options, nor the directory of --target
+        words = [w for i, w in enumerate(args) if not w.startswith("-") and args[i - 1 : i] != ["--target"]]
         assert words, cmd
-        assert all(w.startswith(("torch==", "./", ".")) or w == "torch" for w in words), cmd
+        # torchport from a local path; torch, or the vendor's torch-npu for rehearse, pinned from PyPI
+        assert all(w.startswith(("torch==", "torch-npu==", "./", ".")) or w == "torch" for w in words), cmd
     assert "One `pip install`" not in text
     wheel = re.search(r"`(build/dist/wheelhouse/torchport-\*\.whl)`", text)
     assert wheel, "the README names the wheel's path"
