@@ -29,16 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from console_bench import spread, torch_tree  # the same tree and table cells as the console benchmark
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def torch_tree() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("torch is not installed: pass --tree")
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def installed_core() -> Path:
@@ -63,10 +56,6 @@ def timed(cmd: list[str], ok: tuple[int, ...]) -> tuple[float, float]:
     if code not in ok:
         raise SystemExit(f"{' '.join(cmd)} exited {code}: {err.decode(errors='replace')[-2000:]}")
     return usage.ru_utime + usage.ru_stime, wall
-
-
-def spread(xs: list[float]) -> str:
-    return f"{statistics.median(xs):.2f} s ({min(xs):.2f}-{max(xs):.2f})"
 
 
 def main() -> int:
