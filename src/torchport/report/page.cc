@@ -607,20 +607,7 @@ std::string summary_json(const Report& rep) {
     s += "\":";
     append_number(s, static_cast<std::int64_t>(v));
   };
-  field("files", rep.files.size());
-  field("success", rep.count(Outcome::Success));
-  field("failure", rep.count(Outcome::Failure));
-  field("skip", rep.count(Outcome::Skip));
-  field("not_migrated", rep.count_not_migrated());
-  field("changed",
-        static_cast<std::uint64_t>(std::count_if(rep.files.begin(), rep.files.end(),
-                                                 [](const FileEntry& f) { return f.changed; })));
-  field("insert", rep.count(rules::Operation::Insert));
-  field("modify", rep.count(rules::Operation::Modify));
-  field("delete", rep.count(rules::Operation::Delete));
-  field("unsupported", rep.count(rules::Operation::Unsupported));
-  field("unknown", rep.count(rules::Operation::Unknown));
-  field("cuda_ops", rep.cuda_ops.size());
+  for (const auto& [k, v] : rep.summary_counts()) field(k, v);
   return s + "}";
 }
 

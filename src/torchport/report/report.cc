@@ -106,6 +106,23 @@ std::size_t Report::count(Outcome o) const {
       files.begin(), files.end(), [&](const FileEntry& f) { return f.outcome == o; }));
 }
 
+std::vector<std::pair<std::string_view, std::uint64_t>> Report::summary_counts() const {
+  const auto changed = static_cast<std::uint64_t>(
+      std::count_if(files.begin(), files.end(), [](const FileEntry& f) { return f.changed; }));
+  return {{"files", files.size()},
+          {"success", count(Outcome::Success)},
+          {"failure", count(Outcome::Failure)},
+          {"skip", count(Outcome::Skip)},
+          {"not_migrated", count_not_migrated()},
+          {"changed", changed},
+          {"insert", count(rules::Operation::Insert)},
+          {"modify", count(rules::Operation::Modify)},
+          {"delete", count(rules::Operation::Delete)},
+          {"unsupported", count(rules::Operation::Unsupported)},
+          {"unknown", count(rules::Operation::Unknown)},
+          {"cuda_ops", cuda_ops.size()}};
+}
+
 std::size_t Report::count_not_migrated() const {
   return static_cast<std::size_t>(
       std::count_if(files.begin(), files.end(), [](const FileEntry& f) { return f.not_migrated; }));
@@ -306,21 +323,12 @@ std::string render_report_json(const Report& r, Escape&& escape) {
   str("output", r.output);
   str("min_torch_version", r.min_torch);
   out += "  \"summary\": {\n";
-  num("files", r.files.size());
-  num("success", r.count(Outcome::Success));
-  num("failure", r.count(Outcome::Failure));
-  num("skip", r.count(Outcome::Skip));
-  num("not_migrated", r.count_not_migrated());
-  num("changed",
-      static_cast<std::uint64_t>(std::count_if(r.files.begin(), r.files.end(),
-                                               [](const FileEntry& f) { return f.changed; })));
-  num("insert", r.count(rules::Operation::Insert));
-  num("modify", r.count(rules::Operation::Modify));
-  num("delete", r.count(rules::Operation::Delete));
-  num("unsupported", r.count(rules::Operation::Unsupported));
-  num("unknown", r.count(rules::Operation::Unknown));
-  out += "    \"cuda_ops\": ";
-  append_number(out, r.cuda_ops.size());
+  const auto counts = r.summary_counts();
+  for (std::size_t i = 0; i + 1 < counts.size(); ++i) num(counts[i].first, counts[i].second);
+  out += "    \"";
+  out += counts.back().first;  // the last one: no comma
+  out += "\": ";
+  append_number(out, counts.back().second);
   out += "\n  },\n";
   out += "  \"columns\": {\n";
   columns("files", kFileColumns, false);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace torchport::report {
@@ -86,6 +87,9 @@ struct Report {
   std::size_t count(rules::Operation op) const;
   std::size_t count(Outcome o) const;
   std::size_t count_not_migrated() const;
+  /// report.json's "summary" counts, in its order (files ... unknown, cuda_ops): one list for
+  /// report.json and the page.
+  std::vector<std::pair<std::string_view, std::uint64_t>> summary_counts() const;
 };
 
 /// The file column of a row: `file`, or `file:cellN` in a notebook (Ascend's CSVs keep their
