@@ -753,7 +753,7 @@ def _install_load(s: Session) -> None:
 
 
 def _load_wrapper(s: Session, orig_load: Any) -> Any:
-    """`orig_load` with CUDA map locations (and CUDA storages saved in the checkpoint) mapped to the target."""
+    """`orig_load` with CUDA map locations (and the checkpoint's CUDA storages) mapped to the target."""
     import torch.serialization as ser
 
     mapper = s.mapper
