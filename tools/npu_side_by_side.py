@@ -45,10 +45,25 @@ WAYS = ("transfer_to_npu", "torchport")
 TIMEOUT = 600
 
 LAUNCHER = '''\
-"""Runs a CUDA script under the vendor's runtime patch, as `python script.py args` would."""
+"""Runs a CUDA script under the vendor's runtime patch, as `python script.py args` would. A child started
+with the spawn method imports the script, not this launcher: its command line gets the two imports too, run
+after the rehearsal device is on in the child and before the script, as they would be at the script's top."""
+import multiprocessing.spawn as mps
 import os, runpy, sys
 import torch_npu  # noqa: F401
 from torch_npu.contrib import transfer_to_npu  # noqa: F401
+_command_line = mps.get_command_line
+IMPORTS = "; import torch_npu; from torch_npu.contrib import transfer_to_npu; spawn_main("
+
+
+def get_command_line(**kwds):
+    cmd = list(_command_line(**kwds))
+    i = cmd.index("-c") + 1
+    cmd[i] = cmd[i].replace("; spawn_main(", IMPORTS, 1)
+    return cmd
+
+
+mps.get_command_line = get_command_line
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from rehearse_testlib import REPO, rehearsal_built  # noqa: F401
+from rehearse_testlib import REPO, losses, rehearsal_built, rehearse  # noqa: F401
+from runtime_testlib import free_port, run_torchport
 from tools_testlib import load_tool
 
 pytest.importorskip("torch")
@@ -103,3 +104,19 @@ def test_the_published_probe_is_what_runs_now(probe: dict[str, Any]) -> None:
         now, then = kinds(probe[way]), kinds(published[way])
         diff = {a: (then.get(a), now.get(a)) for a in set(now) | set(then) if now.get(a) != then.get(a)}
         assert diff == {}, f"{way}: (published, now): {diff}"
+
+
+def test_ranks_spawned_under_rehearse_and_run_get_both(rehearsal_built: None) -> None:  # noqa: F811
+    """The torchport way, `torchport rehearse ... -m torchport run --target npu`, with a script that spawns
+    its ranks (ddp_train): each rank turns the rehearsal device on before the redirect looks for torch_npu.
+    Before, the .pth hook enabled the redirect at the rank's `import torch`, ahead of the rehearsal, and every
+    rank stopped at `needs the Python package 'torch_npu', which is not installed`."""
+    script = str(REPO / "tests/fixtures/e2e_scripts/ddp_train.py")
+    run = ["-m", "torchport", "run", "--target", "npu", "--quiet", script]
+    p = rehearse("--target", "npu", "--devices", "2", "--vendor-torch-npu", "off", *run, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = losses(p.stdout)
+    cpu = run_torchport(["run", "--target", "cpu", "--quiet", script], {"MASTER_PORT": str(free_port())})
+    assert cpu.returncode == 0, cpu.stderr[-3000:]
+    want = losses(cpu.stdout)
+    assert len(got) == 3 and got == pytest.approx(want, rel=1e-6), (got, want)
