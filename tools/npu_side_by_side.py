@@ -126,7 +126,11 @@ def scripts() -> list[tuple[str, Path, list[str]]]:
     """(name, script, arguments): the CUDA scripts torchport already runs in its tests."""
     e2e = ROOT / "tests/fixtures/e2e_scripts"
     out = [("examples/cuda_project", ROOT / "examples/cuda_project/train.py", ["--steps", "3"])]
-    out += [(f"e2e/{p.stem}", p, []) for p in sorted(e2e.glob("*.py"))]
+    # resume_checkpoint resumes a checkpoint saved on CUDA (fixtures/runtime/make_cuda_checkpoint.py)
+    out += [
+        (f"e2e/{p.stem}", p, ["<ckpt>"] if p.stem == "resume_checkpoint" else [])
+        for p in sorted(e2e.glob("*.py"))
+    ]
     out.append(("issue 33 idioms", ROOT / "tests/python/fixtures/runtime/cuda_idioms.py", ["<port>"]))
     return out
 
@@ -169,6 +173,12 @@ def last_error(stderr: str) -> Optional[str]:
 
 
 def run_script(way: str, vendor: Path, script: Path, args: list[str], workdir: Path) -> dict[str, Any]:
+    if "<ckpt>" in args:
+        ckpt = workdir / "cuda_ckpt.pt"
+        if not ckpt.is_file():
+            make = ROOT / "tests/python/fixtures/runtime/make_cuda_checkpoint.py"
+            subprocess.run([sys.executable, str(make), str(ckpt)], check=True, capture_output=True)
+        args = [str(ckpt) if a == "<ckpt>" else a for a in args]
     args = [str(free_port()) if a == "<port>" else a for a in args]
     try:
         p = subprocess.run(
@@ -251,7 +261,7 @@ def _losses(r: dict[str, Any]) -> str:
         bad = sorted(k for k, v in r["idioms"].items() if v != "served")
         n = len(r["idioms"])
         return f"{n - len(bad)} of {n} idioms served" + (f" (not: {', '.join(bad)})" if bad else "")
-    return ", ".join(f"{v:g}" for v in r["losses"]) or "—"
+    return ", ".join(str(v) for v in r["losses"]) or "—"
 
 
 def _outcome(r: dict[str, Any]) -> str:
