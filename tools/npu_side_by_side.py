@@ -19,7 +19,8 @@ docs/npu-side-by-side.md (generated from it). The runs take minutes, so CI does 
 tests/python/test_npu_side_by_side.py runs the probe both ways and asserts the issue's invariant (every call
 transfer_to_npu serves, torchport serves, or data/runtime/npu_side_by_side_exceptions.json says why not).
 
-Usage: tools/npu_side_by_side.py [--vendor DIR] [--only NAME ...] | --check
+Usage: tools/npu_side_by_side.py [--vendor DIR] [--only [NAME ...]] | --check
+(`--only NAME ...` reruns those scripts, or `probe`, and keeps the rest; `--only` alone re-renders the page.)
 """
 
 from __future__ import annotations
@@ -295,7 +296,8 @@ def render(data: dict[str, Any]) -> str:
         "- **torchport**: `torchport rehearse --target npu --vendor-torch-npu DIR -m torchport run "
         "--target npu script.py args`.",
         "",
-        "Measured by `python tools/npu_side_by_side.py` (minutes: CI does not repeat it; "
+        "Measured by `python tools/npu_side_by_side.py` (minutes: CI does not repeat it; `--only NAME` "
+        "reruns one script, `--only probe` the probe; "
         "tests/python/test_npu_side_by_side.py reruns the probe both ways and asserts the invariant below). "
         "The static comparison of the two is [transfer-to-npu.md](transfer-to-npu.md).",
         "",
