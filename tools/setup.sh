@@ -30,7 +30,21 @@ pip_install() {
 pip_install --upgrade pip
 pip_install torch==2.13.0
 if [ "${1:-}" = "--test" ]; then
-  pip_install ".[test]"
+  # The sdist, then the wheel built from that sdist (as pip builds one from PyPI), installed with the
+  # test extras. tools/wheel_check.sh checks this same wheel (WHEEL_CHECK_REUSE=1, as .ci/run does)
+  # instead of compiling the core a second time.
+  pip_install build==1.6.1
+  rm -rf build/dist
+  mkdir -p build/dist
+  # Debian's cmake (a native binary): scikit-build-core gives `cmake --version` a few seconds, which a
+  # Python-wrapper cmake earlier on PATH can miss on a busy machine
+  [ -x /usr/bin/cmake ] && export CMAKE_EXECUTABLE="${CMAKE_EXECUTABLE:-/usr/bin/cmake}"
+  "$ROOT/.venv/bin/python" -m build --outdir build/dist . >build/dist/build.log 2>&1 \
+    || { tail -n 40 build/dist/build.log; exit 1; }
+  wheel=$(ls build/dist/torchport-*.whl)
+  pip_install "$wheel[test]"
+  # the same version may be installed already (a second run): the new build replaces it
+  pip_install --no-deps --force-reinstall "$wheel"
   # The corpus projects' own dependencies (never torchport's), apart from .venv, for
   # tests/corpus/entry.py; reinstalled only when tests/corpus/requirements.txt changes.
   # pip compares what it puts in that directory with .venv's packages, and they conflict on purpose:
