@@ -588,6 +588,8 @@ def serve(define: bool) -> list[str]:
     _LIBS.append(lib)
     for name, fn in COMPUTE.items():
         lib.impl(name, _device_only(name, fn), "CPU")
+        if define:  # the stand-in's fake kernels (torch.compile traces with them): the same formulas on meta
+            lib.impl(name, fn, "Meta")
     for name, fn in STORAGE.items():
         lib.impl(name, fn, "PrivateUse1")
     _register_autograd(lib)
