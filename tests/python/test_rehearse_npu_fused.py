@@ -303,11 +303,16 @@ def _check_device_facts(facts: dict[str, Any], vendor: bool) -> None:
     assert facts["cpu_refused"].startswith(
         "Could not run 'npu::npu_rms_norm' with arguments from the 'CPU' backend"
     )
+    assert facts["float64_refused"].startswith(
+        "Unsupport data type: at::ScalarType::Double [torchport rehearse: npu::npu_rms_norm on npu"
+    )
     assert facts["dropout_refused"].startswith("torch.ops.npu.npu_fusion_attention: keep_prob=0.5")
     native = {r["op"] for r in facts["report"]["ops"]["native"]}
     assert {"npu::npu_rms_norm", "npu::npu_rms_norm_backward", "npu::npu_fusion_attention_grad"} <= native
     if vendor:  # every other torch.ops.npu operator of the wheel refuses, naming itself
-        assert "npu::npu_gelu_mul" in facts["other_refused"] or "npu_gelu_mul" in facts["other_refused"]
+        assert facts["other_refused"].startswith(
+            "NotImplementedError: npu::npu_gelu_mul cannot run on the rehearsal npu device"
+        )
         refused = {r["op"] for r in facts["report"]["ops"]["refused"]}
         assert "npu::npu_gelu_mul" in refused
     else:  # the stand-in defines the served operators only
