@@ -257,6 +257,25 @@ def test_fusion_attention_refuses_what_it_does_not_emulate(kwargs: dict[str, Any
         nf.fusion_attention(q, q, q, 2, layout, **args)
 
 
+# ---- the storage operators of the advised optimizers ----
+def test_change_data_ptr_makes_a_window_of_the_buffer_and_keeps_the_storage_size() -> None:
+    a, b = torch.arange(3.0), torch.arange(4.0).reshape(2, 2)
+    buffer = torch.zeros(10)
+    assert nf.get_storage_size(a) == 3 and nf.get_npu_format(a) == nf.ND
+    assert nf.npu_change_data_ptr(a, buffer, 0) == 0 and nf.npu_change_data_ptr(b, buffer, 3) == 0
+    buffer.copy_(torch.arange(10.0))
+    assert a.tolist() == [0.0, 1.0, 2.0] and b.tolist() == [[3.0, 4.0], [5.0, 6.0]]  # windows of the buffer
+    a.mul_(-1)
+    assert buffer[:3].tolist() == [-0.0, -1.0, -2.0]
+    # torch_npu's storage size is the tensor's own, which the move does not change (combine_tensors adds them)
+    assert nf.get_storage_size(a) == 3 and nf.get_storage_size(b) == 4 and nf.get_storage_size(buffer) == 10
+    with pytest.raises(RuntimeError, match="index 8 is out of src's storage"):
+        nf.npu_change_data_ptr(torch.zeros(3), buffer, 8)
+    assert nf.npu_format_cast(a, 2) is a and nf.npu_format_cast(a, 0) is a
+    with pytest.raises(NotImplementedError, match="private storage format 29"):
+        nf.npu_format_cast(a, 29)
+
+
 # ---- the schemas of the stand-in: Ascend's, as the wheel has them ----
 def test_the_stand_ins_schemas_are_ascends() -> None:
     ours = nf.schemas()
@@ -346,6 +365,8 @@ def test_the_fused_operators_on_the_device_with_the_vendors_package(
     for name, d in facts["optimizers"].items():
         assert d < 1e-6, (name, d)
     assert set(facts["optimizers"]) == {"NpuFusedAdamW", "NpuFusedAdam", "NpuFusedSGD"}
+    # clip_grad_norm_fused_: the norm of all gradients, and the gradients scaled by torch's factor (< 1 here)
+    assert facts["clip"] < 1e-6 and facts["clip_coef"] < 1
 
 
 COMPILED = """
