@@ -119,9 +119,7 @@ def rotary_mul(
     """output = r1 * x + r2 * x_new, x_new = _rotate(x) or, with `rotate`, x @ rotate."""
     acc = _acc(x)
     xf = x.to(acc)
-    x_new = xf @ rotate.to(acc) if rotate is not None else _rotate(xf, rotary_mode)
-    if rotate is not None and rotary_mode not in ("half", "interleave"):
-        _rotate(xf, rotary_mode)  # the same error for a wrong mode
+    x_new = _rotate(xf, rotary_mode) if rotate is None else xf @ rotate.to(acc)
     return (r1.to(acc) * xf + r2.to(acc) * x_new).to(x.dtype)
 
 
@@ -479,11 +477,9 @@ def _device_only(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return kernel
 
 
-def _grads(n: int, **at: Any) -> tuple[Any, ...]:
-    out: list[Any] = [None] * n
-    for i, g in at.items():
-        out[int(i[1:])] = g
-    return tuple(out)
+def _grads(n: int, at: dict[int, Any]) -> tuple[Any, ...]:
+    """The gradients of an operator's n arguments: those of `at` by position, None for the others."""
+    return tuple(at.get(i) for i in range(n))
 
 
 def _register_autograd(lib: Any) -> None:
@@ -497,11 +493,11 @@ def _register_autograd(lib: Any) -> None:
     def rms_backward(ctx: Any, dy: Tensor, _drstd: Any) -> tuple[Any, ...]:
         x, gamma, rstd = ctx.saved_tensors
         dx, dgamma = npu.npu_rms_norm_backward(dy.contiguous(), x, gamma, rstd)
-        return _grads(3, a0=dx, a1=dgamma.to(gamma.dtype))
+        return _grads(3, {0: dx, 1: dgamma.to(gamma.dtype)})
 
     def rot_setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        x, r1, r2, mode = inputs[:4]
-        ctx.mode, ctx.rotate = mode, inputs[4] is not None if len(inputs) > 4 else False
+        x, r1, r2, mode, rotate = inputs
+        ctx.mode, ctx.rotate = mode, rotate is not None
         ctx.save_for_backward(x, r1, r2)
 
     def rot_backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
@@ -509,15 +505,15 @@ def _register_autograd(lib: Any) -> None:
             raise _refuse("npu_rotary_mul", "the backward with a rotate matrix (the docs: no backward)")
         x, r1, r2 = ctx.saved_tensors
         dx, dr1, dr2 = npu.npu_rotary_mul_backward(grad.contiguous(), x, r1, r2, ctx.mode)
-        return _grads(5, a0=dx, a1=dr1.to(r1.dtype), a2=dr2.to(r2.dtype))
+        return _grads(5, {0: dx, 1: dr1.to(r1.dtype), 2: dr2.to(r2.dtype)})
 
     def swi_setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        ctx.dim = inputs[1] if len(inputs) > 1 else -1
+        ctx.dim = inputs[1]
         ctx.save_for_backward(inputs[0])
 
     def swi_backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
         (x,) = ctx.saved_tensors
-        return _grads(2, a0=npu.npu_swiglu_backward(grad.contiguous(), x, ctx.dim))
+        return _grads(2, {0: npu.npu_swiglu_backward(grad.contiguous(), x, ctx.dim)})
 
     torch.library.register_autograd("npu::npu_rms_norm", rms_backward, setup_context=rms_setup, lib=lib)
     torch.library.register_autograd("npu::npu_rotary_mul", rot_backward, setup_context=rot_setup, lib=lib)
@@ -564,7 +560,7 @@ def _register_fa_autograd(lib: Any) -> None:
             inner_precise=a.get("inner_precise", 0),
             sparse_mode=a.get("sparse_mode", 0),
         )
-        return _grads(len(_FA_ARGS), a0=dq, a1=dk, a2=dv, a5=dpse if ctx.pse_given else None)
+        return _grads(len(_FA_ARGS), {0: dq, 1: dk, 2: dv, 5: dpse if ctx.pse_given else None})
 
     torch.library.register_autograd("npu::npu_fusion_attention", backward, setup_context=setup, lib=lib)
 
