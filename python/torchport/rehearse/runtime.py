@@ -44,6 +44,16 @@ _OWN_KERNELS = {
 }
 
 
+def _classify_npu_op(name: str) -> tuple[int, str]:
+    """torch_npu's own operators (torch.ops.npu): those the rehearsal serves with a reference kernel are the
+    vendor's native kernels; the others have no kernel here and refuse when called (counted as refused)."""
+    from torchport.rehearse import npu_fused
+
+    if name.split("::", 1)[1].split(".")[0] in npu_fused.SERVED:
+        return 0, "torch_npu's own operator, rehearsed with torchport's reference kernel (npu_fused.py)"
+    return 2, "torch_npu's own operator, without a kernel under rehearsal"
+
+
 def _make_classifier(target: str) -> Any:
     import torch
 
@@ -61,6 +71,8 @@ def _make_classifier(target: str) -> Any:
         family.setdefault(out, []).append(fn)
 
     def classify(name: str) -> tuple[int, str]:
+        if name.startswith("npu::"):
+            return _classify_npu_op(name)
         for fn in family.get(name, ()):
             if clf.db.is_native(fn):
                 return 0, f"reached through {fn}, which is listed ({clf.db.source_of(fn).rsplit('/', 1)[-1]})"
@@ -388,12 +400,13 @@ def _activate_vendor(sess: Session, pkg: Any) -> None:
     methods and the hccl backend (through torchport's replacement of its compiled core, npu_core), so the
     rehearsal registers none of its own. The package is imported now, as torch's backend autoload does on a
     machine where it is installed."""
-    from torchport.rehearse import vendor_npu
+    from torchport.rehearse import npu_fused, vendor_npu
 
     defined, failed = vendor_npu.install(pkg)
     sess.notes.append(
         f"torch_npu: {pkg.describe()}; its compiled core (torch_npu._C) is torchport's "
-        f"(data/vendor/torch_npu_core.json); {defined} torch.ops.npu schemas defined, without kernels"
+        f"(data/vendor/torch_npu_core.json); {defined} torch.ops.npu schemas defined, "
+        f"{len(npu_fused.SERVED)} of them served by reference kernels (npu_fused.py), the others refuse"
         + (f", {len(failed)} refused by this torch" if failed else "")
     )
     _patch_backward(sess)

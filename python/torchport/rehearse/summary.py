@@ -19,8 +19,14 @@ def _rank() -> Optional[int]:
     return int(r) if r is not None and r.isdigit() else None
 
 
+def qualified(name: str) -> str:
+    """An operator's name as the user knows it: `aten::mode`, and torch_npu's own `npu::npu_rms_norm` (the
+    device reports aten operators without their namespace)."""
+    return name if "::" in name else f"aten::{name}"
+
+
 def _row(name: str, calls: int, reason: str, sites: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {"op": f"aten::{name}", "calls": int(calls), "reason": reason}
+    row: dict[str, Any] = {"op": qualified(name), "calls": int(calls), "reason": reason}
     if sites:
         row["sites"] = [
             {"site": k, "calls": int(v)} for k, v in sorted(dict(sites).items(), key=lambda kv: -kv[1])
@@ -53,7 +59,7 @@ def collect() -> dict[str, Any]:
     for rows in groups.values():
         rows.sort(key=lambda r: (-r["calls"], r["op"]))
     violations = [
-        {"op": f"aten::{op}", "dtype": dt, "site": site, "calls": int(n)}
+        {"op": qualified(op), "dtype": dt, "site": site, "calls": int(n)}
         for op, dt, site, n in ext.dtype_violations()
     ]
     memory = []

@@ -128,6 +128,14 @@ def define_custom_ops(pkg: VendorPackage) -> tuple[int, list[str]]:
     return defined, failed
 
 
+def serve_fused() -> list[str]:
+    """The reference kernels of the common fused operators and of the optimizers' storage operators
+    (npu_fused.py) for the schemas the wheel defined; the other operators keep no kernel and refuse."""
+    from torchport.rehearse import npu_fused
+
+    return npu_fused.serve(define=False)
+
+
 class VendorFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """First on sys.meta_path under rehearsal with the vendor's package: `torch_npu` from the vendor's
     directory, `torch_npu._C` (a package) from torchport.rehearse.npu_core. Its children are created by `_C`'s
@@ -159,6 +167,7 @@ def install(pkg: VendorPackage) -> tuple[int, list[str]]:
     os.environ[AUTOLOAD] = "0"
     os.environ[ENV] = str(pkg.root)  # spawned ranks and torchrun's use the same package
     defined = define_custom_ops(pkg)
+    serve_fused()
     if not any(isinstance(f, VendorFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, VendorFinder(pkg))
     return defined

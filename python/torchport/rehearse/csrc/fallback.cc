@@ -76,6 +76,12 @@ std::string op_name(const c10::OperatorHandle& op) {
   return s;
 }
 
+// An operator's name as the user knows it: aten's without their namespace in op_name, and others
+// (torch_npu's npu::npu_rms_norm) with theirs.
+std::string qualified(const std::string& name) {
+  return name.find("::") == std::string::npos ? "aten::" + name : name;
+}
+
 std::string device_word() {
   const std::string& t = config().target;
   if (t == "npu") return "NPU";
@@ -84,7 +90,7 @@ std::string device_word() {
 }
 
 [[noreturn]] void raise_fallback_error(const OpEntry& e) {
-  const std::string full = "aten::" + e.name;
+  const std::string full = qualified(e.name);
   if (config().fallback == "error" && !config().strict) {
     // torch_musa has no CPU fallback: the dispatcher's own error for a missing kernel.
     TORCH_CHECK_NOT_IMPLEMENTED(
@@ -104,7 +110,7 @@ std::string device_word() {
 void warn_once(OpEntry& e) {
   bool expected = false;
   if (!e.warned.compare_exchange_strong(expected, true)) return;
-  const std::string full = "aten::" + e.name;
+  const std::string full = qualified(e.name);
   std::string msg;
   if (config().target == "npu") {
     // torch_npu's wording (VariableFallbackKernel.cpp, reference §1.1)
@@ -200,9 +206,9 @@ std::string refused_message(const std::string& op, c10::ScalarType st) {
   // The wording Ascend's FAQ quotes for float64 on the NPU (reference:
   // peer-migration-tools.md 1.7).
   std::string scalar = st == c10::ScalarType::Double ? "Double" : std::string(c10::toString(st));
-  return "Unsupport data type: at::ScalarType::" + scalar + " [torchport rehearse: aten::" + op +
-         " on " + config().target + ", which has no " + c10::toString(st) +
-         " (torchport targets data); keep this tensor in float32]";
+  return "Unsupport data type: at::ScalarType::" + scalar +
+         " [torchport rehearse: " + qualified(op) + " on " + config().target + ", which has no " +
+         c10::toString(st) + " (torchport targets data); keep this tensor in float32]";
 }
 
 namespace {
@@ -443,7 +449,7 @@ void raise_not_implemented(OpEntry& e, const std::string& site,
   }
   e.failed += 1;
   TORCH_CHECK_NOT_IMPLEMENTED(
-      false, "aten::", e.name, " cannot run on the rehearsal ", config().target,
+      false, qualified(e.name), " cannot run on the rehearsal ", config().target,
       " device, which runs operators with PyTorch's CPU kernels: ", first, " ", kNotRunMark,
       "; what the ", config().target, " lists say of it: ", e.reason, "]");
 }

@@ -16,13 +16,12 @@ from torchport.rehearse.standins.torch_npu import profiler  # noqa: E402
 sys.modules[__name__ + ".profiler"] = profiler
 
 
-def npu_fusion_attention(*args, **kwargs):  # noqa: ANN002, ANN003, ANN201
-    """torch_npu's fused attention. Rehearsal does not emulate it: it raises, as code the user must port."""
-    raise NotImplementedError(
-        "torch_npu.npu_fusion_attention is not emulated by torchport rehearse: its signature differs from "
-        "flash_attn (see the migrate report); use torch.nn.functional.scaled_dot_product_attention"
-    )
+# torch_npu's operators that the rehearsal serves (torchport/rehearse/npu_fused.py): torch.ops.npu.<name>,
+# exposed as torch_npu.<name> as the vendor's import does (torch_npu/_init/core/_exports.py)
+from torchport.rehearse import npu_fused  # noqa: E402
 
+for _name in npu_fused.serve(define=True):
+    globals()[_name] = getattr(torch.ops.npu, _name)
 
-__all__ = ["npu", "npu_fusion_attention", "profiler"]
+__all__ = ["npu", "profiler", *npu_fused.SERVED]
 _ = torch
