@@ -2,12 +2,12 @@
 
     python tools/new_rule.py TP600 cuda-graphs "torch.cuda.graphs and CUDAGraph"
 
-creates src/torchport/rules/cuda_graphs.cc (the doc comment with the fixed headings and an
-empty `run_cuda_graphs`), declares it in rules/context.h, adds the family to the family table
-of rules/engine.cc (what it needs; check() runs it), registers the code in the registry (in
-code order, with its family), creates the fixture
-directory tests/fixtures/rules/cuda_graphs/ with an input.py to fill in, and regenerates
-docs/rules.md. Write the expected outputs (<target>.py, <target>.findings) by hand: the fixture
+creates src/torchport/rules/cuda_graphs.cc (the doc comment with the fixed headings, the code's
+producer `tp600` and an empty `run_cuda_graphs`), declares it in rules/context.h, adds the
+family to the family table of rules/engine.cc (what it needs; check() runs it), registers the
+code in the registry (in code order, with its family), creates the fixture directory
+tests/fixtures/rules/cuda_graphs/ with an input.py to fill in, and regenerates docs/rules.md.
+Write the expected outputs (<target>.py, <target>.findings) by hand: the fixture
 test fails until they exist and match.
 """
 
@@ -38,8 +38,19 @@ TEMPLATE = """\
 
 namespace torchport::rules {{
 
+namespace {{
+
+/// {code} ({name}): {summary}. Its one producer: every {code} finding is made here
+/// (tools/rule_codes.py).
+void {producer}(Context& ctx, Draft d) {{ ctx.add("{code}", std::move(d)); }}
+
+}}  // namespace
+
 void run_{ident}(Context& ctx) {{
+  // TODO: find the sites through the semantic model; make each finding, complete, with
+  // {producer}(ctx, ctx.rewrite(...)) (a fix) or {producer}(ctx, report(...)) (a report row).
   (void)ctx;
+  (void)&{producer};
 }}
 
 }}  // namespace torchport::rules
@@ -65,7 +76,9 @@ def scaffold(root: Path, code: str, name: str, summary: str) -> list[Path]:
     engine = (rules / "engine.cc").read_text()
     if f'{{"{code}"' in engine:
         raise SystemExit(f"{code} is already registered")
-    source.write_text(TEMPLATE.format(code=code, summary=summary, ident=ident))
+    source.write_text(
+        TEMPLATE.format(code=code, name=name, summary=summary, ident=ident, producer=code.lower())
+    )
 
     context = rules / "context.h"
     ctx = context.read_text()

@@ -80,6 +80,12 @@ def test_new_rule_scaffolds_every_place(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     rules = root / "src" / "torchport" / "rules"
     assert "void run_cuda_graphs(Context& ctx)" in (rules / "cuda_graphs.cc").read_text()
+    # The code's one producer, where tools/rule_codes.py looks for it.
+    assert (
+        'void tp750(Context& ctx, Draft d) { ctx.add("TP750", std::move(d)); }'
+        in (rules / "cuda_graphs.cc").read_text()
+    )
+    assert load("rule_codes").check(root) == []
     assert "void run_cuda_graphs(Context& ctx);" in (rules / "context.h").read_text()
     engine = (rules / "engine.cc").read_text()
     family = '    {"cuda_graphs", Input::PythonFile, NeedModel | NeedCatalogue, {}, run_cuda_graphs},\n'

@@ -46,3 +46,32 @@ def test_the_check_sees_a_target_name() -> None:
     assert p.search('  if (ctx.target.name == "cpu") {')
     assert p.search('  if (t != "cpu" && t != "mps") {')
     assert not p.search('  if (!other || other->value != "cpu") return false;')
+
+
+# A target's name as a string literal in a rule's code, where a rule would test it or pick
+# something by it. "cpu" is not checked: it is also the CPU's device type, which the rules compare
+# the script's own strings with (`device == "cpu"`) and write for the accelerator's CPU fallback.
+# The one other literal allowed is idiom.cc's list of the device flags a script's command line
+# defines (`--no-mps`, `--xpu`): the user's flags, not the target.
+ALLOWED_LITERALS = {("idiom.cc", 'for (std::string_view dev : {"cuda", "mps", "xpu"}) {')}
+
+
+def test_no_rule_has_a_target_name_literal() -> None:
+    names = "|".join(t for t in TARGETS if t != "cpu")
+    literal = re.compile(r'"(' + names + r')"')
+    found = []
+    for path in sorted((REPO / "src" / "torchport" / "rules").glob("*")):
+        if path.suffix not in (".cc", ".h") or path.name.endswith("_test.cc"):
+            continue
+        for n, code in code_lines(path):
+            if literal.search(code) and (path.name, code.strip()) not in ALLOWED_LITERALS:
+                found.append(f"{path.relative_to(REPO)}:{n}: {code.strip()}")
+    assert found == [], "a target difference is data (data/targets.json):\n" + "\n".join(found)
+
+
+def test_the_literal_check_sees_a_target_name() -> None:
+    names = "|".join(t for t in TARGETS if t != "cpu")
+    literal = re.compile(r'"(' + names + r')"')
+    assert literal.search('  const bool one_device = ctx.target.device == "mps";')
+    assert literal.search('  if (backend == "npu") return;')
+    assert not literal.search('  if (!ov || ov->value != "cpu") return std::nullopt;')

@@ -36,6 +36,19 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP200 (cuda-amp): torch.cuda.amp autocast/GradScaler become torch.amp with a device type. Its
+/// one producer: every TP200 finding is made here.
+void tp200(Context& ctx, Draft d) { ctx.add("TP200", std::move(d)); }
+
+/// TP201 (amp-default-dtype): autocast relying on CUDA's float16 default gets dtype=torch.float16
+/// where the target's default differs (a labelled numerics change). Its one producer: every TP201
+/// finding is made here.
+void tp201(Context& ctx, Draft d) { ctx.add("TP201", std::move(d)); }
+
+}  // namespace
+
 using semantic::TokenIndex;
 using syntax::TokenKind;
 
@@ -56,7 +69,7 @@ void custom_fwd_bwd(Context& ctx, const semantic::Reference& ref, std::string_vi
   const std::string keyword = "device_type=" + ctx.device_type_expr(rb);
   std::string msg = "change " + api + " to torch.amp." + std::string(which) + " with " + keyword;
   if (!import_rewritten) {
-    ctx.modify("TP200", api, msg, rb, re, ctx.render("torch.amp." + std::string(which)));
+    tp200(ctx, ctx.rewrite(api, msg, rb, re, ctx.render("torch.amp." + std::string(which))));
     msg = "pass " + keyword + " to torch.amp." + std::string(which);
   }
   auto lpar = m.next(ref.last);
@@ -68,13 +81,13 @@ void custom_fwd_bwd(Context& ctx, const semantic::Reference& ref, std::string_vi
                                   m.kind(args.front().first) != TokenKind::DoubleStar;
     if (positional_first) {
       const std::uint32_t at = m.tokens()[args.back().last].end;
-      ctx.modify("TP200", api, msg, at, at, ", " + keyword);
+      tp200(ctx, ctx.rewrite(api, msg, at, at, ", " + keyword));
     } else {
       const std::uint32_t at = m.tokens()[*lpar].end;
-      ctx.modify("TP200", api, msg, at, at, keyword + (args.empty() ? "" : ", "));
+      tp200(ctx, ctx.rewrite(api, msg, at, at, keyword + (args.empty() ? "" : ", ")));
     }
   } else {
-    ctx.modify("TP200", api, msg, re, re, "(" + keyword + ")");
+    tp200(ctx, ctx.rewrite(api, msg, re, re, "(" + keyword + ")"));
   }
   if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
 }
@@ -93,13 +106,15 @@ void pin_cuda_dtype(Context& ctx, const std::string& api, semantic::TokenIndex l
     if (a.keyword == "dtype") return;
     const TokenKind k = m.kind(a.first);
     if (k == TokenKind::Star || k == TokenKind::DoubleStar) {
-      ctx.flag("TP201", Operation::Unknown, api,
-               "numerics: the autocast dtype may come from *args/**kwargs; if it is not given, "
-               "CUDA's default " +
-                   cuda + " becomes " +
-                   (ctx.target.amp_dtype.empty() ? "the device's default" : ctx.target.amp_dtype) +
-                   " on " + ctx.target.name + ": pass dtype= explicitly",
-               m.tokens()[lpar].begin, m.tokens()[*rpar].end);
+      tp201(ctx,
+            report(
+                Operation::Unknown, api,
+                "numerics: the autocast dtype may come from *args/**kwargs; if it is not given, "
+                "CUDA's default " +
+                    cuda + " becomes " +
+                    (ctx.target.amp_dtype.empty() ? "the device's default" : ctx.target.amp_dtype) +
+                    " on " + ctx.target.name + ": pass dtype= explicitly",
+                m.tokens()[lpar].begin, m.tokens()[*rpar].end));
       return;
     }
     if (a.keyword.empty()) ++positional;
@@ -111,13 +126,14 @@ void pin_cuda_dtype(Context& ctx, const std::string& api, semantic::TokenIndex l
                                  ? "the default of the device found at run time (bfloat16 on "
                                    "the CPU)"
                                  : ctx.target.name + "'s default " + ctx.target.amp_dtype;
-  ctx.modify("TP201", api,
-             "pass dtype=torch." + cuda + ": the original relied on CUDA's autocast default " +
-                 cuda + ", which would become " + theirs,
-             at, at, ", dtype=" + ctx.render("torch." + cuda));
-  ctx.label_last(
-      "numerics: autocast dtype pinned to CUDA's default " + cuda + " (not " + theirs + ")",
-      fix::Applicability::Unsafe);
+  tp201(ctx, ctx.rewrite(api,
+                         "pass dtype=torch." + cuda +
+                             ": the original relied on CUDA's autocast default " + cuda +
+                             ", which would become " + theirs,
+                         at, at, ", dtype=" + ctx.render("torch." + cuda))
+                 .labelled("numerics: autocast dtype pinned to CUDA's default " + cuda + " (not " +
+                               theirs + ")",
+                           fix::Applicability::Unsafe));
 }
 
 // `enabled=False` (or False at the enabled parameter's position `at`) is passed.
@@ -167,10 +183,10 @@ void run_amp(Context& ctx) {
       const std::uint32_t e = m.tokens()[*lp].end;
       std::string text =
           ctx.render(fn) + "(" + ctx.device_type_expr(b) + (args.empty() ? "" : ", ");
-      ctx.modify(
-          "TP200", std::string(q),
-          "change " + std::string(q) + "() to " + fn + "(" + ctx.device_type_expr(b) + ", ...)", b,
-          e, text);
+      tp200(ctx, ctx.rewrite(std::string(q),
+                             "change " + std::string(q) + "() to " + fn + "(" +
+                                 ctx.device_type_expr(b) + ", ...)",
+                             b, e, text));
       if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
       continue;
     }
@@ -201,10 +217,10 @@ void run_amp(Context& ctx) {
     const std::uint32_t rb = m.tokens()[ref.first].begin;
     const std::uint32_t re = m.tokens()[ref.last].end;
     if (!lpar || m.kind(*lpar) != TokenKind::LPar) {
-      ctx.flag("TP200", Operation::Unsupported, api,
-               api + " used without a call: pass device_type to torch.amp." + std::string(which) +
-                   " by hand",
-               rb, re);
+      tp200(ctx, report(Operation::Unsupported, api,
+                        api + " used without a call: pass device_type to torch.amp." +
+                            std::string(which) + " by hand",
+                        rb, re));
       continue;
     }
     auto args = call_args(m, *lpar);
@@ -229,7 +245,7 @@ void run_amp(Context& ctx) {
     std::string msg = "change " + api + " to torch.amp." + std::string(which) +
                       " with device type " + ctx.device_type_expr(rb);
     if (!import_rewritten) {
-      ctx.modify("TP200", api, msg, rb, re, ctx.render("torch.amp." + std::string(which)));
+      tp200(ctx, ctx.rewrite(api, msg, rb, re, ctx.render("torch.amp." + std::string(which))));
       msg = "pass the device type to torch.amp." + std::string(which);
     }
     const std::uint32_t at = m.tokens()[*lpar].end;
@@ -240,21 +256,25 @@ void run_amp(Context& ctx) {
       insert += keywords[k].second;
       msg += ", and the positional argument as " + keywords[k++].second + "...";
     }
-    ctx.modify("TP200", api, msg, at, at, insert);
+    Draft device_type = ctx.rewrite(api, msg, at, at, insert);
     if (ctx.target.host && !passes_false(m, args, which == "autocast" ? 0 : 4)) {
       // On a machine without CUDA the original's CUDA autocast / GradScaler was off; the output
       // runs the CPU's. Said, not changed: `torchport run` and verify keep it on too. Safe,
       // although labelled: the edit is the device type torch.amp cannot do without (where TP001
       // rewrote the import, leaving it out would write `autocast()`, which raises), not a choice
       // of numerics as TP201's dtype is.
-      ctx.label_last("numerics: the original's CUDA " + std::string(which) +
-                         " was off on a machine without CUDA (a warning, then nothing); on " +
-                         ctx.target.name + " it runs (enabled=False runs what the original ran)",
-                     fix::Applicability::Safe);
+      device_type =
+          std::move(device_type)
+              .labelled("numerics: the original's CUDA " + std::string(which) +
+                            " was off on a machine without CUDA (a warning, then "
+                            "nothing); on " +
+                            ctx.target.name + " it runs (enabled=False runs what the original ran)",
+                        fix::Applicability::Safe);
     }
+    tp200(ctx, std::move(device_type));
     for (; k < keywords.size(); ++k) {
-      ctx.modify("TP200", api, "pass the positional argument as " + keywords[k].second + "...",
-                 keywords[k].first, keywords[k].first, keywords[k].second);
+      tp200(ctx, ctx.rewrite(api, "pass the positional argument as " + keywords[k].second + "...",
+                             keywords[k].first, keywords[k].first, keywords[k].second));
     }
     if (which == "autocast" && m.match(*lpar)) pin_cuda_dtype(ctx, api, *lpar, args, 1);
     if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);

@@ -28,6 +28,42 @@ inline constexpr std::string_view kHostEvent = "_TpHostEvent";
 /// torch version that introduced torch.accelerator (the accelerator target's idiom).
 inline constexpr std::string_view kAcceleratorMinTorch = "2.6";
 
+/// One site's finding, complete but for its code: operation, API, range, message, the fix with
+/// its applicability and label, and the range the fix drops. A rule builds it (report(),
+/// display(), Context::rewrite(), or field by field for a fix of several edits) and hands it to
+/// its code's producer, `tpNNN(...)`: the one function that makes findings of that code, next to
+/// the code's doc comment in its family's file (tests/python/test_rule_codes.py checks it).
+struct Draft {
+  Operation op = Operation::Modify;
+  std::string api;
+  std::string message;
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+  std::optional<fix::Fix> fix;
+  std::string changes;                                           ///< Finding::changes
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> drops;  ///< Finding::drops
+  /// The fix changes the file: TP900 then inserts what the output needs (Context::changed).
+  bool changes_file = false;
+
+  /// Labels the fix: `what` it changes ("changes behaviour: ...", "numerics: ..."), `a` its
+  /// applicability (Unsafe for a change of behaviour).
+  Draft labelled(std::string what, fix::Applicability a) &&;
+  /// The byte range of code the fix removes: the findings made before it inside that range go
+  /// with it (Finding::drops).
+  Draft dropping(std::uint32_t b, std::uint32_t e) &&;
+};
+
+/// A finding with no fix: a report row (Unsupported, Unknown, or a change left to the user).
+Draft report(Operation op, std::string api, std::string message, std::uint32_t begin,
+             std::uint32_t end);
+/// A finding whose fix is display-only: the edit a person would make, shown in the reports and
+/// never applied (what cannot be rewritten mechanically: its meaning is not clear from the
+/// code). The file does not count as changed.
+Draft display(Operation op, std::string api, std::string message, std::uint32_t begin,
+              std::uint32_t end, fix::Edit edit);
+/// The finding of `code` made from a draft: called by the code's producer only.
+Finding finding(std::string_view code, Draft d);
+
 class Context {
  public:
   Context(const syntax::Tree& tree, const semantic::Model& model, const catalogue::Catalogue& cat,
@@ -63,18 +99,16 @@ class Context {
   bool version_ok(std::string_view min_torch) const;
   void require_torch(std::string_view min_torch);
 
-  void modify(std::string_view code, std::string api, std::string message, std::uint32_t begin,
-              std::uint32_t end, std::string replacement);
-  void flag(std::string_view code, Operation op, std::string api, std::string message,
-            std::uint32_t begin, std::uint32_t end);
-  /// A finding whose fix is display-only: the edit a person would make, shown in the reports and
-  /// never applied (what cannot be rewritten mechanically: its meaning is not clear from the
-  /// code). The file does not count as changed.
-  void suggest(std::string_view code, Operation op, std::string api, std::string message,
-               std::uint32_t begin, std::uint32_t end, fix::Edit edit);
-  /// Labels the last finding's fix: `changes` is what it changes ("changes behaviour: ...",
-  /// "numerics: ..."), `a` its applicability (Unsafe for a change of behaviour).
-  void label_last(std::string changes, fix::Applicability a);
+  /// A rewrite of bytes [begin, end) to `replacement` (an Insert when begin == end, else a
+  /// Modify), padded so that it never fuses with the text around it.
+  Draft rewrite(std::string api, std::string message, std::uint32_t begin, std::uint32_t end,
+                std::string replacement) const;
+  /// Records the finding of `code` made from `d` (Draft::changes_file sets `changed`): called by
+  /// the code's producer only.
+  void add(std::string_view code, Draft d);
+  /// Records the finding `producer` makes of `d`: for a code whose producer serves files with no
+  /// Context too (tp410, which also makes the launchers' findings).
+  void add(Draft d, Finding (*producer)(Draft));
 
   /// Token ranges already rewritten by an earlier rule (by the first token index).
   std::set<semantic::TokenIndex> handled;
@@ -216,6 +250,15 @@ void run_nvidia_smi(Context& ctx);    // TP130 nvidia_smi.cc
 void run_insertions(Context& ctx);       // TP900 insertions.cc
 void run_custom_op_calls(Context& ctx);  // TP903 custom_op_calls.cc
 void run_vendor_lists(Context& ctx);     // TP950 vendor_lists.cc
+// The producers of the codes that more than one file of rules/ makes (each code's own is in its
+// family's file, next to its doc).
+/// TP900 (insertions.cc).
+void tp900(Context& ctx, Draft d);
+/// TP410 (ddp.cc): the entry script's set-up, and the launchers (project_rules.cc).
+Finding tp410(Draft d);
+/// TP902 (other_files.cc): requirements and launchers, and those the output needs
+/// (project_rules.cc).
+Finding tp902(Draft d);
 /// The vendor's advice (advice.cc): not a rule family, it changes nothing and emits no code.
 void run_advice(Context& ctx, const catalogue::AdviceTable& table);
 

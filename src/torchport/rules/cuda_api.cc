@@ -58,6 +58,10 @@ namespace torchport::rules {
 
 namespace {
 
+/// TP100 (cuda-module-api): torch.cuda.*, torch.backends.cudnn/cuda and other catalogued APIs. Its
+/// one producer: every TP100 finding is made here.
+void tp100(Context& ctx, Draft d) { ctx.add("TP100", std::move(d)); }
+
 // Token `t` is in the class argument of isinstance()/issubclass() (also inside a tuple there).
 bool in_type_test(const semantic::Model& m, semantic::TokenIndex t) {
   auto open = m.enclosing_open(t);
@@ -258,11 +262,12 @@ bool divisor_count(Context& ctx, const semantic::Reference& ref, std::size_t n,
   std::pair<std::uint32_t, std::uint32_t> range;
   if (mp.as_divisor.empty() || !divides(ctx, ref, n, range)) return false;
   const std::string value = ctx.render(mp.as_divisor, range.first);
-  ctx.modify("TP100", prefix,
-             "change " + prefix + "(...) to " + value + " (" + mp.as_divisor_note + ")",
-             range.first, range.second, value);
-  ctx.label_last("changes behaviour: a count of devices that cannot be 0 where it divides",
-                 fix::Applicability::Unsafe);
+  tp100(ctx, ctx.rewrite(prefix,
+                         "change " + prefix + "(...) to " + value + " (" + mp.as_divisor_note + ")",
+                         range.first, range.second, value)
+                 .labelled("changes behaviour: a count of devices that cannot be 0 where "
+                           "it divides",
+                           fix::Applicability::Unsafe));
   ctx.require_torch(mp.min_torch);
   if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
   return true;
@@ -283,11 +288,12 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
   const bool whole_line = line.tokens.front() == ref.first && line.tokens.back() == *rpar;
   if (mp.replacement.empty()) {  // cpu: the call becomes its value
     const std::string value = ctx.statement_call(ref.first, *rpar) ? "pass" : mp.without_device;
-    ctx.modify("TP100", prefix, "change " + prefix + "(...) to " + value + " (" + mp.note + ")",
-               begin, call_end, value);
+    Draft d = ctx.rewrite(prefix, "change " + prefix + "(...) to " + value + " (" + mp.note + ")",
+                          begin, call_end, value);
     // A whole statement dropped computes nothing: only a value in an expression is a change.
     if (value != "pass" && !mp.changes.empty())
-      ctx.label_last(mp.changes, fix::Applicability::Unsafe);
+      d = std::move(d).labelled(mp.changes, fix::Applicability::Unsafe);
+    tp100(ctx, std::move(d));
     return true;
   }
   if (!ctx.version_ok(mp.min_torch)) return false;  // reported by the caller
@@ -296,10 +302,11 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
   const std::string guard = ctx.render("torch.accelerator.is_available()");
   const std::string name = ctx.render(mp.replacement);
   if (guarded_by_availability(ctx, ref.last)) {
-    ctx.modify("TP100", prefix,
-               "change " + prefix + " to " + shown(mp.replacement) +
-                   " (it runs only where the code tested torch.accelerator.is_available())",
-               begin, name_end, name);
+    tp100(ctx,
+          ctx.rewrite(prefix,
+                      "change " + prefix + " to " + shown(mp.replacement) +
+                          " (it runs only where the code tested torch.accelerator.is_available())",
+                      begin, name_end, name));
     return true;
   }
   const std::string message = "change " + prefix + " to " + shown(mp.replacement) +
@@ -316,13 +323,13 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
     const bool blank =
         std::all_of(indent.begin(), indent.end(), [](char c) { return c == ' ' || c == '\t'; });
     const std::string step = indent.find('\t') != std::string::npos ? "\t" : "    ";
-    ctx.modify("TP100", prefix, message, begin, name_end,
-               blank ? "if " + guard + ":" + std::string(m.newline()) + indent + step + name
-                     : "if " + guard + ": " + name);
+    tp100(ctx,
+          ctx.rewrite(prefix, message, begin, name_end,
+                      blank ? "if " + guard + ":" + std::string(m.newline()) + indent + step + name
+                            : "if " + guard + ": " + name));
     return true;
   }
-  Finding f;
-  f.code = "TP100";
+  Draft f;
   f.op = Operation::Modify;
   f.api = prefix;
   f.message = message;
@@ -338,8 +345,8 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
     fx.applicability = fix::Applicability::Unsafe;
   }
   f.fix = std::move(fx);
-  ctx.result.findings.push_back(std::move(f));
-  ctx.changed = true;
+  f.changes_file = true;
+  tp100(ctx, std::move(f));
   return true;
 }
 
@@ -357,8 +364,7 @@ bool none_guarded(Context& ctx, const semantic::Reference& ref, std::size_t n,
   if (!lpar || m.kind(*lpar) != syntax::TokenKind::LPar) return false;
   const auto rpar = m.match(*lpar);
   if (!rpar || ctx.statement_call(ref.first, *rpar)) return false;
-  Finding f;
-  f.code = "TP100";
+  Draft f;
   f.op = Operation::Modify;
   f.api = prefix;
   f.message = message + "; where it returns None the call gives " + mp.if_none;
@@ -370,8 +376,8 @@ bool none_guarded(Context& ctx, const semantic::Reference& ref, std::size_t n,
   fx.applicability = fix::Applicability::Unsafe;
   f.changes = "changes behaviour: " + mp.if_none + " where " + mp.replacement + " returns None";
   f.fix = std::move(fx);
-  ctx.result.findings.push_back(std::move(f));
-  ctx.changed = true;
+  f.changes_file = true;
+  tp100(ctx, std::move(f));
   ctx.require_torch(mp.min_torch);
   return true;
 }
@@ -412,8 +418,7 @@ bool drop_repeated_seed(Context& ctx, const semantic::Reference& ref, const std:
   while (b > 0 && m.text()[b - 1] != '\n' && m.text()[b - 1] != '\r') --b;
   if (m.text().substr(b, line.begin - b).find_first_not_of(" \t") != std::string_view::npos)
     return false;  // something else before it on the line
-  Finding f;
-  f.code = "TP100";
+  Draft f;
   f.op = Operation::Delete;
   f.api = prefix;
   f.message = "delete " + prefix + "(...): on " + ctx.target.name +
@@ -424,8 +429,8 @@ bool drop_repeated_seed(Context& ctx, const semantic::Reference& ref, const std:
   fix::Fix fx;
   fx.edits.push_back(fix::Edit{b, line.end, ""});
   f.fix = std::move(fx);
-  ctx.result.findings.push_back(std::move(f));
-  ctx.changed = true;
+  f.changes_file = true;
+  tp100(ctx, std::move(f));
   return true;
 }
 
@@ -441,15 +446,16 @@ bool drop_cuda_requirement(Context& ctx, const semantic::Reference& ref) {
       !call->args().empty() || !call->keywords().empty())
     return false;
   const auto r = ctx.tree.byte_range(*stmt);
-  ctx.modify("TP100", "torch.cuda.is_available",
-             "remove `" + std::string(ctx.tree.text(*stmt)).substr(0, 80) + "`: " +
-                 (ctx.accelerator() ? std::string("the accelerator target runs on the CPU when "
-                                                  "there is no accelerator")
-                                    : ctx.target.name + " runs without CUDA by design") +
-                 " (the script's requirement of a CUDA device goes with it)",
-             r.begin, r.end, "pass");
-  ctx.label_last("changes behaviour: a requirement of a CUDA device is removed",
-                 fix::Applicability::Unsafe);
+  tp100(ctx, ctx.rewrite("torch.cuda.is_available",
+                         "remove `" + std::string(ctx.tree.text(*stmt)).substr(0, 80) + "`: " +
+                             (ctx.accelerator()
+                                  ? std::string("the accelerator target runs on the CPU when "
+                                                "there is no accelerator")
+                                  : ctx.target.name + " runs without CUDA by design") +
+                             " (the script's requirement of a CUDA device goes with it)",
+                         r.begin, r.end, "pass")
+                 .labelled("changes behaviour: a requirement of a CUDA device is removed",
+                           fix::Applicability::Unsafe));
   return true;
 }
 
@@ -488,16 +494,17 @@ bool legacy_constructor(Context& ctx, const semantic::Reference& ref) {
   const std::string cpu_class = ctx.torch_name() + "." + std::string(cls);
   if (attr->role() == syntax::Role::Func) {
     const syntax::Node* call = attr->parent();
-    ctx.modify("TP100", q,
-               "change " + q + "(...) to " + cpu_class + "(...)" +
-                   (ctx.target.host ? std::string(" (the same arguments, the CPU's tensor)")
-                                    : ".to(" + ctx.device_expr(b) +
-                                          ") (the same arguments and dtype, on the device)"),
-               b, e, cpu_class);
+    tp100(ctx,
+          ctx.rewrite(q,
+                      "change " + q + "(...) to " + cpu_class + "(...)" +
+                          (ctx.target.host ? std::string(" (the same arguments, the CPU's tensor)")
+                                           : ".to(" + ctx.device_expr(b) +
+                                                 ") (the same arguments and dtype, on the device)"),
+                      b, e, cpu_class));
     if (!ctx.target.host) {
       const std::uint32_t end = ctx.tree.byte_range(*call).end;
-      ctx.modify("TP100", q, "move the tensor " + q + "(...) built to the device", end, end,
-                 ".to(" + ctx.device_expr(b) + ")");
+      tp100(ctx, ctx.rewrite(q, "move the tensor " + q + "(...) built to the device", end, end,
+                             ".to(" + ctx.device_expr(b) + ")"));
     }
     return true;
   }
@@ -511,16 +518,19 @@ bool legacy_constructor(Context& ctx, const semantic::Reference& ref) {
   if (attr->role() != syntax::Role::Arg || !call || !call->func() ||
       ctx.tree.name(*call->func()) != "set_default_tensor_type")
     return false;
-  ctx.modify("TP100", q,
-             "change " + q + " to " + cpu_class + " (the default tensor type on the CPU" +
-                 (ctx.target.host ? std::string(")")
-                                  : std::string(": the tensors made under it are built on the "
-                                                "CPU, in the same dtype, and go to the device "
-                                                "where the script moves them)")),
-             b, e, cpu_class);
+  Draft d =
+      ctx.rewrite(q,
+                  "change " + q + " to " + cpu_class + " (the default tensor type on the CPU" +
+                      (ctx.target.host ? std::string(")")
+                                       : std::string(": the tensors made under it are built on the "
+                                                     "CPU, in the same dtype, and go to the device "
+                                                     "where the script moves them)")),
+                  b, e, cpu_class);
   if (!ctx.target.host)
-    ctx.label_last("changes behaviour: tensors made under the default type are built on the CPU",
-                   fix::Applicability::Unsafe);
+    d = std::move(d).labelled(
+        "changes behaviour: tensors made under the default type are built on the CPU",
+        fix::Applicability::Unsafe);
+  tp100(ctx, std::move(d));
   return true;
 }
 
@@ -592,9 +602,9 @@ std::optional<Resolved> resolve(Context& ctx, const semantic::Reference& ref) {
     if (!fb) return std::nullopt;
     r.mapping = std::move(*fb);
   } else if (!found) {
-    ctx.flag("TP100", Operation::Unknown, prefix,
-             "the catalogue has no mapping of " + prefix + " for " + ctx.target.name,
-             m.tokens()[ref.first].begin, m.tokens()[ref.last].end);
+    tp100(ctx, report(Operation::Unknown, prefix,
+                      "the catalogue has no mapping of " + prefix + " for " + ctx.target.name,
+                      m.tokens()[ref.first].begin, m.tokens()[ref.last].end));
     return std::nullopt;
   } else {
     r.mapping = *found;
@@ -623,20 +633,21 @@ bool unknown_or_kept(Context& ctx, const Resolved& r) {
   const std::string unknown =
       mp.note.empty() ? "support of " + prefix + " on " + ctx.target.name + " is unknown" : mp.note;
   if (mp.replacement.empty() && mp.status == catalogue::Status::Unknown) {
-    ctx.flag("TP100", Operation::Unknown, prefix, unknown, r.begin, r.end);
+    tp100(ctx, report(Operation::Unknown, prefix, unknown, r.begin, r.end));
     return true;
   }
   if (mp.replacement != prefix) return false;
   if (mp.status == catalogue::Status::Unknown) {
-    ctx.flag("TP100", Operation::Unknown, prefix, unknown, r.begin, r.end);
+    tp100(ctx, report(Operation::Unknown, prefix, unknown, r.begin, r.end));
   } else if (!mp.note.empty() && !ctx.accelerator()) {
     // Kept, but without effect on the target (a cuDNN flag off CUDA): never silent.
-    ctx.flag("TP100", Operation::Unsupported, prefix, mp.note, r.begin, r.end);
+    tp100(ctx, report(Operation::Unsupported, prefix, mp.note, r.begin, r.end));
   } else if (!mp.note.empty()) {
     // accelerator: right to keep (the output also runs on CUDA), but it does nothing on the
     // other devices, and the report says so.
-    ctx.flag("TP100", Operation::Unknown, prefix,
-             mp.note + " (it takes effect on CUDA only, on no other device)", r.begin, r.end);
+    tp100(ctx,
+          report(Operation::Unknown, prefix,
+                 mp.note + " (it takes effect on CUDA only, on no other device)", r.begin, r.end));
   }
   return true;
 }
@@ -660,11 +671,11 @@ bool refused_keyword(Context& ctx, const semantic::Reference& ref, const Resolve
       mp.replacement.starts_with("{module}.")
           ? "torch.cpu." + mp.replacement.substr(9) + " (the device module without an accelerator)"
           : mp.replacement;
-  ctx.flag("TP100", Operation::Unsupported, r.prefix,
-           shown + " does not take " + refused +
-               " (its signature in the torch the catalogue was built from): the call is "
-               "left in place",
-           r.begin, r.end);
+  tp100(ctx, report(Operation::Unsupported, r.prefix,
+                    shown + " does not take " + refused +
+                        " (its signature in the torch the catalogue was built from): the call is "
+                        "left in place",
+                    r.begin, r.end));
   return true;
 }
 
@@ -681,14 +692,15 @@ bool not_rewritable(Context& ctx, const semantic::Reference& ref, const Resolved
       why = prefix + " in a type test: no tensor is one on " + ctx.target.name +
             ", so the test is false there, as on a machine without CUDA (left as is; test "
             "x.dtype and x.device.type if that is what it means)";
-    ctx.flag("TP100", Operation::Unsupported, prefix, why, r.begin, r.end);
+    tp100(ctx, report(Operation::Unsupported, prefix, why, r.begin, r.end));
     return true;
   }
   if (!ctx.version_ok(mp.min_torch)) {
-    ctx.flag("TP100", Operation::Unsupported, prefix,
-             "the replacement " + shown(mp.replacement) + " needs torch >= " + mp.min_torch +
-                 " (--torch-version " + ctx.opts.torch_version + "); left in place",
-             r.begin, r.end);
+    tp100(ctx,
+          report(Operation::Unsupported, prefix,
+                 "the replacement " + shown(mp.replacement) + " needs torch >= " + mp.min_torch +
+                     " (--torch-version " + ctx.opts.torch_version + "); left in place",
+                 r.begin, r.end));
     return true;
   }
   // An attribute that is assigned to (or deleted) keeps its name: a store target can only
@@ -697,9 +709,9 @@ bool not_rewritable(Context& ctx, const semantic::Reference& ref, const Resolved
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
   });
   if (ref.store && r.n == ref.names.size() && !plain_name) {
-    ctx.flag("TP100", Operation::Unsupported, prefix,
-             "assignment to " + prefix + "; use " + shown(mp.replacement) + " instead", r.begin,
-             r.end);
+    tp100(ctx, report(Operation::Unsupported, prefix,
+                      "assignment to " + prefix + "; use " + shown(mp.replacement) + " instead",
+                      r.begin, r.end));
     return true;
   }
   return false;
@@ -719,12 +731,14 @@ void rewrite(Context& ctx, const semantic::Reference& ref, const Resolved& r) {
   std::string message = ctx.spell_host_event("change " + prefix + " to " + shown(mp.replacement));
   if (!mp.note.empty()) message += " (" + ctx.spell_host_event(mp.note) + ")";
   if (!mp.if_none.empty() && none_guarded(ctx, ref, r.n, prefix, mp, message, text)) return;
-  ctx.modify("TP100", prefix, message, r.begin, r.end, text);
-  if (!mp.changes.empty()) ctx.label_last(mp.changes, fix::Applicability::Unsafe);
+  Draft d = ctx.rewrite(prefix, message, r.begin, r.end, text);
+  if (!mp.changes.empty()) d = std::move(d).labelled(mp.changes, fix::Applicability::Unsafe);
+  tp100(ctx, std::move(d));
   if (mp.status == catalogue::Status::Unknown) {
-    ctx.flag("TP100", Operation::Unknown, prefix,
-             mp.note.empty() ? "support of " + mp.replacement + " is not confirmed" : mp.note,
-             r.begin, r.end);
+    tp100(ctx,
+          report(Operation::Unknown, prefix,
+                 mp.note.empty() ? "support of " + mp.replacement + " is not confirmed" : mp.note,
+                 r.begin, r.end));
   }
 }
 

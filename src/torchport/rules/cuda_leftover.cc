@@ -39,6 +39,10 @@ namespace torchport::rules {
 
 namespace {
 
+/// TP700 (cuda-leftover): CUDA device strings, NCCL names and integer devices no other rule rewrote
+/// are reported. Its one producer: every TP700 finding is made here.
+void tp700(Context& ctx, Draft d) { ctx.add("TP700", std::move(d)); }
+
 using syntax::Node;
 using syntax::NodeKind;
 using syntax::Role;
@@ -77,14 +81,15 @@ class Walker {
   void report(const Node& n, std::string api, std::string message) {
     const auto r = t_.byte_range(n);
     if (covered(r.begin, r.end)) return;
-    ctx_.flag("TP700", Operation::Unknown, std::move(api), std::move(message), r.begin, r.end);
+    tp700(ctx_,
+          rules::report(Operation::Unknown, std::move(api), std::move(message), r.begin, r.end));
   }
   /// report() with a display-only fix: the edit that would make it the target's device string.
   void suggest(const Node& n, std::string api, std::string message, fix::Edit edit) {
     const auto r = t_.byte_range(n);
     if (covered(r.begin, r.end)) return;
-    ctx_.suggest("TP700", Operation::Unknown, std::move(api), std::move(message), r.begin, r.end,
-                 std::move(edit));
+    tp700(ctx_, display(Operation::Unknown, std::move(api), std::move(message), r.begin, r.end,
+                        std::move(edit)));
   }
   /// The target's device string in place of the CUDA one of a plain string literal ("cuda:1" ->
   /// "npu:1"; without the index where the target has one device), or nullopt: the device is
@@ -386,19 +391,19 @@ void run_cuda_leftover(Context& ctx) {
     if (!cuda_module(q)) continue;
     const std::uint32_t b = m.tokens()[im.item_begin].begin, e = m.tokens()[im.item_end - 1].end;
     if (!free(b, e)) continue;
-    ctx.flag("TP700", Operation::Unknown, q,
-             "import of the CUDA module " + q + " kept: check what its uses do on " +
-                 (ctx.accelerator() ? std::string("the accelerator") : ctx.target.name),
-             b, e);
+    tp700(ctx, report(Operation::Unknown, q,
+                      "import of the CUDA module " + q + " kept: check what its uses do on " +
+                          (ctx.accelerator() ? std::string("the accelerator") : ctx.target.name),
+                      b, e));
   }
   for (const semantic::Reference& r : m.references()) {
     if (!cuda_module(r.qualified)) continue;
     const std::uint32_t b = m.tokens()[r.first].begin, e = m.tokens()[r.last].end;
     if (!free(b, e)) continue;
-    ctx.flag("TP700", Operation::Unknown, r.qualified,
-             r.qualified + " kept as it is: CUDA-specific; check its effect on " +
-                 (ctx.accelerator() ? std::string("the accelerator") : ctx.target.name),
-             b, e);
+    tp700(ctx, report(Operation::Unknown, r.qualified,
+                      r.qualified + " kept as it is: CUDA-specific; check its effect on " +
+                          (ctx.accelerator() ? std::string("the accelerator") : ctx.target.name),
+                      b, e));
   }
 }
 

@@ -45,6 +45,14 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP800 (custom-args): arguments rewritten by ArgsModifyRule entries of a --rules file. Its one
+/// producer: every TP800 finding is made here.
+void tp800(Context& ctx, Draft d) { ctx.add("TP800", std::move(d)); }
+
+}  // namespace
+
 using semantic::TokenIndex;
 using syntax::TokenKind;
 
@@ -241,10 +249,11 @@ class Rewriter {
       const Arg& a = args[i];
       if (!a.keyword.empty() || m_.kind(a.first) == TokenKind::DoubleStar) continue;
       if (m_.kind(a.first) == TokenKind::Star) {
-        ctx_.flag("TP800", Operation::Unsupported, rule.func_name,
-                  "cannot tell which argument is at position " + std::to_string(*rule.arg_idx) +
-                      " of function " + rule.func_name + " (a *args comes first): left in place",
-                  begin_of(a.first), end_of(a.last));
+        tp800(ctx_,
+              report(Operation::Unsupported, rule.func_name,
+                     "cannot tell which argument is at position " + std::to_string(*rule.arg_idx) +
+                         " of function " + rule.func_name + " (a *args comes first): left in place",
+                     begin_of(a.first), end_of(a.last)));
         return std::nullopt;
       }
       if (pos++ == *rule.arg_idx) return i;
@@ -275,8 +284,7 @@ class Rewriter {
   void emit(const Action& a, const Arg& arg, Operation op, std::string message,
             std::vector<fix::Edit> edits, std::string_view new_text, TokenIndex lpar,
             std::optional<std::pair<std::uint32_t, std::uint32_t>> drops = {}) {
-    Finding f;
-    f.code = "TP800";
+    Draft f;
     f.op = op;
     f.api = a.rule->func_name;
     f.message = std::move(message);
@@ -286,8 +294,8 @@ class Rewriter {
     fx.edits = std::move(edits);
     f.fix = std::move(fx);
     f.drops = drops;
-    ctx_.result.findings.push_back(std::move(f));
-    ctx_.changed = true;
+    f.changes_file = true;
+    tp800(ctx_, std::move(f));
     const std::uint32_t scope = m_.lines()[m_.line_of(lpar).value_or(0)].scope;
     if (mentions(new_text, "DEVICE_ID") && !m_.lookup("DEVICE_ID", scope))
       ctx_.used_device_id = true;

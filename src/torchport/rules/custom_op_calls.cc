@@ -21,6 +21,14 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP903 (custom-op-call): calls of the project's own custom CUDA operators. Its one producer:
+/// every TP903 finding is made here.
+void tp903(Context& ctx, Draft d) { ctx.add("TP903", std::move(d)); }
+
+}  // namespace
+
 void run_custom_op_calls(Context& ctx) {
   const CustomOps& ops = *ctx.opts.custom_ops;
   if (ops.empty()) return;
@@ -32,10 +40,10 @@ void run_custom_op_calls(Context& ctx) {
     auto it = ops.find(tree.name(*fn));
     if (it == ops.end()) continue;
     const syntax::ByteRange r = tree.byte_range(*call);
-    ctx.flag("TP903", Operation::Unsupported, std::string(tree.text(*fn)),
-             "User-defined CUDA Operator (defined in " + it->second +
-                 "): port it to the target or replace it",
-             r.begin, r.end);
+    tp903(ctx, report(Operation::Unsupported, std::string(tree.text(*fn)),
+                      "User-defined CUDA Operator (defined in " + it->second +
+                          "): port it to the target or replace it",
+                      r.begin, r.end));
   }
 }
 

@@ -35,6 +35,26 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP801 (custom-func-name): calls renamed by FuncNameModifyRule entries (dotless old_name) of a
+/// --rules file. Its one producer: every TP801 finding is made here.
+void tp801(Context& ctx, Draft d) { ctx.add("TP801", std::move(d)); }
+
+/// TP802 (custom-string): string literals rewritten by ReplaceStringRule entries of a --rules file.
+/// Its one producer: every TP802 finding is made here.
+void tp802(Context& ctx, Draft d) { ctx.add("TP802", std::move(d)); }
+
+/// TP803 (custom-attribute): attributes renamed by ReplaceAttributeRule entries (dotless old_name)
+/// of a --rules file. Its one producer: every TP803 finding is made here.
+void tp803(Context& ctx, Draft d) { ctx.add("TP803", std::move(d)); }
+
+/// TP804 (custom-insert): statements inserted by InsertGlobalRule entries of a --rules file. Its
+/// one producer: every TP804 finding is made here.
+void tp804(Context& ctx, Draft d) { ctx.add("TP804", std::move(d)); }
+
+}  // namespace
+
 using semantic::TokenIndex;
 using syntax::TokenKind;
 
@@ -97,9 +117,10 @@ void calls(Context& ctx, const std::vector<const catalogue::NameRule*>& rules) {
       if (text != r->old_name) continue;
       const syntax::Token& tok = m.tokens()[*name];
       if (!taken(ctx, tok.begin, tok.end))
-        ctx.modify("TP801", r->old_name,
-                   "change function " + r->old_name + " to " + r->new_name + " (" + r->source + ")",
-                   tok.begin, tok.end, r->new_name);
+        tp801(ctx, ctx.rewrite(r->old_name,
+                               "change function " + r->old_name + " to " + r->new_name + " (" +
+                                   r->source + ")",
+                               tok.begin, tok.end, r->new_name));
       break;
     }
   }
@@ -117,10 +138,10 @@ void attributes(Context& ctx, const std::vector<const catalogue::NameRule*>& rul
       if (text != r->old_name) continue;
       const syntax::Token& tok = m.tokens()[i];
       if (!taken(ctx, tok.begin, tok.end))
-        ctx.modify("TP803", "." + r->old_name,
-                   "replace attribute \"" + r->old_name + "\" with \"" + r->new_name + "\" (" +
-                       r->source + ")",
-                   tok.begin, tok.end, r->new_name);
+        tp803(ctx, ctx.rewrite("." + r->old_name,
+                               "replace attribute \"" + r->old_name + "\" with \"" + r->new_name +
+                                   "\" (" + r->source + ")",
+                               tok.begin, tok.end, r->new_name));
       break;
     }
   }
@@ -164,8 +185,8 @@ void strings(Context& ctx, const std::vector<const catalogue::StringRule*>& rule
     }
     const auto end = begin + static_cast<std::uint32_t>(value.size());
     if (v == value || taken(ctx, begin, end)) continue;
-    ctx.modify("TP802", "\"" + std::string(value) + "\"", "replace string " + applied, begin, end,
-               v);
+    tp802(ctx, ctx.rewrite("\"" + std::string(value) + "\"", "replace string " + applied, begin,
+                           end, v));
   }
 }
 
@@ -195,7 +216,7 @@ void inserts(Context& ctx, const std::vector<const catalogue::InsertRule*>& rule
   if (body.empty()) return;
   const std::string_view text = m.text();
   if (at > 0 && at == text.size() && text.back() != '\n' && text.back() != '\r') body = nl + body;
-  ctx.modify("TP804", api, "insert " + api + " (" + sources + ")", at, at, body);
+  tp804(ctx, ctx.rewrite(api, "insert " + api + " (" + sources + ")", at, at, body));
 }
 
 }  // namespace

@@ -75,6 +75,42 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP411 (ddp-wrap): --distributed: the model variable wrapped in DistributedDataParallel. Its one
+/// producer: every TP411 finding is made here.
+void tp411(Context& ctx, Draft d) { ctx.add("TP411", std::move(d)); }
+
+/// TP412 (data-parallel-to-ddp): --distributed: torch.nn.DataParallel becomes
+/// DistributedDataParallel. Its one producer: every TP412 finding is made here.
+void tp412(Context& ctx, Draft d) { ctx.add("TP412", std::move(d)); }
+
+/// TP413 (distributed-sampler): --distributed: DistributedSampler for training DataLoaders,
+/// set_epoch in the epoch loop. Its one producer: every TP413 finding is made here.
+void tp413(Context& ctx, Draft d) { ctx.add("TP413", std::move(d)); }
+
+/// TP414 (per-rank-batch): --distributed: the global batch split between the ranks. Its one
+/// producer: every TP414 finding is made here.
+void tp414(Context& ctx, Draft d) { ctx.add("TP414", std::move(d)); }
+
+/// TP415 (rank-zero-side-effect): --distributed: print, logging, saving and file writes on rank 0
+/// only. Its one producer: every TP415 finding is made here.
+void tp415(Context& ctx, Draft d) { ctx.add("TP415", std::move(d)); }
+
+/// TP416 (destroy-process-group): --distributed: destroy_process_group() at the end. Its one
+/// producer: every TP416 finding is made here.
+void tp416(Context& ctx, Draft d) { ctx.add("TP416", std::move(d)); }
+
+/// TP417 (ddp-state-dict): --distributed: state_dict()/load_state_dict() of the module inside DDP
+/// (no `module.`). Its one producer: every TP417 finding is made here.
+void tp417(Context& ctx, Draft d) { ctx.add("TP417", std::move(d)); }
+
+}  // namespace
+
+/// TP410 (ddp-setup): --distributed: process group from torchrun's environment, the rank's device,
+/// helpers. Its one producer: every TP410 finding is made here.
+Finding tp410(Draft d) { return finding("TP410", std::move(d)); }
+
 using semantic::TokenIndex;
 using syntax::Node;
 using syntax::NodeKind;
@@ -426,11 +462,14 @@ void tp410_module_helpers(Ddp& d) {
   if (d.called("_tp_ddp") && !d.m.module_alias("torch")) block += "import torch" + d.nl;
   for (const std::string& l : module_helper_lines(d, os)) block += d.spell(l) + d.nl;
   const std::uint32_t at = setup_offset(d);
-  d.ctx.modify("TP410", "torch.distributed",
-               "the --distributed helpers this module calls (the rank from torchrun's environment; "
-               "the process group is set up by " +
-                   d.ctx.opts.distributed_main + ")",
-               at, at, after_imports(d, at, std::move(block), true));
+  d.ctx.add(
+      d.ctx.rewrite(
+          "torch.distributed",
+          "the --distributed helpers this module calls (the rank from torchrun's environment; "
+          "the process group is set up by " +
+              d.ctx.opts.distributed_main + ")",
+          at, at, after_imports(d, at, std::move(block), true)),
+      tp410);
 }
 
 }  // namespace
@@ -590,8 +629,7 @@ void tp412_data_parallel(Ddp& d) {
     const Node* first = positional(*call, 0);
     if (!first) first = keyword_arg(t, *call, "module");
     if (!first) continue;
-    Finding f;
-    f.code = "TP412";
+    Draft f;
     f.op = Operation::Modify;
     f.api = "torch.nn.DataParallel";
     f.message = "nn.DataParallel becomes DistributedDataParallel on this rank's device (" +
@@ -612,7 +650,7 @@ void tp412_data_parallel(Ddp& d) {
     // The dropped arguments take the findings inside them along (device_ids=list(range(
     // torch.cuda.device_count()))): their code is gone.
     f.drops = {ae, ce};
-    d.ctx.result.findings.push_back(std::move(f));
+    tp412(d.ctx, std::move(f));
   }
 }
 
@@ -667,24 +705,28 @@ void tp411_wrap_model(Ddp& d) {
   if (d.companion && binding->parent() == &t.root()) {
     // Module-level code of an imported module runs while the entry script imports it, before
     // the entry script has set up the process group, which DistributedDataParallel needs.
-    d.ctx.flag("TP411", Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
-               target_text + " is bound when this module is imported, before " +
-                   d.ctx.opts.distributed_main + " sets up the process group: wrap it there (`" +
-                   wrap + "`) after the set-up",
-               b, e);
+    tp411(d.ctx,
+          report(Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
+                 target_text + " is bound when this module is imported, before " +
+                     d.ctx.opts.distributed_main + " sets up the process group: wrap it there (`" +
+                     wrap + "`) after the set-up",
+                 b, e));
   } else if (indent && d.ends_line(*anchor)) {
     const std::uint32_t at = d.line_end(*anchor);
-    d.ctx.modify("TP411", "torch.nn.parallel.DistributedDataParallel",
-                 "wrap " + target_text +
-                     " in DistributedDataParallel on this rank's device (after its last binding)",
-                 at, at,
-                 (d.at_unterminated_end(at) ? d.nl : std::string()) + *indent + target_text +
-                     " = " + d.call("_tp_ddp") + "(" + target_text + ")" + d.nl);
+    tp411(d.ctx,
+          d.ctx.rewrite(
+              "torch.nn.parallel.DistributedDataParallel",
+              "wrap " + target_text +
+                  " in DistributedDataParallel on this rank's device (after its last binding)",
+              at, at,
+              (d.at_unterminated_end(at) ? d.nl : std::string()) + *indent + target_text + " = " +
+                  d.call("_tp_ddp") + "(" + target_text + ")" + d.nl));
   } else {
-    d.ctx.flag("TP411", Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
-               "the binding of " + target_text +
-                   " shares its line with other code: wrap it in DDP by hand (`" + wrap + "`)",
-               b, e);
+    tp411(d.ctx,
+          report(Operation::Unsupported, "torch.nn.parallel.DistributedDataParallel",
+                 "the binding of " + target_text +
+                     " shares its line with other code: wrap it in DDP by hand (`" + wrap + "`)",
+                 b, e));
   }
 }
 
@@ -699,8 +741,7 @@ void tp417_state_dict(Ddp& d) {
     const Node* recv = f->value();
     if (!is_var(t, recv, d.var)) continue;
     auto [rb, re] = t.byte_range(*recv);
-    Finding fd;
-    fd.code = "TP417";
+    Draft fd;
     fd.op = Operation::Modify;
     fd.api = std::string(name);
     fd.message = std::string(name) + "() of the module inside DDP (" + d.name("_tp_unwrap") +
@@ -712,7 +753,7 @@ void tp417_state_dict(Ddp& d) {
     fx.edits.push_back({rb, rb, d.call("_tp_unwrap") + "("});
     fx.edits.push_back({re, re, ")"});
     fd.fix = std::move(fx);
-    d.ctx.result.findings.push_back(std::move(fd));
+    tp417(d.ctx, std::move(fd));
   }
 }
 
@@ -777,10 +818,10 @@ void tp413_samplers(Ddp& d) {
     if (evaluation_name(bound)) continue;  // every rank evaluates the whole set (docs/migrate.md)
     if (keyword_arg(t, *call, "sampler") || keyword_arg(t, *call, "batch_sampler") ||
         positional(*call, 3)) {
-      d.ctx.flag("TP413", Operation::Unsupported, "torch.utils.data.DataLoader",
-                 "this DataLoader has its own sampler: shard it between the ranks by hand "
-                 "(DistributedSampler)",
-                 cb, ce);
+      tp413(d.ctx, report(Operation::Unsupported, "torch.utils.data.DataLoader",
+                          "this DataLoader has its own sampler: shard it between the ranks by hand "
+                          "(DistributedSampler)",
+                          cb, ce));
       continue;
     }
     const Node* ds = positional(*call, 0);
@@ -790,9 +831,10 @@ void tp413_samplers(Ddp& d) {
       if (ds_kw) ds = ds_kw->value();
     }
     if (!ds) {
-      d.ctx.flag("TP413", Operation::Unsupported, "torch.utils.data.DataLoader",
-                 "no dataset argument: shard it between the ranks by hand (DistributedSampler)", cb,
-                 ce);
+      tp413(d.ctx,
+            report(Operation::Unsupported, "torch.utils.data.DataLoader",
+                   "no dataset argument: shard it between the ranks by hand (DistributedSampler)",
+                   cb, ce));
       continue;
     }
     const Node* shuffle_kw = keyword_arg(t, *call, "shuffle");
@@ -802,8 +844,7 @@ void tp413_samplers(Ddp& d) {
                                 : shuffle_pos ? d.node_text(shuffle_pos)
                                               : "False";
     const std::string drop = drop_kw ? d.node_text(drop_kw->value()) : "False";
-    Finding f;
-    f.code = "TP413";
+    Draft f;
     f.op = Operation::Modify;
     f.api = "torch.utils.data.DataLoader";
     f.message = "DistributedSampler for " + (bound.empty() ? std::string("this loader") : bound) +
@@ -813,7 +854,7 @@ void tp413_samplers(Ddp& d) {
     f.begin = cb;
     f.end = ce;
     f.fix = sampler_fix(d, *call, ds, ds_kw, shuffle, drop);
-    d.ctx.result.findings.push_back(std::move(f));
+    tp413(d.ctx, std::move(f));
     d.sharded.push_back({call, bound, stmt});
   }
 }
@@ -827,22 +868,24 @@ void tp414_batch(Ddp& d) {
     if (!bs) bs = positional(*l.call, 1);
     if (!bs) {
       auto [cb, ce] = t.byte_range(*l.call);
-      d.ctx.flag("TP414", Operation::Unknown, "batch_size",
-                 "no batch_size: each rank loads batches of 1, the global batch is WORLD_SIZE", cb,
-                 ce);
+      tp414(d.ctx,
+            report(Operation::Unknown, "batch_size",
+                   "no batch_size: each rank loads batches of 1, the global batch is WORLD_SIZE",
+                   cb, ce));
       continue;
     }
     auto [bb, be] = t.byte_range(*bs);
     if (d.ctx.opts.keep_batch) {
-      d.ctx.flag("TP414", Operation::Unknown, "batch_size",
-                 "per-rank batch kept (--per-rank-batch keep): the global batch is " +
-                     d.node_text(bs) + " x WORLD_SIZE; scale the learning rate if needed",
-                 bb, be);
+      tp414(d.ctx, report(Operation::Unknown, "batch_size",
+                          "per-rank batch kept (--per-rank-batch keep): the global batch is " +
+                              d.node_text(bs) + " x WORLD_SIZE; scale the learning rate if needed",
+                          bb, be));
     } else {
-      d.ctx.modify("TP414", "batch_size",
-                   "the global batch " + d.node_text(bs) +
-                       " is split between the ranks (--per-rank-batch split, the default)",
-                   bb, be, d.call("_tp_rank_batch") + "(" + d.node_text(bs) + ")");
+      tp414(d.ctx,
+            d.ctx.rewrite("batch_size",
+                          "the global batch " + d.node_text(bs) +
+                              " is split between the ranks (--per-rank-batch split, the default)",
+                          bb, be, d.call("_tp_rank_batch") + "(" + d.node_text(bs) + ")"));
     }
   }
 }
@@ -931,16 +974,17 @@ void tp413_set_epoch(Ddp& d) {
     if (!tgt || tgt->kind() != NodeKind::Name || epoch_loops.contains(epoch)) {
       // A returned loader without an epoch loop here: its module's row says what to do.
       if (!epoch_loops.contains(epoch) && !is_returned(l.name))
-        d.ctx.flag("TP413", Operation::Unknown, "DistributedSampler.set_epoch",
-                   "no epoch loop found around " + l.name + ": call " + l.name +
-                       ".sampler.set_epoch(epoch) at the start of each epoch, or every epoch "
-                       "sees the same order" +
-                       (d.companion ? std::string(" (where " + d.ctx.opts.distributed_main +
-                                                  " loops over epochs with the loader a function "
-                                                  "of this module returns, --distributed inserts "
-                                                  "that call: see its rows)")
-                                    : std::string()),
-                   sb, se);
+        tp413(d.ctx,
+              report(Operation::Unknown, "DistributedSampler.set_epoch",
+                     "no epoch loop found around " + l.name + ": call " + l.name +
+                         ".sampler.set_epoch(epoch) at the start of each epoch, or every epoch "
+                         "sees the same order" +
+                         (d.companion ? std::string(" (where " + d.ctx.opts.distributed_main +
+                                                    " loops over epochs with the loader a function "
+                                                    "of this module returns, --distributed inserts "
+                                                    "that call: see its rows)")
+                                      : std::string()),
+                     sb, se));
       continue;
     }
     const Node* first_stmt = *epoch->body().begin();
@@ -948,9 +992,10 @@ void tp413_set_epoch(Ddp& d) {
     auto indent = indent_before(d.text, at);
     if (!indent) continue;
     epoch_loops.insert(epoch);
-    d.ctx.modify("TP413", "DistributedSampler.set_epoch",
-                 "set the sampler's epoch, so that each epoch shuffles anew on every rank", at, at,
-                 l.name + ".sampler.set_epoch(" + d.node_text(tgt) + ")" + d.nl + *indent);
+    tp413(d.ctx, d.ctx.rewrite(
+                     "DistributedSampler.set_epoch",
+                     "set the sampler's epoch, so that each epoch shuffles anew on every rank", at,
+                     at, l.name + ".sampler.set_epoch(" + d.node_text(tgt) + ")" + d.nl + *indent));
   }
 }
 
@@ -960,15 +1005,14 @@ void wrap_rank0_only(Ddp& d, const Node& call, const std::string& api, std::stri
   fix::Fix fx;
   fx.edits.push_back({range.begin, range.begin, d.call("_tp_rank0_only") + "("});
   fx.edits.push_back({range.end, range.end, ")"});
-  Finding f;
-  f.code = "TP415";
+  Draft f;
   f.op = Operation::Modify;
   f.api = api;
   f.message = std::move(message);
   f.begin = range.begin;
   f.end = d.t.byte_range(call).end;
   f.fix = std::move(fx);
-  d.ctx.result.findings.push_back(std::move(f));
+  tp415(d.ctx, std::move(f));
 }
 
 /// What a call statement does that only rank 0 should do ("print", "torch.save",
@@ -1019,8 +1063,8 @@ void tp415_rank_zero_calls(Ddp& d) {
       // A write: the whole statement on rank 0 (its arguments are a state_dict, no forward).
       const std::uint32_t at = d.t.byte_range(*s).begin;
       if (!d.ends_line(*s) || !indent_before(d.text, at)) continue;
-      d.ctx.modify("TP415", what, what + " on rank 0 only", at, at,
-                   "if " + d.call("_tp_rank0") + "(): ");
+      tp415(d.ctx, d.ctx.rewrite(what, what + " on rank 0 only", at, at,
+                                 "if " + d.call("_tp_rank0") + "(): "));
       continue;
     }
     // Output: only the call is skipped on the other ranks; its arguments are still evaluated
@@ -1063,10 +1107,10 @@ void tp415_rank_zero_files(Ddp& d) {
           d.m.token_text(k).find_first_of("\r\n") != std::string::npos)
         multiline_string = true;
     if (!indent || indent->find('\t') != std::string::npos || multiline_string) {
-      d.ctx.flag(
-          "TP415", Operation::Unsupported, "open",
-          "a file written on every rank: guard it with `if " + d.name("_tp_rank0") + "():` by hand",
-          wb, we);
+      tp415(d.ctx, report(Operation::Unsupported, "open",
+                          "a file written on every rank: guard it with `if " + d.name("_tp_rank0") +
+                              "():` by hand",
+                          wb, we));
       continue;
     }
     fix::Fix fx;
@@ -1075,15 +1119,14 @@ void tp415_rank_zero_files(Ddp& d) {
       if ((text[i] == '\n' || (text[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n'))) &&
           i + 1 < we)
         fx.edits.push_back({i + 1, i + 1, "    "});
-    Finding f;
-    f.code = "TP415";
+    Draft f;
     f.op = Operation::Modify;
     f.api = "open";
     f.message = "the file is written on rank 0 only";
     f.begin = wb;
     f.end = we;
     f.fix = std::move(fx);
-    d.ctx.result.findings.push_back(std::move(f));
+    tp415(d.ctx, std::move(f));
   }
 }
 
@@ -1119,10 +1162,10 @@ void tp416_cleanup(Ddp& d) {
       at = d.line_end(*last);
     }
   }
-  d.ctx.modify("TP416", "torch.distributed.destroy_process_group",
-               "destroy the process group at the end of the run", at, at,
-               (d.at_unterminated_end(at) ? d.nl : std::string()) + indent + d.call("_tp_cleanup") +
-                   "()" + d.nl);
+  tp416(d.ctx, d.ctx.rewrite("torch.distributed.destroy_process_group",
+                             "destroy the process group at the end of the run", at, at,
+                             (d.at_unterminated_end(at) ? d.nl : std::string()) + indent +
+                                 d.call("_tp_cleanup") + "()" + d.nl));
 }
 
 /// TP410's process group and device lines for the target (after the environment defaults), the
@@ -1255,20 +1298,23 @@ void tp410_setup(Ddp& d) {
   std::string block = header;
   for (const std::string& l : lines) block += d.spell(l) + d.nl;
   const std::uint32_t at = setup_offset(d);
-  d.ctx.modify("TP410", "torch.distributed.init_process_group",
-               "process group from torchrun's environment (backend " + d.spell(backend) +
-                   "), this rank's device from LOCAL_RANK, and the --distributed helpers",
-               at, at, after_imports(d, at, std::move(block), false));
+  d.ctx.add(
+      d.ctx.rewrite("torch.distributed.init_process_group",
+                    "process group from torchrun's environment (backend " + d.spell(backend) +
+                        "), this rank's device from LOCAL_RANK, and the --distributed helpers",
+                    at, at, after_imports(d, at, std::move(block), false)),
+      tp410);
 }
 
 // ---- TP410 in a module that already uses torch.distributed ----
 void tp410_module_left_alone(Context& ctx, TokenIndex tok) {
   const std::uint32_t b = ctx.m.tokens()[tok].begin;
-  ctx.flag("TP410", Operation::Unknown, "torch.distributed",
-           "this module, imported by " + ctx.opts.distributed_main +
-               ", already uses torch.distributed: --distributed leaves it as it is; check "
-               "that it agrees with the process group set up there",
-           b, b);
+  ctx.add(report(Operation::Unknown, "torch.distributed",
+                 "this module, imported by " + ctx.opts.distributed_main +
+                     ", already uses torch.distributed: --distributed leaves it as it is; check "
+                     "that it agrees with the process group set up there",
+                 b, b),
+          tp410);
 }
 
 }  // namespace

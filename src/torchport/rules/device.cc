@@ -65,6 +65,21 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP300 (device-string): "cuda", "cuda:N" and f"cuda:{i}" in device contexts. Its one producer:
+/// every TP300 finding is made here.
+void tp300(Context& ctx, Draft d) { ctx.add("TP300", std::move(d)); }
+
+/// TP301 (cuda-method): .cuda(...) on tensors and modules. Its one producer: every TP301 finding is
+/// made here.
+void tp301(Context& ctx, Draft d) { ctx.add("TP301", std::move(d)); }
+
+/// TP302 (is-cuda): .is_cuda on tensors. Its one producer: every TP302 finding is made here.
+void tp302(Context& ctx, Draft d) { ctx.add("TP302", std::move(d)); }
+
+}  // namespace
+
 using semantic::TokenIndex;
 using syntax::TokenKind;
 
@@ -278,8 +293,7 @@ bool device_call_selection(Context& ctx, TokenIndex i, const semantic::StringVal
   if (args.size() != 1 || !args[0].keyword.empty() || args[0].first != i) return false;
   const std::string current = ctx.render("torch.accelerator.current_accelerator()");
   const std::uint32_t call_begin = m.tokens()[callee->first].begin;
-  Finding f;
-  f.code = "TP300";
+  Draft f;
   f.op = Operation::Modify;
   f.api = api;
   f.begin = m.tokens()[i].begin;
@@ -351,8 +365,8 @@ bool device_call_selection(Context& ctx, TokenIndex i, const semantic::StringVal
     if (sv.value == "cuda:0") f.message += " (cuda:0: the current device, 0 unless set)";
   }
   f.fix = std::move(fx);
-  ctx.result.findings.push_back(std::move(f));
-  ctx.changed = true;
+  f.changes_file = true;
+  tp300(ctx, std::move(f));
   ctx.require_torch(kAcceleratorMinTorch);
   return true;
 }
@@ -363,13 +377,16 @@ void map_location(Context& ctx, const std::string& api, std::uint32_t b, std::ui
   std::string repl = ctx.accelerator() ? ctx.script_device(b, false, true) : std::string();
   if (repl.empty()) repl = ctx.accelerator() ? ctx.helper_device(b) : ctx.device_expr();
   if (ctx.accelerator()) ctx.require_torch(kAcceleratorMinTorch);
-  ctx.modify("TP300", api,
-             "replace map_location " + api + " with " + repl +
-                 " (the current device; torch.load cannot restore to an indexed CPU device)",
-             b, e, repl);
+  Draft d =
+      ctx.rewrite(api,
+                  "replace map_location " + api + " with " + repl +
+                      " (the current device; torch.load cannot restore to an indexed CPU device)",
+                  b, e, repl);
   // "cuda:1", f"cuda:{rank}": the index goes, so storages land on the current device.
   if (api.find(':') != std::string::npos)
-    ctx.label_last("changes behaviour: a map_location index dropped", fix::Applicability::Unsafe);
+    d = std::move(d).labelled("changes behaviour: a map_location index dropped",
+                              fix::Applicability::Unsafe);
+  tp300(ctx, std::move(d));
 }
 
 // True when string token `i` is the type of `torch.device("cuda", index)`: the index is given
@@ -503,8 +520,7 @@ bool drop_duplicate_choice(Context& ctx, TokenIndex i, const std::string& api) {
   } else {
     b = m.tokens()[*(at - 1)].end;
   }
-  Finding f;
-  f.code = "TP300";
+  Draft f;
   f.op = Operation::Delete;
   f.api = api;
   f.message = "delete the choice " + api + " (\"" + ctx.target.device + "\" is listed already)";
@@ -513,8 +529,8 @@ bool drop_duplicate_choice(Context& ctx, TokenIndex i, const std::string& api) {
   fix::Fix fx;
   fx.edits.push_back(fix::Edit{b, e, ""});
   f.fix = std::move(fx);
-  ctx.result.findings.push_back(std::move(f));
-  ctx.changed = true;
+  f.changes_file = true;
+  tp300(ctx, std::move(f));
   return true;
 }
 
@@ -528,11 +544,12 @@ bool comparison_guard(Context& ctx, TokenIndex i, const semantic::StringValue& s
   const semantic::Model& m = ctx.m;
   const syntax::Token& tok = m.tokens()[i];
   if (ctx.target.host) {
-    ctx.flag("TP300", Operation::Unknown, api,
-             "comparison with " + api +
-                 " kept: it tests for a CUDA device, and on cpu it stays false as on a machine "
-                 "without CUDA",
-             tok.begin, tok.end);
+    tp300(ctx,
+          report(Operation::Unknown, api,
+                 "comparison with " + api +
+                     " kept: it tests for a CUDA device, and on cpu it stays false as on a machine "
+                     "without CUDA",
+                 tok.begin, tok.end));
     return true;
   }
   if (!ctx.accelerator()) return false;
@@ -544,15 +561,16 @@ bool comparison_guard(Context& ctx, TokenIndex i, const semantic::StringValue& s
            n && (m.kind(*n) == TokenKind::EqEqual || m.kind(*n) == TokenKind::NotEqual))
     op = n;
   if (!op || sv.value != "cuda") {
-    ctx.flag("TP300", Operation::Unknown, api,
-             "comparison with " + api +
-                 " kept: it tests for one CUDA device; write the test for the accelerator by hand",
-             tok.begin, tok.end);
+    tp300(ctx,
+          report(
+              Operation::Unknown, api,
+              "comparison with " + api +
+                  " kept: it tests for one CUDA device; write the test for the accelerator by hand",
+              tok.begin, tok.end));
     return true;
   }
   const bool eq = m.kind(*op) == TokenKind::EqEqual;
-  Finding f;
-  f.code = "TP300";
+  Draft f;
   f.op = Operation::Modify;
   f.api = api;
   f.message = std::string("change the guard ") + (eq ? "== " : "!= ") + api + " to " +
@@ -564,8 +582,8 @@ bool comparison_guard(Context& ctx, TokenIndex i, const semantic::StringValue& s
   fx.edits.push_back(fix::Edit{m.tokens()[*op].begin, m.tokens()[*op].end, eq ? "!=" : "=="});
   fx.edits.push_back(fix::Edit{sv.value_begin, sv.value_begin + 4, "cpu"});
   f.fix = std::move(fx);
-  ctx.result.findings.push_back(std::move(f));
-  ctx.changed = true;
+  f.changes_file = true;
+  tp300(ctx, std::move(f));
   return true;
 }
 
@@ -581,8 +599,9 @@ bool accelerator_built_device(Context& ctx, TokenIndex i, TokenKind op, Ctx c,
   const std::string api = std::string(m.token_text(i));
   const syntax::Token& tok = m.tokens()[i];
   auto unknown = [&](const std::string& why) {
-    ctx.flag("TP300", Operation::Unknown, api,
-             "a CUDA device string built at run time is left as is: " + why, tok.begin, tok.end);
+    tp300(ctx, report(Operation::Unknown, api,
+                      "a CUDA device string built at run time is left as is: " + why, tok.begin,
+                      tok.end));
     return true;
   };
   if (c == Ctx::MapLocation) {
@@ -650,10 +669,11 @@ bool accelerator_built_device(Context& ctx, TokenIndex i, TokenKind op, Ctx c,
                                ? type + ", " + index
                                : ctx.render("torch.device") + "(" + type + ", " + index + ")";
   ctx.require_torch(kAcceleratorMinTorch);
-  ctx.modify("TP300", api,
-             "replace the device built from " + api + " with " + ctx.render("torch.device") + "(" +
-                 type + ", " + index + ") (the accelerator's device, index " + index + " kept)",
-             tok.begin, m.tokens()[arg->last].end, repl);
+  tp300(ctx, ctx.rewrite(api,
+                         "replace the device built from " + api + " with " +
+                             ctx.render("torch.device") + "(" + type + ", " + index +
+                             ") (the accelerator's device, index " + index + " kept)",
+                         tok.begin, m.tokens()[arg->last].end, repl));
   return true;
 }
 
@@ -675,10 +695,10 @@ bool built_device_string(Context& ctx, TokenIndex i, const semantic::StringValue
   const std::string api = std::string(m.token_text(i));
   const std::string& t = ctx.target.name;
   if (ctx.target.device_index) {  // the target's devices take an index (data/targets.json)
-    ctx.modify(
-        "TP300", api,
-        "replace \"cuda\" with \"" + ctx.target.device + "\" in a device string built at run time",
-        sv.value_begin, sv.value_begin + 4, ctx.target.device);
+    tp300(ctx, ctx.rewrite(api,
+                           "replace \"cuda\" with \"" + ctx.target.device +
+                               "\" in a device string built at run time",
+                           sv.value_begin, sv.value_begin + 4, ctx.target.device));
     return true;
   }
   // The whole argument, when it is exactly this expression.
@@ -689,10 +709,11 @@ bool built_device_string(Context& ctx, TokenIndex i, const semantic::StringValue
     TokenIndex first = a.first;
     if (!a.keyword.empty()) first = *m.next(*m.next(a.first));  // after `name =`
     if (first != i) return false;
-    ctx.modify("TP300", api,
-               "replace the device built from " + api + " with \"" + ctx.target.device + "\" (" +
-                   t + " has one device: the index is dropped)",
-               m.tokens()[i].begin, m.tokens()[a.last].end, "\"" + ctx.target.device + "\"");
+    tp300(ctx, ctx.rewrite(api,
+                           "replace the device built from " + api + " with \"" + ctx.target.device +
+                               "\" (" + t + " has one device: the index is dropped)",
+                           m.tokens()[i].begin, m.tokens()[a.last].end,
+                           "\"" + ctx.target.device + "\""));
     return true;
   }
   return false;
@@ -765,11 +786,11 @@ std::optional<TokenIndex> host_choice(Context& ctx, TokenIndex i, const semantic
   }
   const std::uint32_t b = m.tokens()[i].begin, e = m.tokens()[*other].end;
   std::erase_if(ctx.result.findings, [&](const Finding& g) { return g.begin >= b && g.end <= e; });
-  ctx.modify("TP300", api,
-             "change " + api + " if ... else " + std::string(m.token_text(*other)) + " to " +
-                 std::string(m.token_text(*other)) +
-                 ": on cpu both branches name the CPU (the test is dropped)",
-             b, e, std::string(m.token_text(*other)));
+  tp300(ctx, ctx.rewrite(api,
+                         "change " + api + " if ... else " + std::string(m.token_text(*other)) +
+                             " to " + std::string(m.token_text(*other)) +
+                             ": on cpu both branches name the CPU (the test is dropped)",
+                         b, e, std::string(m.token_text(*other))));
   return other;
 }
 
@@ -794,10 +815,11 @@ void device_strings(Context& ctx) {
       if (sv && sv->value.starts_with("cuda") && (is_str(pv, true) || is_str(nx, false))) {
         if (device_context(ctx, i, i) != Ctx::None) {
           const syntax::Token& tok = m.tokens()[i];
-          ctx.flag("TP300", Operation::Unknown, "\"" + std::string(sv->value) + "\"",
-                   "a CUDA device string in an implicit string concatenation is left as is: "
-                   "check it for the target",
-                   tok.begin, tok.end);
+          tp300(ctx,
+                report(Operation::Unknown, "\"" + std::string(sv->value) + "\"",
+                       "a CUDA device string in an implicit string concatenation is left as is: "
+                       "check it for the target",
+                       tok.begin, tok.end));
         }
         continue;
       }
@@ -835,30 +857,32 @@ void device_strings(Context& ctx) {
                  std::string(sv->value.substr(4)) + std::string(1, sv->quote);
         }
         ctx.require_torch(kAcceleratorMinTorch);
-        ctx.modify("TP300", api, "replace device string " + api + " with the current accelerator",
-                   tok.begin, tok.end, text);
+        tp300(ctx,
+              ctx.rewrite(api, "replace device string " + api + " with the current accelerator",
+                          tok.begin, tok.end, text));
       } else if (pin && c == Ctx::Device && sv->value != "cuda" && !indexed_device_call(m, i)) {
         // "cuda:N": an index written into the script. A plain "cuda" is the current device,
         // which the --specify-device prologue sets; it stays a device type ("npu"), so that
         // `device == "cuda"` and `device_type = "cuda"` keep working.
         ctx.used_device_id = true;
         const std::string var = ctx.device_id_var();
-        ctx.modify(
-            "TP300", api,
-            "replace device string " + api + " with f'" + ctx.target.device + ":{" + var + "}'",
-            tok.begin, tok.end, "f\"" + ctx.target.device + ":{" + var + "}\"");
+        tp300(ctx, ctx.rewrite(api,
+                               "replace device string " + api + " with f'" + ctx.target.device +
+                                   ":{" + var + "}'",
+                               tok.begin, tok.end, "f\"" + ctx.target.device + ":{" + var + "}\""));
       } else if (sv->value != "cuda" && !ctx.target.device_index && c != Ctx::Comparison) {
         // One device: the index is dropped (catalogue entry "cuda:N").
-        ctx.modify("TP300", api,
-                   "replace string " + api + " with \"" + ctx.target.device + "\" (" +
-                       ctx.target.name + " has one device)",
-                   sv->value_begin, sv->value_begin + static_cast<std::uint32_t>(sv->value.size()),
-                   ctx.target.device);
+        tp300(ctx, ctx.rewrite(api,
+                               "replace string " + api + " with \"" + ctx.target.device + "\" (" +
+                                   ctx.target.name + " has one device)",
+                               sv->value_begin,
+                               sv->value_begin + static_cast<std::uint32_t>(sv->value.size()),
+                               ctx.target.device));
       } else {
-        ctx.modify("TP300", api,
-                   "replace device string " + api + " with \"" + ctx.target.device +
-                       std::string(sv->value.substr(4)) + "\"",
-                   sv->value_begin, sv->value_begin + 4, ctx.target.device);
+        tp300(ctx, ctx.rewrite(api,
+                               "replace device string " + api + " with \"" + ctx.target.device +
+                                   std::string(sv->value.substr(4)) + "\"",
+                               sv->value_begin, sv->value_begin + 4, ctx.target.device));
       }
       continue;
     }
@@ -887,10 +911,11 @@ void device_strings(Context& ctx) {
         ctx.require_torch(kAcceleratorMinTorch);
         repl = "{" + ctx.device_type_expr(m.tokens()[i].begin) + "}";
       }
-      ctx.modify("TP300", "f\"" + std::string(v) + "...\"",
-                 "replace \"cuda\" with \"" + (ctx.accelerator() ? repl : ctx.target.device) +
-                     "\" in an f-string device",
-                 b, b + 4, repl);
+      tp300(ctx, ctx.rewrite("f\"" + std::string(v) + "...\"",
+                             "replace \"cuda\" with \"" +
+                                 (ctx.accelerator() ? repl : ctx.target.device) +
+                                 "\" in an f-string device",
+                             b, b + 4, repl));
     }
   }
 }
@@ -926,10 +951,10 @@ void load_map_location(Context& ctx) {
       dev = "\"" + ctx.target.device + "\"";
     }
     const std::uint32_t at = m.tokens()[args.back().last].end;
-    ctx.modify("TP300", "torch.load",
-               "insert map_location=" + dev +
-                   " (storages saved on a CUDA device cannot be restored without one)",
-               at, at, ", map_location=" + dev);
+    tp300(ctx, ctx.rewrite("torch.load",
+                           "insert map_location=" + dev +
+                               " (storages saved on a CUDA device cannot be restored without one)",
+                           at, at, ", map_location=" + dev));
   }
 }
 
@@ -941,7 +966,7 @@ void is_cuda_attribute(Context& ctx, TokenIndex i) {
   const syntax::Token& tok = m.tokens()[i];
   const catalogue::Mapping* mp = ctx.cat.lookup(".is_cuda", t);
   if (mp && mp->status == catalogue::Status::Unsupported) {
-    ctx.flag("TP302", Operation::Unsupported, ".is_cuda", mp->note, tok.begin, tok.end);
+    tp302(ctx, report(Operation::Unsupported, ".is_cuda", mp->note, tok.begin, tok.end));
     return;
   }
   std::string repl;
@@ -970,9 +995,10 @@ void is_cuda_attribute(Context& ctx, TokenIndex i) {
   if (comparison) {
     const FStringQuote fq = enclosing_fstring(m, i);
     if (fq.depth > 1) {
-      ctx.flag("TP302", Operation::Unsupported, ".is_cuda",
-               ".is_cuda inside a nested f-string; rewrite as x.device.type comparison by hand",
-               tok.begin, tok.end);
+      tp302(ctx,
+            report(Operation::Unsupported, ".is_cuda",
+                   ".is_cuda inside a nested f-string; rewrite as x.device.type comparison by hand",
+                   tok.begin, tok.end));
       return;
     }
     if (fq.quote == '"') std::ranges::replace(repl, '"', '\'');
@@ -990,8 +1016,7 @@ void is_cuda_attribute(Context& ctx, TokenIndex i) {
   if (const auto ne = repl.find(" != "); ne != std::string::npos)
     negated = repl.substr(0, ne) + " == " + repl.substr(ne + 4);
   if (!negated.empty() && under_not) {
-    Finding f;
-    f.code = "TP302";
+    Draft f;
     f.op = Operation::Modify;
     f.api = ".is_cuda";
     f.message = "change not x.is_cuda to x." + negated;
@@ -1002,13 +1027,12 @@ void is_cuda_attribute(Context& ctx, TokenIndex i) {
         fix::Edit{m.tokens()[up->token()].begin, m.tokens()[node->first_token()].begin, ""});
     fx.edits.push_back(fix::Edit{tok.begin, tok.end, negated});
     f.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(f));
-    ctx.changed = true;
+    f.changes_file = true;
+    tp302(ctx, std::move(f));
     return;
   }
   if (parenthesise) {
-    Finding f;
-    f.code = "TP302";
+    Draft f;
     f.op = Operation::Modify;
     f.api = ".is_cuda";
     f.message = "change attribute is_cuda to " + repl + " (parenthesised)";
@@ -1019,11 +1043,12 @@ void is_cuda_attribute(Context& ctx, TokenIndex i) {
     fx.edits.push_back(fix::Edit{start, start, "("});
     fx.edits.push_back(fix::Edit{tok.begin, tok.end, repl + ")"});
     f.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(f));
-    ctx.changed = true;
+    f.changes_file = true;
+    tp302(ctx, std::move(f));
     return;
   }
-  ctx.modify("TP302", ".is_cuda", "change attribute is_cuda to " + repl, tok.begin, tok.end, repl);
+  tp302(ctx,
+        ctx.rewrite(".is_cuda", "change attribute is_cuda to " + repl, tok.begin, tok.end, repl));
 }
 
 // `x.cuda(...)` (TP301): the target's method, or .to(<device>, <the other arguments>).
@@ -1033,7 +1058,7 @@ void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
   const syntax::Token& tok = m.tokens()[i];
   const catalogue::Mapping* mp = ctx.cat.lookup(".cuda", t);
   if (mp && mp->status == catalogue::Status::Unsupported) {
-    ctx.flag("TP301", Operation::Unsupported, ".cuda", mp->note, tok.begin, tok.end);
+    tp301(ctx, report(Operation::Unsupported, ".cuda", mp->note, tok.begin, tok.end));
     return;
   }
   std::string method;
@@ -1044,7 +1069,8 @@ void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
     method = mp->replacement.substr(1);
   }
   if (!method.empty()) {
-    ctx.modify("TP301", ".cuda", "change method .cuda to ." + method, tok.begin, tok.end, method);
+    tp301(ctx,
+          ctx.rewrite(".cuda", "change method .cuda to ." + method, tok.begin, tok.end, method));
     return;
   }
   // .to(<device>, <the other arguments>). The arguments' own bytes are never replaced, so
@@ -1092,16 +1118,15 @@ void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
       msg = "change method .cuda(" + text + ") to .to(torch.device(" + type + ", " + text + "))";
     }
   }
-  Finding f;
-  f.code = "TP301";
+  Draft f;
   f.op = Operation::Modify;
   f.api = ".cuda";
   f.message = msg;
   f.begin = tok.begin;
   f.end = m.tokens()[*m.match(nx)].end;
   f.fix = std::move(fx);
-  ctx.result.findings.push_back(std::move(f));
-  ctx.changed = true;
+  f.changes_file = true;
+  tp301(ctx, std::move(f));
 }
 
 void cuda_methods(Context& ctx) {
@@ -1169,10 +1194,11 @@ void record_stream(Context& ctx) {
         text.substr(line.begin, end - line.begin).find_first_of("\r\n") == std::string_view::npos &&
         indent.find_first_not_of(" \t") == std::string::npos;
     if (!simple) {
-      ctx.flag("TP301", Operation::Unknown, ".record_stream",
-               "record_stream raises for a CPU tensor (no caching allocator, no CPU kernel): "
-               "guard it with `if <tensor>.device.type != \"cpu\":` by hand",
-               at.begin, at.end);
+      tp301(ctx,
+            report(Operation::Unknown, ".record_stream",
+                   "record_stream raises for a CPU tensor (no caching allocator, no CPU kernel): "
+                   "guard it with `if <tensor>.device.type != \"cpu\":` by hand",
+                   at.begin, at.end));
       continue;
     }
     const std::string tensor(text.substr(line.begin, m.tokens()[t[k - 2]].end - line.begin));
@@ -1182,11 +1208,12 @@ void record_stream(Context& ctx) {
       const std::uint32_t pe = m.tokens()[prev.tokens.back()].end;
       if (text.substr(prev.begin, pe - prev.begin) == guard) continue;  // guarded already
     }
-    ctx.modify("TP301", ".record_stream",
-               "run " + tensor +
-                   ".record_stream() only for a tensor on a device: CPU tensors have "
-                   "no caching allocator to tell (aten::record_stream has no CPU kernel)",
-               line.begin, line.begin, guard + nl + indent + "    ");
+    tp301(ctx,
+          ctx.rewrite(".record_stream",
+                      "run " + tensor +
+                          ".record_stream() only for a tensor on a device: CPU tensors have "
+                          "no caching allocator to tell (aten::record_stream has no CPU kernel)",
+                      line.begin, line.begin, guard + nl + indent + "    "));
   }
 }
 

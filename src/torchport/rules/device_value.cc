@@ -54,6 +54,10 @@ namespace torchport::rules {
 
 namespace {
 
+/// TP304 (device-value): integer device indices and device/backend literals whose value reaches a
+/// device position (the device-value layer). Its one producer: every TP304 finding is made here.
+void tp304(Context& ctx, Draft d) { ctx.add("TP304", std::move(d)); }
+
 using flow::Source;
 using syntax::Node;
 using syntax::NodeKind;
@@ -245,8 +249,7 @@ class DeviceValueRule {
   void wrap_index(const Node& e, Position where, const std::string& type_arg) {
     const auto r = t_.byte_range(e);
     const std::string i(t_.text(e));
-    Finding f;
-    f.code = "TP304";
+    Draft f;
     f.op = Operation::Modify;
     f.api = "device index";
     f.begin = r.begin;
@@ -264,8 +267,8 @@ class DeviceValueRule {
                   i + ") (the index is kept)";
     }
     f.fix = std::move(fx);
-    ctx_.result.findings.push_back(std::move(f));
-    ctx_.changed = true;
+    f.changes_file = true;
+    tp304(ctx_, std::move(f));
     take(e);
   }
 
@@ -298,11 +301,12 @@ class DeviceValueRule {
       repl = ctx_.torch_name() + ".device(" + type_arg + ", " + i + ")";
       what = "the index is kept";
     }
-    ctx_.modify("TP304", "device index",
-                "change the integer device index " + i + " (cuda:" + i + " on CUDA) to " +
-                    (shown.empty() ? repl : shown) + " (" + what + ")",
-                r.begin, r.end, repl);
-    if (inside) ctx_.result.findings.back().drops = {r.begin, r.end};
+    Draft d = ctx_.rewrite("device index",
+                           "change the integer device index " + i + " (cuda:" + i +
+                               " on CUDA) to " + (shown.empty() ? repl : shown) + " (" + what + ")",
+                           r.begin, r.end, repl);
+    if (inside) d = std::move(d).dropping(r.begin, r.end);
+    tp304(ctx_, std::move(d));
     take(e);
   }
 
@@ -325,10 +329,10 @@ class DeviceValueRule {
     }
     if (lit.has(syntax::kImplicitConcat)) return;
     const std::string old(t_.text(lit));
-    ctx_.modify("TP304", std::string(*s),
-                "change the device string " + old + " to " + repl +
-                    " (its value reaches a device position)",
-                r.begin, r.end, repl);
+    tp304(ctx_, ctx_.rewrite(std::string(*s),
+                             "change the device string " + old + " to " + repl +
+                                 " (its value reaches a device position)",
+                             r.begin, r.end, repl));
     take(lit);
   }
 
@@ -344,18 +348,18 @@ class DeviceValueRule {
     const auto r = t_.byte_range(js);
     if (!ctx_.accelerator() && !ctx_.target.device_index) {
       const std::string repl = "\"" + ctx_.target.device + "\"";
-      ctx_.modify("TP304", "f\"cuda:{...}\"",
-                  "change the device string " + std::string(t_.text(js)) + " to " + repl + " (" +
-                      ctx_.target.name + " has one device)",
-                  r.begin, r.end, repl);
+      tp304(ctx_, ctx_.rewrite("f\"cuda:{...}\"",
+                               "change the device string " + std::string(t_.text(js)) + " to " +
+                                   repl + " (" + ctx_.target.name + " has one device)",
+                               r.begin, r.end, repl));
     } else {
       std::string repl =
           ctx_.accelerator() ? "{" + ctx_.device_type_expr(r.begin) + "}" : ctx_.target.device;
       if (ctx_.accelerator() && repl.find('"') != std::string::npos) return;
-      ctx_.modify("TP304", "f\"cuda:{...}\"",
-                  "change the device type cuda in " + std::string(t_.text(js)) + " to " + repl +
-                      " (its value reaches a device position)",
-                  hr.begin, hr.begin + 4, repl);
+      tp304(ctx_, ctx_.rewrite("f\"cuda:{...}\"",
+                               "change the device type cuda in " + std::string(t_.text(js)) +
+                                   " to " + repl + " (its value reaches a device position)",
+                               hr.begin, hr.begin + 4, repl));
     }
     take(js);
   }
@@ -368,11 +372,12 @@ class DeviceValueRule {
     if (map_location && ctx_.accelerator()) {
       const auto r = t_.byte_range(n);
       const std::string repl = ctx_.device_expr(r.begin);
-      ctx_.modify("TP304", "\"cuda:...\"",
-                  "change the device string " + std::string(t_.text(n)) + " to " + repl +
-                      " (it reaches torch.load's map_location, which cannot restore to a CPU "
-                      "index on the CPU fallback: the current device)",
-                  r.begin, r.end, repl);
+      tp304(ctx_, ctx_.rewrite(
+                      "\"cuda:...\"",
+                      "change the device string " + std::string(t_.text(n)) + " to " + repl +
+                          " (it reaches torch.load's map_location, which cannot restore to a CPU "
+                          "index on the CPU fallback: the current device)",
+                      r.begin, r.end, repl));
       take(n);
       return;
     }
@@ -395,21 +400,21 @@ class DeviceValueRule {
       if (!index || index->kind() == NodeKind::Tuple) return;
       const std::string repl = ctx_.torch_name() + ".device(" + ctx_.device_type_expr(r.begin) +
                                ", " + std::string(t_.text(*index)) + ")";
-      ctx_.modify("TP304", "\"cuda:...\"",
-                  "change the device string " + old + " to " + repl +
-                      " (its value reaches a device position)",
-                  r.begin, r.end, repl);
+      tp304(ctx_, ctx_.rewrite("\"cuda:...\"",
+                               "change the device string " + old + " to " + repl +
+                                   " (its value reaches a device position)",
+                               r.begin, r.end, repl));
     } else if (!ctx_.target.device_index) {
       const std::string repl = "\"" + ctx_.target.device + "\"";
-      ctx_.modify("TP304", "\"cuda:...\"",
-                  "change the device string " + old + " to " + repl + " (" + ctx_.target.name +
-                      " has one device: the index is dropped)",
-                  r.begin, r.end, repl);
+      tp304(ctx_, ctx_.rewrite("\"cuda:...\"",
+                               "change the device string " + old + " to " + repl + " (" +
+                                   ctx_.target.name + " has one device: the index is dropped)",
+                               r.begin, r.end, repl));
     } else {
-      ctx_.modify("TP304", "\"cuda:...\"",
-                  "change the device type cuda in " + old + " to " + ctx_.target.device +
-                      " (its value reaches a device position)",
-                  sv->value_begin, sv->value_begin + 4, ctx_.target.device);
+      tp304(ctx_, ctx_.rewrite("\"cuda:...\"",
+                               "change the device type cuda in " + old + " to " +
+                                   ctx_.target.device + " (its value reaches a device position)",
+                               sv->value_begin, sv->value_begin + 4, ctx_.target.device));
     }
     take(n);
   }
@@ -432,9 +437,10 @@ class DeviceValueRule {
       repl =
           "\"" + (ctx_.target.backend.empty() ? std::string("gloo") : ctx_.target.backend) + "\"";
     }
-    ctx_.modify("TP304", "nccl",
-                "change the backend \"nccl\" to " + repl + " (its value is " + where + ")", r.begin,
-                r.end, repl);
+    tp304(ctx_,
+          ctx_.rewrite("nccl",
+                       "change the backend \"nccl\" to " + repl + " (its value is " + where + ")",
+                       r.begin, r.end, repl));
     take(lit);
   }
 
@@ -497,10 +503,11 @@ class DeviceValueRule {
       if (!free(*c) || c->role() != syntax::Role::Test) continue;
       const auto rr = t_.byte_range(*c);
       const std::string repl = "not " + std::string(t_.text(*f->value())) + ".startswith(\"cpu\")";
-      ctx_.modify("TP304", "device comparison",
-                  "change " + std::string(t_.text(*c)) + " to " + repl +
-                      " (the device was moved to the accelerator, or the CPU without one)",
-                  rr.begin, rr.end, repl);
+      tp304(ctx_,
+            ctx_.rewrite("device comparison",
+                         "change " + std::string(t_.text(*c)) + " to " + repl +
+                             " (the device was moved to the accelerator, or the CPU without one)",
+                         rr.begin, rr.end, repl));
       take(*c);
     }
   }
@@ -599,11 +606,13 @@ class DeviceValueRule {
         return;
     }
     const auto r = t_.byte_range(c);
-    ctx_.modify("TP304", "device comparison",
-                "change " + std::string(t_.text(c)) + " to " + repl +
-                    " (\"on the GPU\" is \"not on the CPU\" on the accelerator, which falls back "
-                    "to the CPU)",
-                r.begin, r.end, repl);
+    tp304(ctx_,
+          ctx_.rewrite(
+              "device comparison",
+              "change " + std::string(t_.text(c)) + " to " + repl +
+                  " (\"on the GPU\" is \"not on the CPU\" on the accelerator, which falls back "
+                  "to the CPU)",
+              r.begin, r.end, repl));
     take(c);
   }
 
@@ -617,8 +626,7 @@ class DeviceValueRule {
     const syntax::Token& name = ctx_.m.tokens()[method.token()];
     const std::string to = equal ? "assertNotEqual" : "assertEqual";
     const auto r = t_.byte_range(call);
-    Finding f;
-    f.code = "TP304";
+    Draft f;
     f.op = Operation::Modify;
     f.api = "device comparison";
     f.message =
@@ -631,8 +639,8 @@ class DeviceValueRule {
     fx.edits.push_back(fix::Edit{name.begin, name.end, to});
     fx.edits.push_back(fix::Edit{sv->value_begin, sv->value_begin + 4, "cpu"});
     f.fix = std::move(fx);
-    ctx_.result.findings.push_back(std::move(f));
-    ctx_.changed = true;
+    f.changes_file = true;
+    tp304(ctx_, std::move(f));
     take(call);
   }
 
@@ -643,10 +651,10 @@ class DeviceValueRule {
     if (!sv || lit.first_token() != lit.last_token()) return;
     const std::string type =
         ctx_.target.amp_device.empty() ? ctx_.target.device : ctx_.target.amp_device;
-    ctx_.modify("TP304", "cuda",
-                "change \"cuda\" to \"" + type + "\" in " + where +
-                    " (torchport rewrote that value where it is set)",
-                sv->value_begin, sv->value_begin + 4, type);
+    tp304(ctx_, ctx_.rewrite("cuda",
+                             "change \"cuda\" to \"" + type + "\" in " + where +
+                                 " (torchport rewrote that value where it is set)",
+                             sv->value_begin, sv->value_begin + 4, type));
     take(lit);
   }
 

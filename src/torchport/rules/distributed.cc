@@ -50,6 +50,26 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP400 (nccl-backend): nccl in init_process_group/new_group, Backend.NCCL, is_nccl_available. Its
+/// one producer: every TP400 finding is made here.
+void tp400(Context& ctx, Draft d) { ctx.add("TP400", std::move(d)); }
+
+/// TP401 (data-parallel): torch.nn.DataParallel is flagged with the DDP recommendation. Its one
+/// producer: every TP401 finding is made here.
+void tp401(Context& ctx, Draft d) { ctx.add("TP401", std::move(d)); }
+
+/// TP402 (ddp-device-ids): DDP device_ids=/output_device=, init_process_group device_id= on cpu and
+/// accelerator. Its one producer: every TP402 finding is made here.
+void tp402(Context& ctx, Draft d) { ctx.add("TP402", std::move(d)); }
+
+/// TP403 (process-count): mp.spawn counts from torch.cuda.device_count(): a CPU path or a guard,
+/// per target. Its one producer: every TP403 finding is made here.
+void tp403(Context& ctx, Draft d) { ctx.add("TP403", std::move(d)); }
+
+}  // namespace
+
 using semantic::TokenIndex;
 using syntax::TokenKind;
 
@@ -104,8 +124,7 @@ void ddp_device_ids(Context& ctx) {
         } else if (a + 1 < args.size()) {
           e = m.tokens()[args[a + 1].first].begin;
         }
-        Finding f;
-        f.code = "TP402";
+        Draft f;
         f.op = Operation::Delete;
         f.api = api;
         f.message = "delete " + std::string(arg.keyword) + "= (" + why + ")";
@@ -118,8 +137,8 @@ void ddp_device_ids(Context& ctx) {
         f.fix = std::move(fx);
         // The deleted argument takes the rewrites inside it along (device rules run first).
         f.drops = {f.begin, f.end};
-        ctx.result.findings.push_back(std::move(f));
-        ctx.changed = true;
+        f.changes_file = true;
+        tp402(ctx, std::move(f));
         continue;
       }
       // accelerator: the ids only when an accelerator is available.
@@ -136,8 +155,7 @@ void ddp_device_ids(Context& ctx) {
       }
       ctx.require_torch(kAcceleratorMinTorch);
       // Insertions around the value, so that rewrites inside it (a "cuda" string) still apply.
-      Finding f;
-      f.code = "TP402";
+      Draft f;
       f.op = Operation::Modify;
       f.api = api;
       f.message = "pass " + std::string(arg.keyword) + "= only when an accelerator is available (" +
@@ -148,8 +166,8 @@ void ddp_device_ids(Context& ctx) {
       if (paren) fx.edits.push_back(fix::Edit{vb, vb, "("});
       fx.edits.push_back(fix::Edit{ve, ve, (paren ? ")" : "") + cond});
       f.fix = std::move(fx);
-      ctx.result.findings.push_back(std::move(f));
-      ctx.changed = true;
+      f.changes_file = true;
+      tp402(ctx, std::move(f));
     }
   }
 }
@@ -218,14 +236,17 @@ std::string count_guard(const Context& ctx, const std::string& n, const std::str
          " found: this script starts one process per " + dev + "\")" + nl;
 }
 
-void label_count(Context& ctx) {
+/// A process count's rewrite, labelled: what the count now does where the original started no
+/// process.
+Draft count_labelled(const Context& ctx, Draft d) {
   if (ctx.accelerator() || ctx.target.host) {
-    ctx.label_last("changes behaviour: 2 CPU processes where the original started none",
-                   fix::Applicability::Unsafe);
-  } else {
-    ctx.label_last("changes behaviour: exits with a message where the original started no process",
-                   fix::Applicability::Unsafe);
+    return std::move(d).labelled(
+        "changes behaviour: 2 CPU processes where the original started none",
+        fix::Applicability::Unsafe);
   }
+  return std::move(d).labelled(
+      "changes behaviour: exits with a message where the original started no process",
+      fix::Applicability::Unsafe);
 }
 
 std::string count_message(const Context& ctx, const std::string& n) {
@@ -390,8 +411,7 @@ void named_counts(Context& ctx, const CountParams& params) {
       // cpu counts no device: the count is the CPU path's 2, said in a comment above.
       const std::uint32_t rb = m.tokens()[t[2]].begin, re = m.tokens()[t.back()].end;
       take_rewrites(ctx, rb, re);
-      Finding f;
-      f.code = "TP403";
+      Draft f;
       f.api = "torch.cuda.device_count";
       f.message = count_message(ctx, n);
       f.begin = rb;
@@ -399,9 +419,8 @@ void named_counts(Context& ctx, const CountParams& params) {
       fix::Fix fx;
       fx.edits.push_back(fix::Edit{rb, re, std::string(kHostCount)});
       f.fix = std::move(fx);
-      ctx.result.findings.push_back(std::move(f));
-      ctx.changed = true;
-      label_count(ctx);
+      f.changes_file = true;
+      tp403(ctx, count_labelled(ctx, std::move(f)));
       continue;
     }
     if (!ctx.accelerator()) {
@@ -415,9 +434,8 @@ void named_counts(Context& ctx, const CountParams& params) {
           });
       if (checked) continue;
     }
-    ctx.modify("TP403", "torch.cuda.device_count", count_message(ctx, n), at, at,
-               count_guard(ctx, n, indent, nl));
-    label_count(ctx);
+    tp403(ctx, count_labelled(ctx, ctx.rewrite("torch.cuda.device_count", count_message(ctx, n), at,
+                                               at, count_guard(ctx, n, indent, nl))));
   }
 }
 
@@ -496,8 +514,7 @@ void direct_counts(Context& ctx, const CountParams& params) {
       if (c == 0 && !ctx.target.host) count = std::move(rewritten);
     }
     const auto [bol, indent] = indent_of(m.text(), line);
-    Finding f;
-    f.code = "TP403";
+    Draft f;
     f.api = "torch.cuda.device_count";
     f.message = count_message(ctx, *n) + "; the count is read once, into " + *n;
     f.begin = calls.front().first;
@@ -512,9 +529,8 @@ void direct_counts(Context& ctx, const CountParams& params) {
     }
     for (const auto& [cb, ce] : calls) fx.edits.push_back(fix::Edit{cb, ce, *n});
     f.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(f));
-    ctx.changed = true;
-    if (!reuse) label_count(ctx);
+    f.changes_file = true;
+    tp403(ctx, reuse ? std::move(f) : count_labelled(ctx, std::move(f)));
   }
 }
 
@@ -587,18 +603,19 @@ void Nccl::rewrite(TokenIndex i, const semantic::Reference* callee, const std::s
   auto sv = semantic::string_value(m_.text(), m_.tokens()[i]);
   const syntax::Token& tok = m_.tokens()[i];
   if (ctx_.accelerator()) {
-    ctx_.modify("TP400", "nccl", "change backend nccl to the default backend of the device" + how,
-                tok.begin, tok.end, accel_backend(callee, tok.begin));
+    tp400(ctx_,
+          ctx_.rewrite("nccl", "change backend nccl to the default backend of the device" + how,
+                       tok.begin, tok.end, accel_backend(callee, tok.begin)));
     return;
   }
   std::string repl = backend_;
   if (sv->value == "NCCL") {
     for (char& c : repl) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
-  ctx_.modify(
-      "TP400", "nccl",
-      "replace string \"" + std::string(sv->value) + "\" with \"" + repl + "\"" + how + note_,
-      sv->value_begin, sv->value_begin + 4, repl);
+  tp400(ctx_, ctx_.rewrite("nccl",
+                           "replace string \"" + std::string(sv->value) + "\" with \"" + repl +
+                               "\"" + how + note_,
+                           sv->value_begin, sv->value_begin + 4, repl));
 }
 
 std::size_t Nccl::rewrite_in(TokenIndex first, TokenIndex last, const semantic::Reference* callee,
@@ -716,13 +733,14 @@ void Nccl::backend_arguments(const std::set<std::string, std::less<>>& backend_o
       }
     }
     if (resolved) continue;
-    ctx_.flag("TP400", Operation::Unknown, "nccl",
-              "the backend is given as `" + std::string(expr) +
-                  "`, whose value torchport cannot resolve; if it can be nccl, use " +
-                  (ctx_.accelerator() ? std::string("torch.distributed.get_default_backend_for_"
-                                                    "device(device)")
-                                      : "\"" + backend_ + "\"" + note_),
-              m.tokens()[first].begin, m.tokens()[arg->last].end);
+    tp400(ctx_,
+          report(Operation::Unknown, "nccl",
+                 "the backend is given as `" + std::string(expr) +
+                     "`, whose value torchport cannot resolve; if it can be nccl, use " +
+                     (ctx_.accelerator() ? std::string("torch.distributed.get_default_backend_for_"
+                                                       "device(device)")
+                                         : "\"" + backend_ + "\"" + note_),
+                 m.tokens()[first].begin, m.tokens()[arg->last].end));
   }
 }
 
@@ -739,9 +757,11 @@ void Nccl::comparisons() {
     if (!open || callee_last_name(m, *open) != "get_backend") continue;
     if (ctx_.accelerator()) {
       const syntax::Token& tok = m.tokens()[i];
-      ctx_.flag("TP400", Operation::Unsupported, "nccl",
-                "comparison with the nccl backend; the backend depends on the device at run time",
-                tok.begin, tok.end);
+      tp400(
+          ctx_,
+          report(Operation::Unsupported, "nccl",
+                 "comparison with the nccl backend; the backend depends on the device at run time",
+                 tok.begin, tok.end));
       continue;
     }
     rewrite(i, nullptr, "");
@@ -757,10 +777,11 @@ void data_parallel(Context& ctx) {
     const std::string& q = ref.qualified;
     if (q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel" ||
         q == "torch.nn.parallel.data_parallel.DataParallel") {
-      ctx.flag("TP401", Operation::Unsupported, "torch.nn.DataParallel",
-               "DataParallel only drives CUDA devices; use DistributedDataParallel with one "
-               "process per device",
-               m.tokens()[ref.first].begin, m.tokens()[ref.last].end);
+      tp401(ctx,
+            report(Operation::Unsupported, "torch.nn.DataParallel",
+                   "DataParallel only drives CUDA devices; use DistributedDataParallel with one "
+                   "process per device",
+                   m.tokens()[ref.first].begin, m.tokens()[ref.last].end));
     }
   }
 }

@@ -25,6 +25,15 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP210 (float64-on-target): float64 dtypes, .double(), *DoubleTensor and
+/// set_default_dtype(float64) on targets that lack float64. Its one producer: every TP210 finding
+/// is made here.
+void tp210(Context& ctx, Draft d) { ctx.add("TP210", std::move(d)); }
+
+}  // namespace
+
 using semantic::TokenIndex;
 using syntax::TokenKind;
 
@@ -60,14 +69,14 @@ void run_dtypes(Context& ctx) {
     const std::uint32_t e = m.tokens()[ref.last].end;
     if (q == "torch.float64" || q == "torch.double") {
       if (default_dtype_argument(m, ref)) {
-        ctx.flag("TP210", Operation::Unsupported, "torch.set_default_dtype(" + q + ")",
-                 "every new floating-point tensor would be float64: " + why, b, e);
+        tp210(ctx, report(Operation::Unsupported, "torch.set_default_dtype(" + q + ")",
+                          "every new floating-point tensor would be float64: " + why, b, e));
       } else {
-        ctx.flag("TP210", Operation::Unsupported, q, q + ": " + why, b, e);
+        tp210(ctx, report(Operation::Unsupported, q, q + ": " + why, b, e));
       }
     } else if (double_tensor_type(q) && !ref.store) {
       ctx.handled.insert(ref.first);  // not mapped to the device module's class by cuda_api
-      ctx.flag("TP210", Operation::Unsupported, q, q + " holds float64: " + why, b, e);
+      tp210(ctx, report(Operation::Unsupported, q, q + " holds float64: " + why, b, e));
     }
   }
   // x.double(): a method of any tensor or module (no qualified name to resolve).
@@ -80,8 +89,8 @@ void run_dtypes(Context& ctx) {
     if (!nx || m.kind(*nx) != TokenKind::LPar) continue;
     if (m.is_store(i)) continue;
     if (const semantic::Reference* r = m.reference_at(i); r && !r->qualified.empty()) continue;
-    ctx.flag("TP210", Operation::Unsupported, ".double()", ".double() casts to float64: " + why,
-             m.tokens()[i].begin, m.tokens()[*nx].end);
+    tp210(ctx, report(Operation::Unsupported, ".double()", ".double() casts to float64: " + why,
+                      m.tokens()[i].begin, m.tokens()[*nx].end));
   }
 }
 

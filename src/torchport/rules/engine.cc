@@ -649,8 +649,8 @@ void Context::require_torch(std::string_view min_torch) {
   }
 }
 
-void Context::modify(std::string_view code, std::string api, std::string message,
-                     std::uint32_t begin, std::uint32_t end, std::string replacement) {
+Draft Context::rewrite(std::string api, std::string message, std::uint32_t begin, std::uint32_t end,
+                       std::string replacement) const {
   // A replacement never fuses with the text around it: `torch.cuda.is_available( )else` on cpu
   // is `False else`, not `Falseelse` (found by the migrate fuzzer).
   auto word = [](char c) {
@@ -663,43 +663,64 @@ void Context::modify(std::string_view code, std::string api, std::string message
     if (begin > 0 && word(text[begin - 1]) && word(replacement.front()))
       replacement.insert(replacement.begin(), ' ');
   }
+  Draft d = report(begin == end ? Operation::Insert : Operation::Modify, std::move(api),
+                   std::move(message), begin, end);
+  d.fix = fix::Fix{{fix::Edit{begin, end, std::move(replacement)}}, fix::Applicability::Safe};
+  d.changes_file = true;
+  return d;
+}
+
+void Context::add(std::string_view code, Draft d) {
+  if (d.changes_file) changed = true;
+  result.findings.push_back(finding(code, std::move(d)));
+}
+
+void Context::add(Draft d, Finding (*producer)(Draft)) {
+  if (d.changes_file) changed = true;
+  result.findings.push_back(producer(std::move(d)));
+}
+
+Draft Draft::labelled(std::string what, fix::Applicability a) && {
+  changes = std::move(what);
+  if (fix) fix->applicability = a;
+  return std::move(*this);
+}
+
+Draft Draft::dropping(std::uint32_t b, std::uint32_t e) && {
+  drops = std::pair{b, e};
+  return std::move(*this);
+}
+
+Draft report(Operation op, std::string api, std::string message, std::uint32_t begin,
+             std::uint32_t end) {
+  Draft d;
+  d.op = op;
+  d.api = std::move(api);
+  d.message = std::move(message);
+  d.begin = begin;
+  d.end = end;
+  return d;
+}
+
+Draft display(Operation op, std::string api, std::string message, std::uint32_t begin,
+              std::uint32_t end, fix::Edit edit) {
+  Draft d = report(op, std::move(api), std::move(message), begin, end);
+  d.fix = fix::Fix{{std::move(edit)}, fix::Applicability::DisplayOnly};
+  return d;
+}
+
+Finding finding(std::string_view code, Draft d) {
   Finding f;
   f.code = std::string(code);
-  f.op = begin == end ? Operation::Insert : Operation::Modify;
-  f.api = std::move(api);
-  f.message = std::move(message);
-  f.begin = begin;
-  f.end = end;
-  fix::Fix fx;
-  fx.edits.push_back(fix::Edit{begin, end, std::move(replacement)});
-  f.fix = std::move(fx);
-  result.findings.push_back(std::move(f));
-  changed = true;
-}
-
-void Context::flag(std::string_view code, Operation op, std::string api, std::string message,
-                   std::uint32_t begin, std::uint32_t end) {
-  Finding f;
-  f.code = std::string(code);
-  f.op = op;
-  f.api = std::move(api);
-  f.message = std::move(message);
-  f.begin = begin;
-  f.end = end;
-  result.findings.push_back(std::move(f));
-}
-
-void Context::suggest(std::string_view code, Operation op, std::string api, std::string message,
-                      std::uint32_t begin, std::uint32_t end, fix::Edit edit) {
-  flag(code, op, std::move(api), std::move(message), begin, end);
-  result.findings.back().fix = fix::Fix{{std::move(edit)}, fix::Applicability::DisplayOnly};
-}
-
-void Context::label_last(std::string changes, fix::Applicability a) {
-  if (result.findings.empty()) return;
-  Finding& f = result.findings.back();
-  f.changes = std::move(changes);
-  if (f.fix) f.fix->applicability = a;
+  f.op = d.op;
+  f.api = std::move(d.api);
+  f.message = std::move(d.message);
+  f.begin = d.begin;
+  f.end = d.end;
+  f.fix = std::move(d.fix);
+  f.changes = std::move(d.changes);
+  f.drops = d.drops;
+  return f;
 }
 
 const semantic::Reference* callee_of(const semantic::Model& m, TokenIndex lpar) {
@@ -794,11 +815,11 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
   if (!tree.ok()) return std::move(ctx.result);
   if (ctx.accelerator() && !ctx.version_ok(kAcceleratorMinTorch)) {
     // torch.accelerator does not exist before 2.6: nothing device-agnostic can be written.
-    ctx.flag("TP900", Operation::Unsupported, "torch.accelerator",
-             "--target accelerator needs torch >= " + std::string(kAcceleratorMinTorch) +
-                 " (torch.accelerator); --torch-version is " + opts.torch_version +
-                 ": nothing was rewritten",
-             0, 0);
+    tp900(ctx, report(Operation::Unsupported, "torch.accelerator",
+                      "--target accelerator needs torch >= " + std::string(kAcceleratorMinTorch) +
+                          " (torch.accelerator); --torch-version is " + opts.torch_version +
+                          ": nothing was rewritten",
+                      0, 0));
     return std::move(ctx.result);
   }
   for (const FamilyInfo* f : families()) {

@@ -25,6 +25,14 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP500 (cuda-env-var): CUDA/NCCL environment variables used from Python. Its one producer: every
+/// TP500 finding is made here.
+void tp500(Context& ctx, Draft d) { ctx.add("TP500", std::move(d)); }
+
+}  // namespace
+
 using semantic::TokenIndex;
 using syntax::TokenKind;
 
@@ -85,13 +93,13 @@ void run_env(Context& ctx) {
   for (const Options::IPythonLine& l : ctx.opts.ipython_lines) {
     if (l.text.find("CUDA_VISIBLE_DEVICES") == std::string::npos) continue;
     const std::string& var = ctx.target.visible_devices;
-    ctx.flag("TP500", Operation::Unsupported, "CUDA_VISIBLE_DEVICES",
-             "an IPython line sets or reads CUDA_VISIBLE_DEVICES (" + l.text + "), which " +
-                 ctx.target.name + " does not read" +
-                 (var.empty() ? std::string(" (it has no visible-devices variable)")
-                              : "; its variable is " + var) +
-                 ". IPython lines are kept as they are: change it by hand",
-             l.begin, l.end);
+    tp500(ctx, report(Operation::Unsupported, "CUDA_VISIBLE_DEVICES",
+                      "an IPython line sets or reads CUDA_VISIBLE_DEVICES (" + l.text +
+                          "), which " + ctx.target.name + " does not read" +
+                          (var.empty() ? std::string(" (it has no visible-devices variable)")
+                                       : "; its variable is " + var) +
+                          ". IPython lines are kept as they are: change it by hand",
+                      l.begin, l.end));
   }
   const auto n = static_cast<TokenIndex>(m.tokens().size());
   for (TokenIndex i = 0; i < n; ++i) {
@@ -141,17 +149,20 @@ void run_env(Context& ctx) {
       if (repl.empty()) note = ctx.target.name + " has no visible-devices variable";
     }
     if (repl.empty()) {
-      ctx.flag("TP500", Operation::Unsupported, var,
-               note.empty() ? var + " has no known equivalent on " + ctx.target.name : note, b, e);
+      tp500(ctx,
+            report(Operation::Unsupported, var,
+                   note.empty() ? var + " has no known equivalent on " + ctx.target.name : note, b,
+                   e));
       continue;
     }
-    ctx.modify("TP500", var,
-               "change environment variable " + var + " to " + repl +
-                   (note.empty() ? "" : " (" + note + ")"),
-               b, e, repl);
+    tp500(ctx, ctx.rewrite(var,
+                           "change environment variable " + var + " to " + repl +
+                               (note.empty() ? "" : " (" + note + ")"),
+                           b, e, repl));
     if (mp && mp->status == catalogue::Status::Unknown) {
-      ctx.flag("TP500", Operation::Unknown, var,
-               note.empty() ? repl + " is not confirmed by the vendor's lists" : note, b, e);
+      tp500(ctx,
+            report(Operation::Unknown, var,
+                   note.empty() ? repl + " is not confirmed by the vendor's lists" : note, b, e));
     }
   }
 }

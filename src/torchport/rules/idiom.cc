@@ -48,6 +48,15 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP310 (device-flags): the command line's --cuda/--no-cuda flag, use_cuda and cuda_kwargs ported
+/// as one unit to the target's idiom (--accel, use_accel; old flags kept as deprecated aliases).
+/// Its one producer: every TP310 finding is made here.
+Finding tp310(Draft d) { return finding("TP310", std::move(d)); }
+
+}  // namespace
+
 using syntax::Node;
 using syntax::NodeKind;
 using syntax::Role;
@@ -454,8 +463,7 @@ std::vector<Finding> Porter::run() {
   // A CUDA flag left as it is now switches the target's device: said, never silent.
   std::vector<Finding> kept;
   auto keep = [&](const Flag& f, std::string_view why) {
-    Finding k;
-    k.code = "TP310";
+    Draft k;
     k.op = Operation::Unknown;
     k.api = f.option;
     k.message = "the command line keeps " + f.option + " as it is (" + std::string(why) +
@@ -463,7 +471,7 @@ std::vector<Finding> Porter::run() {
     auto [b, e] = t_.byte_range(*f.stmt);
     k.begin = b;
     k.end = e;
-    kept.push_back(std::move(k));
+    kept.push_back(tp310(std::move(k)));
   };
   for (const Flag& f : refused)
     if (f.device == "cuda") keep(f, f.refused);
@@ -652,8 +660,7 @@ Finding Porter::ported(const Flag& fl, const std::string& new_option,
   });
   std::sort(edits.begin(), edits.end(),
             [](const fix::Edit& a, const fix::Edit& b) { return a.begin < b.begin; });
-  Finding f;
-  f.code = "TP310";
+  Draft f;
   f.op = Operation::Modify;
   f.api = fl.option;
   f.message = "device flags ported to the " + display_ + " idiom: ";
@@ -667,7 +674,7 @@ Finding Porter::ported(const Flag& fl, const std::string& new_option,
   fix::Fix fx;
   fx.edits = std::move(edits);
   f.fix = std::move(fx);
-  return f;
+  return tp310(std::move(f));
 }
 
 }  // namespace

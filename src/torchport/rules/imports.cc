@@ -30,6 +30,14 @@ namespace torchport::rules {
 
 namespace {
 
+/// TP001 (cuda-amp-import): imports of torch.cuda.amp become imports of torch.amp; `import
+/// torch.cuda` becomes `import torch`. Its one producer: every TP001 finding is made here.
+void tp001(Context& ctx, Draft d) { ctx.add("TP001", std::move(d)); }
+
+/// TP002 (cuda-only-package): CUDA-only third-party packages are flagged with an alternative. Its
+/// one producer: every TP002 finding is made here.
+void tp002(Context& ctx, Draft d) { ctx.add("TP002", std::move(d)); }
+
 struct Package {
   std::string_view name;
   std::string_view reason;
@@ -54,97 +62,108 @@ bool amp_name(std::string_view n) {
   return n == "autocast" || n == "GradScaler" || n == "custom_fwd" || n == "custom_bwd";
 }
 
+// ---- TP002: an import of a CUDA-only package ----
+void tp002_cuda_only_package(Context& ctx, const semantic::Import& im) {
+  const semantic::Model& m = ctx.m;
+  // The catalogue's package entries, then the built-in list.
+  const std::string full = im.kind == semantic::ImportKind::From && !im.name.empty()
+                               ? im.module + "." + im.name
+                               : im.module;
+  auto matches = [&](std::string_view pkg) {
+    return full == pkg ||
+           (full.size() > pkg.size() && full.starts_with(pkg) && full[pkg.size()] == '.');
+  };
+  std::optional<std::pair<std::string, std::string>> hit;  // (package, reason)
+  for (const catalogue::Entry& e : ctx.cat.entries()) {
+    if (e.kind != catalogue::Kind::Package || !matches(e.api)) continue;
+    const catalogue::Mapping* mp = ctx.cat.lookup(e.api, ctx.target.name);
+    if (mp && mp->status != catalogue::Status::Unsupported) break;  // usable on the target
+    std::string reason = e.summary;
+    if (mp && !mp->note.empty()) reason = mp->note;
+    // The alternative, unless the note already names it ("...: use X; use X" read twice).
+    if (mp && !mp->replacement.empty() && reason.find(mp->replacement) == std::string::npos)
+      reason += "; use " + mp->replacement;
+    hit.emplace(e.api, reason);
+    break;
+  }
+  if (!hit) {
+    for (const Package& p : kCudaOnlyPackages) {
+      if (matches(p.name) && !ctx.cat.find(p.name)) {
+        hit.emplace(std::string(p.name), std::string(p.reason));
+        break;
+      }
+    }
+  }
+  if (hit) {
+    tp002(ctx, report(Operation::Unsupported, hit->first, hit->second,
+                      m.tokens()[im.item_begin].begin, m.tokens()[im.item_end - 1].end));
+  }
+}
+
+// ---- TP001: imports of torch.cuda.amp, and `import torch.cuda` ----
+void tp001_amp_import(Context& ctx, const semantic::Import& im) {
+  const semantic::Model& m = ctx.m;
+  const std::uint32_t mb = m.tokens()[im.module_begin].begin;
+  const std::uint32_t me = m.tokens()[im.module_end - 1].end;
+  // `import torch.cuda` binds `torch`, and `import torch` imports torch.cuda on every build:
+  // the statement is `import torch` everywhere, with nothing CUDA-specific in it.
+  if (im.kind == semantic::ImportKind::Import && im.module == "torch.cuda" && im.bound == "torch") {
+    tp001(ctx,
+          ctx.rewrite("torch.cuda",
+                      "change import torch.cuda to import torch (the same binding; torch imports "
+                      "torch.cuda itself)",
+                      mb, me, "torch"));
+    return;
+  }
+  // TP001: torch.cuda.amp imports.
+  if (im.kind == semantic::ImportKind::Import && im.module == "torch.cuda.amp" &&
+      im.bound != "torch") {
+    tp001(ctx, ctx.rewrite("torch.cuda.amp", "change import torch.cuda.amp to torch.amp", mb, me,
+                           "torch.amp"));
+  } else if (im.kind == semantic::ImportKind::From && im.module == "torch.cuda.amp") {
+    if (ctx.handled.contains(im.module_begin)) return;
+    bool all_amp = true;
+    for (const semantic::Import& other : m.imports()) {
+      if (other.line == im.line && other.module == im.module && !amp_name(other.name)) {
+        all_amp = false;
+      }
+    }
+    ctx.handled.insert(im.module_begin);
+    if (all_amp) {
+      tp001(ctx, ctx.rewrite("torch.cuda.amp",
+                             "change import from torch.cuda.amp to import from torch.amp", mb, me,
+                             "torch.amp"));
+    } else {
+      tp001(ctx, report(Operation::Unsupported, "torch.cuda.amp",
+                        "names other than autocast/GradScaler/custom_fwd/custom_bwd imported from "
+                        "torch.cuda.amp; "
+                        "import them from torch.amp by hand",
+                        mb, me));
+    }
+  } else if (im.kind == semantic::ImportKind::From && im.module == "torch.cuda" &&
+             im.name == "amp") {
+    // from torch.cuda import amp [as x]  ->  from torch import amp [as x]
+    if (ctx.handled.contains(im.module_begin)) return;
+    bool only_amp = true;
+    for (const semantic::Import& other : m.imports()) {
+      if (other.line == im.line && other.module == im.module && other.name != "amp") {
+        only_amp = false;
+      }
+    }
+    if (only_amp) {
+      ctx.handled.insert(im.module_begin);
+      tp001(ctx, ctx.rewrite("torch.cuda.amp", "change import from torch.cuda to import from torch",
+                             mb, me, "torch"));
+    }
+  }
+}
+
 }  // namespace
 
 void run_imports(Context& ctx) {
-  const semantic::Model& m = ctx.m;
-  for (const semantic::Import& im : m.imports()) {
-    const std::uint32_t mb = m.tokens()[im.module_begin].begin;
-    const std::uint32_t me = m.tokens()[im.module_end - 1].end;
-    // TP002: CUDA-only packages: the catalogue's package entries, then the built-in list.
-    const std::string full = im.kind == semantic::ImportKind::From && !im.name.empty()
-                                 ? im.module + "." + im.name
-                                 : im.module;
-    auto matches = [&](std::string_view pkg) {
-      return full == pkg ||
-             (full.size() > pkg.size() && full.starts_with(pkg) && full[pkg.size()] == '.');
-    };
-    std::optional<std::pair<std::string, std::string>> hit;  // (package, reason)
-    for (const catalogue::Entry& e : ctx.cat.entries()) {
-      if (e.kind != catalogue::Kind::Package || !matches(e.api)) continue;
-      const catalogue::Mapping* mp = ctx.cat.lookup(e.api, ctx.target.name);
-      if (mp && mp->status != catalogue::Status::Unsupported) break;  // usable on the target
-      std::string reason = e.summary;
-      if (mp && !mp->note.empty()) reason = mp->note;
-      // The alternative, unless the note already names it ("...: use X; use X" read twice).
-      if (mp && !mp->replacement.empty() && reason.find(mp->replacement) == std::string::npos)
-        reason += "; use " + mp->replacement;
-      hit.emplace(e.api, reason);
-      break;
-    }
-    if (!hit) {
-      for (const Package& p : kCudaOnlyPackages) {
-        if (matches(p.name) && !ctx.cat.find(p.name)) {
-          hit.emplace(std::string(p.name), std::string(p.reason));
-          break;
-        }
-      }
-    }
-    if (hit) {
-      ctx.flag("TP002", Operation::Unsupported, hit->first, hit->second,
-               m.tokens()[im.item_begin].begin, m.tokens()[im.item_end - 1].end);
-    }
-    // `import torch.cuda` binds `torch`, and `import torch` imports torch.cuda on every build:
-    // the statement is `import torch` everywhere, with nothing CUDA-specific in it.
-    if (im.kind == semantic::ImportKind::Import && im.module == "torch.cuda" &&
-        im.bound == "torch") {
-      ctx.modify("TP001", "torch.cuda",
-                 "change import torch.cuda to import torch (the same binding; torch imports "
-                 "torch.cuda itself)",
-                 mb, me, "torch");
-      continue;
-    }
-    // TP001: torch.cuda.amp imports.
-    if (im.kind == semantic::ImportKind::Import && im.module == "torch.cuda.amp" &&
-        im.bound != "torch") {
-      ctx.modify("TP001", "torch.cuda.amp", "change import torch.cuda.amp to torch.amp", mb, me,
-                 "torch.amp");
-    } else if (im.kind == semantic::ImportKind::From && im.module == "torch.cuda.amp") {
-      if (ctx.handled.contains(im.module_begin)) continue;
-      bool all_amp = true;
-      for (const semantic::Import& other : m.imports()) {
-        if (other.line == im.line && other.module == im.module && !amp_name(other.name)) {
-          all_amp = false;
-        }
-      }
-      ctx.handled.insert(im.module_begin);
-      if (all_amp) {
-        ctx.modify("TP001", "torch.cuda.amp",
-                   "change import from torch.cuda.amp to import from torch.amp", mb, me,
-                   "torch.amp");
-      } else {
-        ctx.flag("TP001", Operation::Unsupported, "torch.cuda.amp",
-                 "names other than autocast/GradScaler/custom_fwd/custom_bwd imported from "
-                 "torch.cuda.amp; "
-                 "import them from torch.amp by hand",
-                 mb, me);
-      }
-    } else if (im.kind == semantic::ImportKind::From && im.module == "torch.cuda" &&
-               im.name == "amp") {
-      // from torch.cuda import amp [as x]  ->  from torch import amp [as x]
-      if (ctx.handled.contains(im.module_begin)) continue;
-      bool only_amp = true;
-      for (const semantic::Import& other : m.imports()) {
-        if (other.line == im.line && other.module == im.module && other.name != "amp") {
-          only_amp = false;
-        }
-      }
-      if (only_amp) {
-        ctx.handled.insert(im.module_begin);
-        ctx.modify("TP001", "torch.cuda.amp", "change import from torch.cuda to import from torch",
-                   mb, me, "torch");
-      }
-    }
+  for (const semantic::Import& im : ctx.m.imports()) {
+    tp002_cuda_only_package(ctx, im);
+    tp001_amp_import(ctx, im);
   }
 }
 

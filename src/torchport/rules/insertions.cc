@@ -39,6 +39,10 @@
 #include <vector>
 
 namespace torchport::rules {
+
+/// TP900 (target-import): the target's import, `import torch` and the device variable. Its one
+/// producer: every TP900 finding is made here.
+void tp900(Context& ctx, Draft d) { ctx.add("TP900", std::move(d)); }
 namespace {
 
 using syntax::TokenKind;
@@ -220,7 +224,7 @@ void emit(Context& ctx, std::vector<Insert> inserts) {
       message += (message.empty() ? "" : "; ") + inserts[j].message;
       ++j;
     }
-    ctx.modify("TP900", api, message, inserts[i].at, inserts[i].at, body);
+    tp900(ctx, ctx.rewrite(api, message, inserts[i].at, inserts[i].at, body));
     // Imports and definitions come before the statements of an Ascend InsertGlobalRule (TP804)
     // at the same place: the driver applies insertions at one offset in finding order.
     auto& fs = ctx.result.findings;

@@ -34,6 +34,10 @@ namespace torchport::rules {
 
 namespace {
 
+/// TP130 (nvidia-smi): nvidia-smi in a subprocess: a count of its GPU list becomes the target's
+/// device count. Its one producer: every TP130 finding is made here.
+void tp130(Context& ctx, Draft d) { ctx.add("TP130", std::move(d)); }
+
 using syntax::Node;
 using syntax::NodeKind;
 
@@ -73,12 +77,13 @@ class NvidiaSmi {
     // A notebook's shell lines (`!nvidia-smi`): kept as they are, so reported.
     for (const Options::IPythonLine& l : ctx_.opts.ipython_lines) {
       if (!runs_nvidia_smi(l.text)) continue;
-      ctx_.flag("TP130", Operation::Unsupported, "nvidia-smi",
-                "an IPython line runs nvidia-smi (" + l.text +
-                    "), which knows NVIDIA GPUs only: on " + elsewhere() +
-                    " it is not installed or lists no device. IPython lines are kept as they "
-                    "are: change or remove it by hand",
-                l.begin, l.end);
+      tp130(ctx_,
+            report(Operation::Unsupported, "nvidia-smi",
+                   "an IPython line runs nvidia-smi (" + l.text +
+                       "), which knows NVIDIA GPUs only: on " + elsewhere() +
+                       " it is not installed or lists no device. IPython lines are kept as they "
+                       "are: change or remove it by hand",
+                   l.begin, l.end));
     }
   }
 
@@ -179,23 +184,25 @@ class NvidiaSmi {
     const Node* count = lists ? count_of(c) : nullptr;
     const std::string replacement = count ? device_count() : std::string{};
     if (!count || replacement.empty()) {
-      ctx_.flag("TP130", Operation::Unsupported, "nvidia-smi",
-                "nvidia-smi knows NVIDIA GPUs only: on " + elsewhere() +
-                    " it is not installed or lists no device. Left as is" +
-                    (lists ? std::string(": the listing is not counted with len() or "
-                                         ".count(\"GPU\"); count the devices with "
-                                         "torch.cuda.device_count() as ported to the target")
-                           : std::string(": query the device through torch instead")),
-                cr.begin, cr.end);
+      tp130(ctx_,
+            report(Operation::Unsupported, "nvidia-smi",
+                   "nvidia-smi knows NVIDIA GPUs only: on " + elsewhere() +
+                       " it is not installed or lists no device. Left as is" +
+                       (lists ? std::string(": the listing is not counted with len() or "
+                                            ".count(\"GPU\"); count the devices with "
+                                            "torch.cuda.device_count() as ported to the target")
+                              : std::string(": query the device through torch instead")),
+                   cr.begin, cr.end));
       return;
     }
     const auto nr = t_.byte_range(*count);
-    ctx_.modify("TP130", "nvidia-smi",
-                "change the count of nvidia-smi's GPU list to " + replacement +
-                    " (the devices of " +
-                    (ctx_.accelerator() ? std::string("the accelerator") : ctx_.target.name) +
-                    ", as torch.cuda.device_count() " + "becomes there)",
-                nr.begin, nr.end, replacement);
+    tp130(ctx_,
+          ctx_.rewrite(
+              "nvidia-smi",
+              "change the count of nvidia-smi's GPU list to " + replacement + " (the devices of " +
+                  (ctx_.accelerator() ? std::string("the accelerator") : ctx_.target.name) +
+                  ", as torch.cuda.device_count() " + "becomes there)",
+              nr.begin, nr.end, replacement));
   }
 
   Context& ctx_;

@@ -40,6 +40,10 @@ namespace torchport::rules {
 
 namespace {
 
+/// TP120 (oom-text): a test of CUDA's out-of-memory text in an exception becomes isinstance(e,
+/// torch.OutOfMemoryError). Its one producer: every TP120 finding is made here.
+void tp120(Context& ctx, Draft d) { ctx.add("TP120", std::move(d)); }
+
 using syntax::Node;
 using syntax::NodeKind;
 
@@ -160,20 +164,24 @@ class OomText {
     const Node* handler = enclosing_handler(c);
     const std::string_view e = handler ? t_.name(*handler) : std::string_view{};
     if (ops.size() != 1 || !right || e.empty() || !holds_text(*right, *handler, e, c)) {
-      ctx_.flag("TP120", Operation::Unknown, api,
-                "matches the text of CUDA's out-of-memory error, which no other device raises "
-                "(torch_npu: \"NPU out of memory\"): the test is never true there. Left as is: "
-                "the text is not tied to the exception an `except ... as e:` handles; test "
-                "isinstance(e, torch.OutOfMemoryError) (torch >= 2.5), which every device raises",
-                lr.begin, lr.end);
+      tp120(
+          ctx_,
+          report(Operation::Unknown, api,
+                 "matches the text of CUDA's out-of-memory error, which no other device raises "
+                 "(torch_npu: \"NPU out of memory\"): the test is never true there. Left as is: "
+                 "the text is not tied to the exception an `except ... as e:` handles; test "
+                 "isinstance(e, torch.OutOfMemoryError) (torch >= 2.5), which every device raises",
+                 lr.begin, lr.end));
       return;
     }
     if (!ctx_.version_ok(kMinTorch)) {
-      ctx_.flag("TP120", Operation::Unsupported, api,
-                "torch.OutOfMemoryError, the out-of-memory error of every device, needs torch >= "
-                "2.5 (--torch-version " +
-                    ctx_.opts.torch_version + "); the CUDA text test is left in place",
-                lr.begin, lr.end);
+      tp120(
+          ctx_,
+          report(Operation::Unsupported, api,
+                 "torch.OutOfMemoryError, the out-of-memory error of every device, needs torch >= "
+                 "2.5 (--torch-version " +
+                     ctx_.opts.torch_version + "); the CUDA text test is left in place",
+                 lr.begin, lr.end));
       return;
     }
     ctx_.require_torch(kMinTorch);
@@ -181,15 +189,15 @@ class OomText {
     const std::string test = (ops[0] == syntax::CmpOp::NotIn ? "not " : "") +
                              std::string("isinstance(") + std::string(e) + ", " +
                              ctx_.render("torch.OutOfMemoryError") + ")";
-    ctx_.modify("TP120", api,
-                "change the test of CUDA's out-of-memory text to " + test +
-                    " (each device words the error its own way; every one raises "
-                    "torch.OutOfMemoryError)",
-                cr.begin, cr.end, test);
-    ctx_.label_last(
-        "changes behaviour: on CUDA, an out-of-memory failure raised as a plain RuntimeError "
-        "(outside the caching allocator) is no longer matched",
-        fix::Applicability::Unsafe);
+    tp120(ctx_, ctx_.rewrite(api,
+                             "change the test of CUDA's out-of-memory text to " + test +
+                                 " (each device words the error its own way; every one raises "
+                                 "torch.OutOfMemoryError)",
+                             cr.begin, cr.end, test)
+                    .labelled("changes behaviour: on CUDA, an out-of-memory failure raised "
+                              "as a plain RuntimeError (outside the caching allocator) is "
+                              "no longer matched",
+                              fix::Applicability::Unsafe));
   }
 
   Context& ctx_;

@@ -42,6 +42,18 @@ namespace torchport::rules {
 
 namespace {
 
+/// TP901 (custom-cuda-op): custom CUDA operators in .cpp/.cu sources (cuda_op_list.csv). Its one
+/// producer: every TP901 finding is made here.
+Finding tp901(Draft d) { return finding("TP901", std::move(d)); }
+
+}  // namespace
+
+/// TP902 (project-file): CUDA-only requirements and CUDA settings in shell launchers. Its one
+/// producer: every TP902 finding is made here.
+Finding tp902(Draft d) { return finding("TP902", std::move(d)); }
+
+namespace {
+
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -49,18 +61,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 std::string_view base_name(std::string_view path) {
   auto slash = path.find_last_of("/\\");
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-Finding make(std::string_view code, Operation op, std::string api, std::string message,
-             std::size_t b, std::size_t e) {
-  Finding f;
-  f.code = std::string(code);
-  f.op = op;
-  f.api = std::move(api);
-  f.message = std::move(message);
-  f.begin = static_cast<std::uint32_t>(b);
-  f.end = static_cast<std::uint32_t>(e);
-  return f;
 }
 
 // A distribution name as pip compares them (PEP 503): lower case, runs of -_. as "-".
@@ -111,7 +111,7 @@ struct Scan {
     for (const Finding& f : out) {
       if (f.begin == b && f.code == "TP902") return;  // found by two scans
     }
-    out.push_back(make("TP902", op, std::move(api), std::move(message), b, e));
+    out.push_back(tp902(report(op, std::move(api), std::move(message), b, e)));
   }
 
   // One requirement specifier ("flash-attn>=2.5", "cupy-cuda12x", "pytorch-cuda=12.1") whose
@@ -248,6 +248,58 @@ bool requirement_file(std::string_view path) {
   return (name.starts_with("requirements") && ends_with(name, ".txt")) || name == "pyproject.toml";
 }
 
+namespace {
+
+// ---- TP901: the custom CUDA operators a C++/CUDA source defines ----
+void tp901_custom_ops(const std::string& s, FileResult& out) {
+  static const std::regex def(R"re(\b\w+\s*\.\s*def\s*\(\s*"([A-Za-z_][\w:.]*))re");
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), def); it != std::sregex_iterator();
+       ++it) {
+    std::string op = (*it)[1].str();
+    if (auto c = op.rfind("::"); c != std::string::npos) op = op.substr(c + 2);
+    out.cuda_apis.push_back(op);
+    const auto b = static_cast<std::size_t>((*it).position(1));
+    out.findings.push_back(tp901(report(Operation::Unsupported, op, "User-defined CUDA Operator.",
+                                        b, b + static_cast<std::size_t>((*it).length(1)))));
+  }
+}
+
+// ---- TP902: CUDA_VISIBLE_DEVICES and nvidia-smi in a shell launcher ----
+void tp902_shell_launcher(const std::string& s, const catalogue::Catalogue& cat,
+                          const Options& opts, FileResult& out) {
+  const catalogue::Mapping* mp = cat.lookup("CUDA_VISIBLE_DEVICES", opts.target);
+  const bool rename =
+      mp && !mp->replacement.empty() && mp->status != catalogue::Status::Unsupported;
+  for (std::size_t at = s.find("CUDA_VISIBLE_DEVICES"); at != std::string::npos;
+       at = s.find("CUDA_VISIBLE_DEVICES", at + 1)) {
+    if (!rename) {
+      // Meaningful only on CUDA machines: it stays, and the row says why.
+      out.findings.push_back(tp902(
+          report(Operation::Unsupported, "CUDA_VISIBLE_DEVICES",
+                 "CUDA_VISIBLE_DEVICES stays (it only selects NVIDIA GPUs): " +
+                     (mp && !mp->note.empty() ? mp->note
+                                              : opts.target + " has no visible-devices variable"),
+                 at, at + 20)));
+      continue;
+    }
+    Draft f = report(Operation::Modify, "CUDA_VISIBLE_DEVICES",
+                     "change CUDA_VISIBLE_DEVICES to " + mp->replacement +
+                         (mp->note.empty() ? "" : " (" + mp->note + ")"),
+                     at, at + 20);
+    f.fix = fix::Fix{{fix::Edit{f.begin, f.end, mp->replacement}}, fix::Applicability::Safe};
+    out.findings.push_back(tp902(std::move(f)));
+  }
+  for (std::size_t at = s.find("nvidia-smi"); at != std::string::npos;
+       at = s.find("nvidia-smi", at + 1)) {
+    out.findings.push_back(tp902(report(Operation::Unsupported, "nvidia-smi",
+                                        "nvidia-smi only sees NVIDIA GPUs; use the vendor's tool "
+                                        "(npu-smi, cnmon, mthreads-gmi, xpu-smi, hl-smi)",
+                                        at, at + 10)));
+  }
+}
+
+}  // namespace
+
 FileResult check_other(std::string_view path, std::string_view text, const Options& opts) {
   FileResult out;
   const std::string_view name = base_name(path);
@@ -258,17 +310,7 @@ FileResult check_other(std::string_view path, std::string_view text, const Optio
         s.find("TORCH_LIBRARY") == std::string::npos) {
       return out;
     }
-    static const std::regex def(R"re(\b\w+\s*\.\s*def\s*\(\s*"([A-Za-z_][\w:.]*))re");
-    for (auto it = std::sregex_iterator(s.begin(), s.end(), def); it != std::sregex_iterator();
-         ++it) {
-      std::string op = (*it)[1].str();
-      if (auto c = op.rfind("::"); c != std::string::npos) op = op.substr(c + 2);
-      out.cuda_apis.push_back(op);
-      const auto b = static_cast<std::size_t>((*it).position(1));
-      out.findings.push_back(make("TP901", Operation::Unsupported, op,
-                                  "User-defined CUDA Operator.", b,
-                                  b + static_cast<std::size_t>((*it).length(1))));
-    }
+    tp901_custom_ops(s, out);
     return out;
   }
   const bool requirements = requirements_name(name);
@@ -281,35 +323,7 @@ FileResult check_other(std::string_view path, std::string_view text, const Optio
     return out;
   }
   if (shell_script(name)) {
-    const catalogue::Mapping* mp = cat.lookup("CUDA_VISIBLE_DEVICES", opts.target);
-    const bool rename =
-        mp && !mp->replacement.empty() && mp->status != catalogue::Status::Unsupported;
-    for (std::size_t at = s.find("CUDA_VISIBLE_DEVICES"); at != std::string::npos;
-         at = s.find("CUDA_VISIBLE_DEVICES", at + 1)) {
-      if (!rename) {
-        // Meaningful only on CUDA machines: it stays, and the row says why.
-        out.findings.push_back(
-            make("TP902", Operation::Unsupported, "CUDA_VISIBLE_DEVICES",
-                 "CUDA_VISIBLE_DEVICES stays (it only selects NVIDIA GPUs): " +
-                     (mp && !mp->note.empty() ? mp->note
-                                              : opts.target + " has no visible-devices variable"),
-                 at, at + 20));
-        continue;
-      }
-      Finding f = make("TP902", Operation::Modify, "CUDA_VISIBLE_DEVICES",
-                       "change CUDA_VISIBLE_DEVICES to " + mp->replacement +
-                           (mp->note.empty() ? "" : " (" + mp->note + ")"),
-                       at, at + 20);
-      f.fix = fix::Fix{{fix::Edit{f.begin, f.end, mp->replacement}}, fix::Applicability::Safe};
-      out.findings.push_back(std::move(f));
-    }
-    for (std::size_t at = s.find("nvidia-smi"); at != std::string::npos;
-         at = s.find("nvidia-smi", at + 1)) {
-      out.findings.push_back(make("TP902", Operation::Unsupported, "nvidia-smi",
-                                  "nvidia-smi only sees NVIDIA GPUs; use the vendor's tool "
-                                  "(npu-smi, cnmon, mthreads-gmi, xpu-smi, hl-smi)",
-                                  at, at + 10));
-    }
+    tp902_shell_launcher(s, cat, opts, out);
   }
   return out;
 }
@@ -364,11 +378,11 @@ std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_
                             ": torch.accelerator, data/targets.json)";
     if (versions.find_first_not_of(" \t") == std::string_view::npos) {
       const std::size_t b = at + n;
-      Finding f = make("TP902", Operation::Modify, "torch", "require torch" + want + why, b, b);
+      Draft f = report(Operation::Modify, "torch", "require torch" + want + why, b, b);
       f.fix =
           fix::Fix{{fix::Edit{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b), want}},
                    fix::Applicability::Safe};
-      out.push_back(std::move(f));
+      out.push_back(tp902(std::move(f)));
       return;
     }
     // Each clause: ">=2.0", "==2.1.0", "<2.5".
@@ -393,19 +407,19 @@ std::vector<Finding> raise_torch_requirement(std::string_view path, std::string_
       const bool below = !ver.empty() && compare_versions(ver, min_torch) < 0;
       if ((op == ">=" || op == ">") && below) {
         const std::size_t b = at + cb, e = b + opn + (clause.size() - opn);
-        Finding f = make(
-            "TP902", Operation::Modify, "torch",
+        Draft f = report(
+            Operation::Modify, "torch",
             "change torch" + std::string(op) + std::string(ver) + " to torch" + want + why, b, e);
         f.fix = fix::Fix{{fix::Edit{static_cast<std::uint32_t>(b),
                                     static_cast<std::uint32_t>(at + cb + clause.size()), want}},
                          fix::Applicability::Safe};
-        out.push_back(std::move(f));
+        out.push_back(tp902(std::move(f)));
       } else if ((op == "==" || op == "~=" || op == "<" || op == "<=") && below) {
-        out.push_back(make("TP902", Operation::Unsupported, "torch",
-                           "torch" + std::string(op) + std::string(ver) +
-                               " excludes the torch the migrated code needs" + why +
-                               "; change the requirement by hand",
-                           at + cb, at + cb + clause.size()));
+        out.push_back(tp902(report(Operation::Unsupported, "torch",
+                                   "torch" + std::string(op) + std::string(ver) +
+                                       " excludes the torch the migrated code needs" + why +
+                                       "; change the requirement by hand",
+                                   at + cb, at + cb + clause.size())));
       }
       pos = comma + 1;
     }
@@ -490,27 +504,28 @@ std::vector<Finding> move_torch_companions(std::string_view path, std::string_vi
       const std::uint32_t e =
           static_cast<std::uint32_t>(at + (ver.data() + ver.size() - spec.data()));
       if (!want) {
-        out.push_back(make("TP902", Operation::Unsupported, dist,
-                           have + why + "; no " + dist + " release is built for it (the last, " +
-                               rows->back().version + ", for torch " + rows->back().torch +
-                               "): drop the requirement or keep the older torch",
-                           b, e));
+        out.push_back(
+            tp902(report(Operation::Unsupported, dist,
+                         have + why + "; no " + dist + " release is built for it (the last, " +
+                             rows->back().version + ", for torch " + rows->back().torch +
+                             "): drop the requirement or keep the older torch",
+                         b, e)));
         continue;
       }
       if (op == "<" || op == "<=") {
-        out.push_back(make("TP902", Operation::Unsupported, dist,
-                           "the upper bound " + have + " excludes " + dist + " " + want->version +
-                               ", the release for torch " + want->torch + why +
-                               "; change the bound by hand",
-                           b, e));
+        out.push_back(tp902(report(Operation::Unsupported, dist,
+                                   "the upper bound " + have + " excludes " + dist + " " +
+                                       want->version + ", the release for torch " + want->torch +
+                                       why + "; change the bound by hand",
+                                   b, e)));
         continue;
       }
-      Finding f = make("TP902", Operation::Modify, dist,
+      Draft f = report(Operation::Modify, dist,
                        "change " + have + " to " + dist + "==" + want->version +
                            " (its release for torch " + want->torch + "): " + have + why,
                        b, e);
       f.fix = fix::Fix{{fix::Edit{b, e, "==" + want->version}}, fix::Applicability::Safe};
-      out.push_back(std::move(f));
+      out.push_back(tp902(std::move(f)));
     }
   };
   for_each_requirement(txt, text, requirement);
@@ -613,10 +628,10 @@ std::vector<Finding> add_vendor_requirement(std::string_view path, std::string_v
                  : "; without a version: the sources pair no " + std::string(dist) +
                        " release with a torch version, install the one built for your torch");
   auto emit = [&](std::size_t at, std::vector<fix::Edit> edits) {
-    Finding f = make("TP902", Operation::Insert, std::string(dist), message, at, at);
+    Draft f = report(Operation::Insert, std::string(dist), message, at, at);
     f.changes = "visible change: a new requirement";
     f.fix = fix::Fix{std::move(edits), fix::Applicability::Safe};
-    out.push_back(std::move(f));
+    out.push_back(tp902(std::move(f)));
   };
   auto edit = [](std::size_t at, std::string s) {
     return fix::Edit{static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(at), std::move(s)};

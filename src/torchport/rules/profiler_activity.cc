@@ -25,6 +25,14 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP600 (profiler-activity): ProfilerActivity.CUDA on cpu and accelerator. Its one producer: every
+/// TP600 finding is made here.
+void tp600(Context& ctx, Draft d) { ctx.add("TP600", std::move(d)); }
+
+}  // namespace
+
 using semantic::TokenIndex;
 using syntax::TokenKind;
 
@@ -86,10 +94,10 @@ void run_profiler_activity(Context& ctx) {
       if (elems[i].first == ref.first && elems[i].second == ref.last) at = i;
     }
     if (at == elems.size()) {
-      ctx.flag("TP600", Operation::Unsupported, std::string(kCuda),
-               "ProfilerActivity.CUDA outside a list of activities: " + t +
-                   " has no single device activity; list the activities by hand",
-               begin, end);
+      tp600(ctx, report(Operation::Unsupported, std::string(kCuda),
+                        "ProfilerActivity.CUDA outside a list of activities: " + t +
+                            " has no single device activity; list the activities by hand",
+                        begin, end));
       continue;
     }
     bool lists_cpu = false;
@@ -106,17 +114,20 @@ void run_profiler_activity(Context& ctx) {
     if (ctx.accelerator()) {
       const std::string all = ctx.render("torch.profiler.supported_activities()");
       const std::string text = lists_cpu ? "*(" + all + " - {" + cpu + "})" : "*" + all;
-      ctx.modify("TP600", std::string(kCuda),
-                 "change ProfilerActivity.CUDA to " + text +
-                     " (the build's device activities; none besides CPU without an accelerator)",
-                 begin, end, text);
+      tp600(ctx,
+            ctx.rewrite(
+                std::string(kCuda),
+                "change ProfilerActivity.CUDA to " + text +
+                    " (the build's device activities; none besides CPU without an accelerator)",
+                begin, end, text));
       ctx.require_torch(kAcceleratorMinTorch);
       continue;
     }
     if (!lists_cpu) {
-      ctx.modify("TP600", std::string(kCuda),
-                 "change ProfilerActivity.CUDA to ProfilerActivity.CPU (the CPU is the device)",
-                 begin, end, cpu);
+      tp600(ctx, ctx.rewrite(
+                     std::string(kCuda),
+                     "change ProfilerActivity.CUDA to ProfilerActivity.CPU (the CPU is the device)",
+                     begin, end, cpu));
       continue;
     }
     // Delete the element with one of its commas.
@@ -126,8 +137,7 @@ void run_profiler_activity(Context& ctx) {
     } else {
       b = m.tokens()[elems[at - 1].second].end;
     }
-    Finding f;
-    f.code = "TP600";
+    Draft f;
     f.op = Operation::Delete;
     f.api = std::string(kCuda);
     f.message = "delete ProfilerActivity.CUDA (ProfilerActivity.CPU, listed too, covers the CPU)";
@@ -136,8 +146,8 @@ void run_profiler_activity(Context& ctx) {
     fix::Fix fx;
     fx.edits.push_back(fix::Edit{b, e, ""});
     f.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(f));
-    ctx.changed = true;
+    f.changes_file = true;
+    tp600(ctx, std::move(f));
   }
 }
 

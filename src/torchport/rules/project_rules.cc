@@ -2,6 +2,7 @@
 // requirements that follow the migrated code, TP410's launcher files, and the target's
 // project-level advice. The driver gathers the project's facts and hands them here.
 #include <torchport/catalogue/catalogue.h>
+#include <torchport/rules/context.h>
 #include <torchport/rules/project_rules.h>
 
 #include <algorithm>
@@ -39,30 +40,24 @@ std::vector<Finding> follow_requirements(std::string_view path, std::string_view
   }
   // Where would it go? The same files, found with a placeholder name; reported only.
   for (Finding& f : add_vendor_requirement(path, text, target.package, why)) {
-    Finding r;
-    r.code = f.code;
-    r.op = Operation::Unsupported;
-    r.api = std::move(f.api);
-    r.message = why + "; data/targets.json names no distribution for it (" + target.install +
-                "): add the requirement by hand";
-    r.begin = f.begin;
-    r.end = f.end;
-    found.push_back(std::move(r));
+    found.push_back(tp902(report(Operation::Unsupported, std::move(f.api),
+                                 why + "; data/targets.json names no distribution for it (" +
+                                     target.install + "): add the requirement by hand",
+                                 f.begin, f.end)));
   }
   return found;
 }
 
 Finding launcher_finding(std::string_view name, std::string_view text, std::string_view main,
                          std::string_view target) {
-  Finding f;
-  f.code = "TP410";
+  Draft f;
   f.op = Operation::Insert;
   f.api = std::string(name);
   f.message = "launcher: starts " + std::string(main) + " on every " + std::string(target) +
               " device of the node (" + std::string(name) + " --nproc N overrides the count)";
   f.begin = 0;
   f.end = static_cast<std::uint32_t>(text.size());
-  return f;
+  return tp410(std::move(f));
 }
 
 std::vector<Advice> project_advice(const catalogue::AdviceTable& table) {

@@ -37,6 +37,10 @@ namespace torchport::rules {
 
 namespace {
 
+/// TP110 (sdpa-kernel): torch.backends.cuda.sdp_kernel(enable_...=) becomes
+/// torch.nn.attention.sdpa_kernel([backends]). Its one producer: every TP110 finding is made here.
+void tp110(Context& ctx, Draft d) { ctx.add("TP110", std::move(d)); }
+
 using syntax::Node;
 using syntax::NodeKind;
 
@@ -120,18 +124,20 @@ void run_sdpa_kernel(Context& ctx) {
       }
     }
     if (!why.empty()) {
-      ctx.flag("TP110", Operation::Unsupported, std::string(kApi),
-               "torch.backends.cuda.sdp_kernel is deprecated and lives under torch.backends.cuda: "
-               "left in place because " +
-                   why + "; write torch.nn.attention.sdpa_kernel([...]) with the backends by hand",
-               fr.begin, fr.end);
+      tp110(ctx,
+            report(
+                Operation::Unsupported, std::string(kApi),
+                "torch.backends.cuda.sdp_kernel is deprecated and lives under torch.backends.cuda: "
+                "left in place because " +
+                    why + "; write torch.nn.attention.sdpa_kernel([...]) with the backends by hand",
+                fr.begin, fr.end));
       continue;
     }
     if (!ctx.version_ok(kMinTorch)) {
-      ctx.flag("TP110", Operation::Unsupported, std::string(kApi),
-               "torch.nn.attention.sdpa_kernel needs torch >= 2.3 (--torch-version " +
-                   ctx.opts.torch_version + "); left in place",
-               fr.begin, fr.end);
+      tp110(ctx, report(Operation::Unsupported, std::string(kApi),
+                        "torch.nn.attention.sdpa_kernel needs torch >= 2.3 (--torch-version " +
+                            ctx.opts.torch_version + "); left in place",
+                        fr.begin, fr.end));
       continue;
     }
     ctx.require_torch(kMinTorch);
@@ -145,8 +151,7 @@ void run_sdpa_kernel(Context& ctx) {
       ae = any ? std::max(ae, r.end) : r.end;
       any = true;
     }
-    Finding out;
-    out.code = "TP110";
+    Draft out;
     out.op = Operation::Modify;
     out.api = std::string(kApi);
     out.message =
@@ -158,8 +163,8 @@ void run_sdpa_kernel(Context& ctx) {
     fx.edits.push_back(fix::Edit{fr.begin, fr.end, ctx.render("torch.nn.attention.sdpa_kernel")});
     fx.edits.push_back(fix::Edit{ab, ae, "[" + list + "]"});
     out.fix = std::move(fx);
-    ctx.result.findings.push_back(std::move(out));
-    ctx.changed = true;
+    out.changes_file = true;
+    tp110(ctx, std::move(out));
   }
 }
 

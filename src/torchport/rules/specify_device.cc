@@ -37,6 +37,14 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP303 (specify-device): --specify-device: device indices from the vendor's device-index
+/// variable. Its one producer: every TP303 finding is made here.
+void tp303(Context& ctx, Draft d) { ctx.add("TP303", std::move(d)); }
+
+}  // namespace
+
 using semantic::TokenIndex;
 using syntax::TokenKind;
 
@@ -66,10 +74,11 @@ class Pinner {
                     [&](const auto& r) { return r.first <= b && e <= r.second; }))
       return;  // inside an index replaced already (set_device(torch.device("cuda", 1)))
     const std::string old(m_.text().substr(b, e - b));
-    ctx_.modify("TP303", api, "change " + what + " " + old + " to " + var_ + " (--specify-device)",
-                b, e, var_);
     // Rewrites inside the replaced index go with it (Finding::drops).
-    ctx_.result.findings.back().drops = std::pair{b, e};
+    tp303(ctx_,
+          ctx_.rewrite(api, "change " + what + " " + old + " to " + var_ + " (--specify-device)", b,
+                       e, var_)
+              .dropping(b, e));
     ctx_.used_device_id = true;
     done_.emplace_back(b, e);
   }

@@ -34,6 +34,14 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP960 (torch-version-change): behaviour that changed between the source's torch and --torch-
+/// version (data/torch_versions.json). Its one producer: every TP960 finding is made here.
+void tp960(Context& ctx, Draft d) { ctx.add("TP960", std::move(d)); }
+
+}  // namespace
+
 using semantic::TokenIndex;
 using syntax::TokenKind;
 
@@ -109,8 +117,9 @@ void run_torch_versions(Context& ctx) {
               : "torch >= " + vc.since + ", which the output may run on (the old value is the " +
                     "default of torch " + vc.keyword_since + " to " + vc.since + "): " + vc.summary;
       if (unknown) {
-        ctx.flag("TP960", Operation::Unknown, vc.api,
-                 head + "; " + vc.keyword + "= may come from *args/**kwargs: check it", b, e);
+        tp960(ctx,
+              report(Operation::Unknown, vc.api,
+                     head + "; " + vc.keyword + "= may come from *args/**kwargs: check it", b, e));
         continue;
       }
       bool fix = vc.fix_when == "always";
@@ -119,23 +128,27 @@ void run_torch_versions(Context& ctx) {
         fix = saves == 1;
       }
       if (!fix) {
-        ctx.flag("TP960", Operation::Unknown, vc.api,
-                 head + "; pass " + vc.keyword + "=" + vc.old_value + " if " + vc.report_when +
-                     " (" + vc.source.substr(0, vc.source.find(' ')) + ")",
-                 b, e);
+        tp960(ctx,
+              report(Operation::Unknown, vc.api,
+                     head + "; pass " + vc.keyword + "=" + vc.old_value + " if " + vc.report_when +
+                         " (" + vc.source.substr(0, vc.source.find(' ')) + ")",
+                     b, e));
         continue;
       }
       const std::uint32_t at =
           args.empty() ? m.tokens()[*rp].begin : m.tokens()[args.back().last].end;
-      ctx.modify("TP960", vc.api,
-                 "pass " + vc.keyword + "=" + vc.old_value + " (" + vc.fix_reason + "): " + head,
-                 at, at, std::string(args.empty() ? "" : ", ") + vc.keyword + "=" + vc.old_value);
-      // It keeps the source's behaviour, which is also what makes it unsafe (weights_only=False
-      // unpickles arbitrary objects): --no-unsafe-fixes leaves it out.
-      ctx.label_last("torch " + vc.since + ": " + vc.keyword + "=" + vc.old_value +
-                         " keeps torch < " + vc.since + "'s behaviour" +
-                         (vc.fix_note.empty() ? "" : "; " + vc.fix_note),
-                     fix::Applicability::Unsafe);
+      tp960(ctx,
+            ctx.rewrite(
+                   vc.api,
+                   "pass " + vc.keyword + "=" + vc.old_value + " (" + vc.fix_reason + "): " + head,
+                   at, at, std::string(args.empty() ? "" : ", ") + vc.keyword + "=" + vc.old_value)
+                // It keeps the source's behaviour, which is also what makes it unsafe
+                // (weights_only=False unpickles arbitrary objects): --no-unsafe-fixes leaves it
+                // out.
+                .labelled("torch " + vc.since + ": " + vc.keyword + "=" + vc.old_value +
+                              " keeps torch < " + vc.since + "'s behaviour" +
+                              (vc.fix_note.empty() ? "" : "; " + vc.fix_note),
+                          fix::Applicability::Unsafe));
     }
   }
 }

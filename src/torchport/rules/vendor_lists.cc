@@ -23,6 +23,14 @@
 
 namespace torchport::rules {
 
+namespace {
+
+/// TP950 (vendor-api-support): torch APIs the vendor's per-version list marks unsupported, limited
+/// or unlisted. Its one producer: every TP950 finding is made here.
+Finding tp950(Draft d) { return finding("TP950", std::move(d)); }
+
+}  // namespace
+
 void run_vendor_lists(Context& ctx) {
   const syntax::Tree& tree = ctx.tree;
   const catalogue::Catalogue& cat = ctx.cat;
@@ -53,8 +61,7 @@ void run_vendor_lists(Context& ctx) {
     if (reported) continue;
     auto s = cat.api_support(q, ropts.target, ropts.torch_version);
     if (!s || s->status == catalogue::Status::Supported) continue;
-    Finding f;
-    f.code = "TP950";
+    Draft f;
     f.api = q;
     f.begin = r.begin;
     f.end = tree.byte_range(*call).end;
@@ -69,7 +76,7 @@ void run_vendor_lists(Context& ctx) {
       f.op = Operation::Unknown;
       f.message = "not in the supported list of " + s->source;
     }
-    findings.push_back(std::move(f));
+    findings.push_back(tp950(std::move(f)));
   }
 }
 
