@@ -6,14 +6,14 @@ no copy) and the results land in the device tensors.
 The gloo backends live until the process ends (_KEPT): ProcessGroupGloo's destructor joins its worker threads
 while its caller holds the GIL (pybind's dealloc of the group, of DDP's Reducer that held it last, or
 destroy_process_group dropping the last reference), and a worker that has just finished a collective releases
-the work's tensors holding gloo's work mutex. Each of those tensors has a Python object (the CPU views are
+the work's tensors (ProcessGroupGloo::runLoop). Each of those tensors has a Python object (the CPU views are
 made in Python), and in torch 2.13 releasing a C++ reference to such a tensor (refcount 2 to 1,
 c10/util/intrusive_ptr.h) decrefs its Python object, so the worker waits for the GIL: a deadlock whenever the
 destructor starts before the worker got the GIL. Measured: 2 of 10 `ddp_train` runs with 2 spawned ranks hung
-after their last step, a rank's main thread in ~ProcessGroupGloo (thread::join, under ~Reducer) and a gloo
-worker in ~AsyncAllreduceWork waiting for the GIL (docs/rehearse.md). Every way a rehearsal ends skips the
-C++ teardown (os._exit: torchport._leave, multiprocessing's forked children), so a kept backend is never
-destroyed; what it costs is its threads and connections until then, once per process group.
+after their last step; the native stacks of one: a rank's main thread in ~ProcessGroupGloo (thread::join,
+under ~Reducer) and a gloo worker in ~AsyncAllreduceWork waiting for the GIL (docs/rehearse.md). Every way
+a rehearsal ends skips the C++ teardown (os._exit: torchport._leave, multiprocessing's forked children), so a
+kept backend is never destroyed; what it costs is its threads and connections until then, once per group.
 """
 
 from __future__ import annotations
