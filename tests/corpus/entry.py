@@ -685,9 +685,11 @@ def vendor_markdown(results: list[dict], version: str) -> str:
             continue
         runs = r["runs"]
         v = vendor_losses(by_key[(r["project"], r["name"])], r)
-        same = {"same": "yes", "n/a": "n/a"}.get(v["verdict"], f"**NO** (max {v['max_rel']:.1e} relative)")
-        if v["verdict"] == "NO" and v["max_rel"] is None:
-            same = "**NO** (different steps)"
+        if v["verdict"] == "NO":
+            rel = v["max_rel"]
+            same = "**NO** (different steps)" if rel is None else f"**NO** (max {rel:.1e} relative)"
+        else:
+            same = {"same": "yes"}.get(v["verdict"], "n/a")
         out.append(
             f"| {r['project']} | {r['name']} | {_cell(runs.get('cpu'))} | {_losses_text(runs.get('cpu'))} "
             f"| {_cell(runs.get(VENDOR))} | {_losses_text(runs.get(VENDOR))} | {same} |"

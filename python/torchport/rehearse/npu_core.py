@@ -211,6 +211,16 @@ def _npu_getOption(name: str) -> Optional[bytes]:  # noqa: N802
     return None if v is None else v.encode()
 
 
+_FILL_UNINITIALIZED: list[bool] = [True]  # torch's default for fill_uninitialized_memory
+
+
+def _npu_set_fill_uninitialized_memory(mode: bool) -> None:
+    """The NPU side of torch.utils.deterministic.fill_uninitialized_memory (the vendor's setter calls torch's,
+    then this; utils/_deterministic.py): kept. The rehearsal device's empty tensors are not filled either way,
+    with the vendor's package or the stand-in (docs/rehearse.md)."""
+    _FILL_UNINITIALIZED[0] = bool(mode)
+
+
 def _npu_is_jit_compile_false() -> bool:  # noqa: N802
     """Whether operators run as prebuilt binaries (jitCompile disabled, set by set_compile_mode through
     _npu_setOption). Unset, the rehearsal answers True: binaries, the default Ascend documents for the Atlas
@@ -515,7 +525,7 @@ _TOP = (
     "_npu_set_run_yet_variable_to_false _npu_set_thread_affinity _npu_reset_thread_affinity "
     "_npu_getDeviceName _NPUDeviceProperties _npu_getDeviceProperties "
     "_npu_getDeviceMemories _npu_canDeviceAccessPeer _npu_is_bf16_supported _npu_setOption _npu_getOption "
-    "_npu_is_jit_compile_false "
+    "_npu_is_jit_compile_false _npu_set_fill_uninitialized_memory "
     "_is_gte_cann_version _get_cann_version _initExtension _rpc_npu_init _NPUStreamBase _NPUEventBase "
     "_npu_getCurrentStream _npu_getDefaultStream _npu_setStream _npu_isCurrentStreamCapturing "
     "_npu_memoryStats _npu_resetPeakMemoryStats _npu_emptyCache _npu_getAllocatorBackend "
