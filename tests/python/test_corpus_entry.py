@@ -60,6 +60,21 @@ def test_vendor_losses_verdicts() -> None:
     assert entry.vendor_losses(h, result(failed, ok))["verdict"] == "n/a"
 
 
+def test_vendor_table_cells() -> None:
+    h = next(h for h in entry.HARNESSES if h.project == "karpathy__makemore")
+    ok = {"status": "pass", "seconds": 20.0, "first_error": "", "losses": [[0, 3.0], [10, 2.5]]}
+    off = dict(ok, losses=[[0, 3.0], [10, 2.4]])
+    failed = {"status": "fail", "seconds": 3.0, "first_error": "exit 1: RuntimeError: x", "losses": []}
+
+    def row(cpu: dict, vendor: dict) -> str:
+        r = {"project": h.project, "name": h.name, "skip": None, "runs": {"cpu": cpu, entry.VENDOR: vendor}}
+        return entry.vendor_markdown([r], "2.13.0").splitlines()[2]
+
+    assert row(ok, ok).endswith("| pass (20 s) | 0: 3, 10: 2.5 | pass (20 s) | 0: 3, 10: 2.5 | yes |")
+    assert row(ok, off).endswith("| 0: 3, 10: 2.4 | **NO** (max 4.0e-02 relative) |")
+    assert row(ok, failed).endswith("| **FAIL** (3 s): `exit 1: RuntimeError: x` |  | n/a |")
+
+
 def _ci_modes() -> tuple[str, ...]:
     if os.environ.get("TORCHPORT_CORPUS_ALL") == "1":
         return entry.MODES
