@@ -383,7 +383,8 @@ def test_torchrun_two_ranks_on_the_vendors_package_give_the_cpu_migrations_losse
     dev = _migrate(src, tmp_path / "out")
     ref = _torchrun("train.py", cwd=cpu)
     assert ref.returncode == 0, ref.stderr[-3000:]
-    cmd = ["--no-python", "torchport", "rehearse", "--target", "npu", "--vendor-torch-npu", str(vendor)]
+    cmd = ["--no-python", sys.executable, "-m", "torchport", "rehearse", "--target", "npu"]
+    cmd += ["--vendor-torch-npu", str(vendor)]
     p = _torchrun(*cmd, "train.py", cwd=dev)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stderr.count("torchport rehearse: torch_npu: the vendor's torch_npu") == 2  # one line per rank
