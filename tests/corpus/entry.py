@@ -668,7 +668,7 @@ def markdown(results: list[dict]) -> str:
 def _losses_text(run: Optional[dict]) -> str:
     if run is None or not run["losses"]:
         return ""
-    return ", ".join(f"{s:g}: {v:g}" for s, v in run["losses"])
+    return ", ".join(f"{s:g}: {v!r}" for s, v in run["losses"])  # the loss as printed, every digit
 
 
 def vendor_markdown(results: list[dict], version: str) -> str:

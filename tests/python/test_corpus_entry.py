@@ -70,8 +70,8 @@ def test_vendor_table_cells() -> None:
         r = {"project": h.project, "name": h.name, "skip": None, "runs": {"cpu": cpu, entry.VENDOR: vendor}}
         return entry.vendor_markdown([r], "2.13.0").splitlines()[2]
 
-    assert row(ok, ok).endswith("| pass (20 s) | 0: 3, 10: 2.5 | pass (20 s) | 0: 3, 10: 2.5 | yes |")
-    assert row(ok, off).endswith("| 0: 3, 10: 2.4 | **NO** (max 4.0e-02 relative) |")
+    assert row(ok, ok).endswith("| pass (20 s) | 0: 3.0, 10: 2.5 | pass (20 s) | 0: 3.0, 10: 2.5 | yes |")
+    assert row(ok, off).endswith("| 0: 3.0, 10: 2.4 | **NO** (max 4.0e-02 relative) |")
     assert row(ok, failed).endswith("| **FAIL** (3 s): `exit 1: RuntimeError: x` |  | n/a |")
 
 
