@@ -49,6 +49,12 @@ def _main() -> None:
     def on_torch(module: types.ModuleType) -> None:
         if finder in sys.meta_path:
             sys.meta_path.remove(finder)
+        child = sys.modules.get("torchport.rehearse._child")
+        if child is not None and hasattr(child, "AFTER_ACTIVATION"):
+            # a rank spawned under `torchport rehearse`: its rehearsal device, which provides the target's
+            # package, is turned on right after this import; the redirect follows it
+            child.AFTER_ACTIVATION.append(_enable)
+            return
         _enable(module)
 
     finder.callbacks["torch"] = on_torch

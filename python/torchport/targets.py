@@ -62,6 +62,7 @@ FIELD_OF = {
     "cpu_shallow_copy": "cpu_shallow_copy",
     "print_on_host": "print_on_host",
     "flex_attention": "flex_attention",
+    "device_capability_env": "device_capability_env",
 }
 
 
@@ -109,6 +110,9 @@ class Target:
     # device, which torch's own device check refuses for a PrivateUse1 device, and registers autocast kernels
     # for its higher-order operators. `torchport rehearse` does the same.
     flex_attention: bool = False
+    # The vendor's get_device_capability() returns None unless this variable is set to "major.minor" (then
+    # that tuple); "" when the vendor answers a tuple. `torchport rehearse` answers as the vendor does.
+    device_capability_env: str = ""
     # The value of fallback_env that data/targets.json names ("1" of TORCH_NPU_FALLBACK_CPU_DISABLE=1): the
     # setting that reverses fallback_default (every CPU fallback an error, or a CPU fallback for every op).
     fallback_env_value: str = ""
@@ -211,6 +215,7 @@ def _target(t: Mapping[str, Any], env_entries: list[dict[str, Any]]) -> Target:
         cpu_shallow_copy=bool(t.get("cpu_shallow_copy", False)),
         print_on_host=bool(t.get("print_on_host", False)),
         flex_attention=bool(t.get("flex_attention", False)),
+        device_capability_env=str(t.get("device_capability_env", "")),
         fallback_env_value=fb_env.partition("=")[2],
     )
 

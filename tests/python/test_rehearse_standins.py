@@ -117,3 +117,67 @@ def test_the_stand_in_offers_nothing_the_vendor_does_not_list(
     # only what torch requires of a PrivateUse1 device module (reference §2.1) may go beyond the list
     assert extra <= REQUIRED_BY_TORCH, sorted(extra - REQUIRED_BY_TORCH)
     assert len(public & _vendor_all(target)) > 40
+
+
+CAPABILITY = """
+import warnings
+import torch
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    cap = torch.{target}.get_device_capability()
+print("CAP", cap, any("{env}" in str(w.message) for w in caught) if "{env}" else None)
+"""
+
+
+@pytest.mark.parametrize(
+    "target, env, value, want",
+    [
+        ("npu", "", "", "CAP None True"),  # torch_npu 2.13.0: None, with a warning naming the variable
+        ("npu", "TORCH_NPU_DEVICE_CAPABILITY", "8.0", "CAP (8, 0) False"),
+        ("npu", "TORCH_NPU_DEVICE_CAPABILITY", "8", "CAP None True"),  # not major.minor: None, warned
+        ("mlu", "", "", "CAP (0, 0) None"),  # no variable named in data/targets.json: (0, 0)
+    ],
+)
+def test_the_stand_in_answers_get_device_capability_as_the_vendor_does(
+    target: str,
+    env: str,
+    value: str,
+    want: str,
+    rehearsal_built: None,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """data/targets.json `device_capability_env` (npu: TORCH_NPU_DEVICE_CAPABILITY, as the catalogue's npu
+    `returns: None` says): the stand-in's torch_npu.npu agrees with the vendor's
+    (test_rehearse_vendor_npu.py)."""
+    script = tmp_path / "cap.py"
+    script.write_text(
+        CAPABILITY.format(target=target, env="TORCH_NPU_DEVICE_CAPABILITY" if target == "npu" else "")
+    )
+    extra = {"TORCH_NPU_DEVICE_CAPABILITY": value}  # "" removes it
+    which = ["--vendor-torch-npu", "off"] if target == "npu" else []  # the stand-in, not the vendor's
+    p = rehearse("--target", target, *which, str(script), extra_env=extra)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert want in p.stdout.splitlines(), p.stdout
+
+
+def test_torchport_run_answers_zero_where_the_vendors_capability_is_none(
+    rehearsal_built: None,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """`torch.cuda.get_device_capability()[0] >= 8` under `torchport run --target npu` takes its fallback
+    path, as migrate's output does (the catalogue's if_none), and the log says why (mismatch)."""
+    script = tmp_path / "cap.py"
+    script.write_text("import torch\nprint('CAP', torch.cuda.get_device_capability())\n")
+    log = tmp_path / "run.log"
+    run = ["-m", "torchport", "run", "--target", "npu", "--quiet", "--log", str(log), str(script)]
+    p = rehearse(
+        "--target", "npu", "--vendor-torch-npu", "off", *run, extra_env={"TORCH_NPU_DEVICE_CAPABILITY": ""}
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "CAP (0, 0)" in p.stdout
+    line = next(ln for ln in log.read_text().splitlines() if "get_device_capability" in ln)
+    assert "[mismatch]" in line and "TORCH_NPU_DEVICE_CAPABILITY is set" in line, line
+    p = rehearse(
+        "--target", "npu", "--vendor-torch-npu", "off", *run, extra_env={"TORCH_NPU_DEVICE_CAPABILITY": "9.0"}
+    )  # fmt: skip
+    assert "CAP (9, 0)" in p.stdout, p.stderr[-3000:]

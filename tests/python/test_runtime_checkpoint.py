@@ -111,3 +111,27 @@ def test_plain_load_is_logged_only_when_the_checkpoint_has_cuda_storages(
         (line,) = [x for x in sites(s) if x.api == "torch.load"]
     assert line.before == f"torch.load({str(cuda_ckpt)!r}) [storages saved on cuda:0]"
     assert line.after == f"torch.load({str(cuda_ckpt)!r}, map_location=<cuda:0 -> cpu>)"
+
+
+def test_a_vendor_replaced_torch_load_is_redirected_and_kept(
+    cuda_ckpt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch_npu's import sets `torch.load` to its own load and leaves `torch.serialization.load` torch's: the
+    script's `torch.load` is then the vendor's, wrapped (before, it was left unwrapped and a CUDA checkpoint
+    failed under `torchport run` on the vendor's package, where transfer_to_npu loads it)."""
+    import torch.serialization as ser
+
+    calls: list[object] = []
+    orig = ser.load
+
+    def vendor_load(f: object, map_location: object = None, *a: object, **kw: object) -> object:
+        calls.append(map_location)
+        return orig(f, map_location, *a, **kw)
+
+    monkeypatch.setattr(torch, "load", vendor_load)
+    with enabled("cpu"):
+        assert torch.load is not vendor_load and torch.load.__wrapped__ is vendor_load  # type: ignore[attr-defined]
+        _check(torch.load(cuda_ckpt, map_location="cuda:0"))
+        _check(ser.load(cuda_ckpt))  # torch's own, wrapped as before
+    assert len(calls) == 1 and str(calls[0]) == "cpu"
+    assert torch.load is vendor_load  # put back

@@ -3,12 +3,19 @@ turns the rehearsal device on in the child before it imports the main script."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from torchport._leave import exit_code, leave
-from torchport.rehearse import runtime
+# What must wait until the rehearsal device is on in this child: the .pth hook's redirect
+# (torchport._autohook, in a rank of `torchport rehearse ... -m torchport run`) fires at `import torch`, which
+# the import below makes, and would look for the target's package before the rehearsal provides it.
+AFTER_ACTIVATION: list[Callable[[], None]] = []
+
+from torchport._leave import exit_code, leave  # noqa: E402
+from torchport.rehearse import runtime  # noqa: E402
 
 runtime.activate_from_env()
+for _after in AFTER_ACTIVATION:
+    _after()
 
 
 def spawn_main(*args: Any, **kwargs: Any) -> None:

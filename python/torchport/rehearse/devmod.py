@@ -9,7 +9,10 @@ MUSA publishes no such list: its module exposes the whole pool.
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional, Union
@@ -121,9 +124,25 @@ def get_device_properties(device: DevLike = None) -> _Props:
     return _Props(_index(device))
 
 
-def get_device_capability(device: DevLike = None) -> tuple[int, int]:
+def get_device_capability(device: DevLike = None) -> Optional[tuple[int, int]]:
+    """(0, 0), or as the vendor answers where data/targets.json names its variable (`device_capability_env`,
+    torch_npu: None unless TORCH_NPU_DEVICE_CAPABILITY is "major.minor", then that tuple; with a warning)."""
     _index(device)
-    return (0, 0)
+    from torchport.targets import TARGETS
+
+    env = TARGETS[_target()].device_capability_env
+    if not env:
+        return (0, 0)
+    value = os.environ.get(env, "")
+    m = re.fullmatch(r"(\d+)\.(\d+)", value)
+    if m:
+        return (int(m.group(1)), int(m.group(2)))
+    how = f"{env}={value!r} is not 'major.minor'" if value else f"{env} is not set"
+    warnings.warn(
+        f"get_device_capability() is None: {how} (the vendor's answer; set it, e.g. {env}=8.0, for a tuple)",
+        stacklevel=2,
+    )
+    return None
 
 
 def can_device_access_peer(device: DevLike, peer: DevLike) -> bool:

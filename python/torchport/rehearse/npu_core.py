@@ -195,6 +195,13 @@ def _npu_is_bf16_supported() -> bool:
     return True
 
 
+def _npu_is_support_inf_nan() -> bool:
+    """True: the rehearsal device computes with IEEE inf and NaN (the CPU kernels), as the wheel's messages
+    say of soc_version >= Ascend910B1 (torch_npu/npu/utils.py); GradScaler then checks grads for inf/NaN
+    instead of reading the float-status overflow flag, which has no kernel here."""
+    return True
+
+
 # ---- options (torch_npu.npu.set_option / use_compatible_impl) ----
 _OPTIONS: dict[str, str] = {}
 
@@ -524,7 +531,8 @@ _TOP = (
     "_npu_maybeExchangeDevice _npu_synchronize _npu_shutdown_synchronize _npu_shutdown _npu_init "
     "_npu_set_run_yet_variable_to_false _npu_set_thread_affinity _npu_reset_thread_affinity "
     "_npu_getDeviceName _NPUDeviceProperties _npu_getDeviceProperties "
-    "_npu_getDeviceMemories _npu_canDeviceAccessPeer _npu_is_bf16_supported _npu_setOption _npu_getOption "
+    "_npu_getDeviceMemories _npu_canDeviceAccessPeer _npu_is_bf16_supported _npu_is_support_inf_nan "
+    "_npu_setOption _npu_getOption "
     "_npu_is_jit_compile_false _npu_set_fill_uninitialized_memory "
     "_is_gte_cann_version _get_cann_version _initExtension _rpc_npu_init _NPUStreamBase _NPUEventBase "
     "_npu_getCurrentStream _npu_getDefaultStream _npu_setStream _npu_isCurrentStreamCapturing "

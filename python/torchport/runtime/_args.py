@@ -738,10 +738,24 @@ def _install_parallel(s: Session) -> None:
 
 
 def _install_load(s: Session) -> None:
-    """torch.load of a checkpoint saved on CUDA restores onto the target."""
+    """torch.load of a checkpoint saved on CUDA restores onto the target. A vendor package may have replaced
+    `torch.load` with its own (torch_npu's import sets `torch.load` to its serialization's `load`, leaving
+    `torch.serialization.load` torch's): each is wrapped, so the script's `torch.load` keeps the vendor's."""
     import torch.serialization as ser
 
     orig_load = ser.load
+    wrapped = _load_wrapper(s, orig_load)
+    s.patcher.set(ser, "load", wrapped)
+    if torch.load is orig_load:
+        s.patcher.set(torch, "load", wrapped)
+    elif callable(torch.load):
+        s.patcher.set(torch, "load", _load_wrapper(s, torch.load))
+
+
+def _load_wrapper(s: Session, orig_load: Any) -> Any:
+    """`orig_load` with CUDA map locations (and the checkpoint's CUDA storages) mapped to the target."""
+    import torch.serialization as ser
+
     mapper = s.mapper
     log = s.log
     restore = ser.default_restore_location
@@ -781,9 +795,7 @@ def _install_load(s: Session) -> None:
             )
         return orig_load(f, new, *a, **kw)
 
-    s.patcher.set(ser, "load", load)
-    if torch.load is orig_load:
-        s.patcher.set(torch, "load", load)
+    return load
 
 
 def _install_dataloader(s: Session) -> None:

@@ -592,6 +592,22 @@ def _emulations(s: Session) -> dict[str, tuple[Callable[..., Any], str, str]]:
     }
 
 
+def _capability_or_zero(
+    impl: Callable[..., Any], module: str, env: str
+) -> tuple[Callable[..., Any], str, str, str]:
+    """The device module's get_device_capability where the vendor's answers None unless `env` is set
+    (data/targets.json device_capability_env: torch_npu): its tuple when it gives one, else (0, 0), as
+    `migrate` writes it (the catalogue's if_none), so `torch.cuda.get_device_capability()[0] >= 8` takes
+    its fallback path instead of raising TypeError. Logged mismatch: (0, 0) is no capability."""
+
+    def get_device_capability(device: Any = None) -> Any:
+        got = impl(device)
+        return (0, 0) if got is None else got
+
+    why = f"{module}.get_device_capability() is None unless {env} is set: (0, 0) then, as migrate writes"
+    return get_device_capability, MISMATCH, why, ""
+
+
 def resolve(s: Session, name: str) -> tuple[Optional[Callable[..., Any]], str, str, str]:
     """(implementation, class, why, shown name) for torch.cuda.<name> on the session's target: the device
     module's function of the same name when it has one, else our emulation, else None (an error when called).
@@ -599,6 +615,8 @@ def resolve(s: Session, name: str) -> tuple[Optional[Callable[..., Any]], str, s
     dev = s.devmod
     if not (s.is_cpu and name in _CPU_OWN):
         impl = getattr(dev, name, None)
+        if impl is not None and name == "get_device_capability" and s.target.device_capability_env:
+            return _capability_or_zero(impl, s.target.device_module, s.target.device_capability_env)
         if impl is not None:
             return impl, MATCH, "", f"{s.target.device_module}.{name}"
     emul = s.__dict__.get("_cuda_emulations")
