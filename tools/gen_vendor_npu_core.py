@@ -72,8 +72,10 @@ def table(names: set[str], pin: dict[str, str]) -> dict[str, object]:
             last = n.rsplit(".", 1)[1]
             if last in npu_core.INIT_FUNCTIONS:
                 doc = f"Creates the child module torch_npu._C.{npu_core.INIT_FUNCTIONS[last]}"
-            elif isinstance(obj, str):
+            elif isinstance(obj, str) and obj in npu_core.INIT_FUNCTIONS.values():
                 doc = "A child module, created by its init function (module_loader)"
+            elif isinstance(obj, str):
+                doc = "A child module, created with torch_npu._C itself"
             rows[n] = {"status": "served", "does": " ".join(doc.split()).split(". ")[0][:160]}
         else:
             rows[n] = {"status": "refused"}

@@ -4,6 +4,9 @@
     python -m tests.corpus --update        # ... and rewrite docs/fidelity.json and the table
     python -m tests.corpus --entry         # the entry-script harnesses too
     python -m tests.corpus -p karpathy__makemore -t cpu -v   # one cell, every problem listed
+    python -m tests.corpus --entry-only --vendor-torch-npu build/vendor-torch-npu [--update]
+                                           # the npu migration on the vendor's torch_npu, losses
+                                           # against the migrated cpu run (docs/fidelity.md)
     python -m tests.corpus --notebooks     # ../shared/notebooks (Jupyter notebooks): every
                                            # ratcheted column but unfixed must be 0
 
@@ -26,6 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--entry", action="store_true", help="also run the entry-script harnesses")
     ap.add_argument("--entry-only", action="store_true", help="only the entry-script harnesses")
     ap.add_argument("-p", "--project", action="append", help="only this project (repeatable)")
+    ap.add_argument(
+        "--vendor-torch-npu",
+        metavar="DIR",
+        help="with --entry-only: run each entry harness's npu migration on the vendor's torch_npu in DIR "
+        "(torchport rehearse --vendor-torch-npu DIR) and the migrated cpu run, and compare their losses; "
+        "--update writes docs/fidelity-entry-vendor-npu.json and its table",
+    )
     ap.add_argument(
         "--notebooks",
         action="store_true",
@@ -56,6 +66,15 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"not in {corpus}: {', '.join(unknown)}", file=sys.stderr)
         return 2
+    if args.vendor_torch_npu:
+        if not args.entry_only:
+            print("--vendor-torch-npu runs the entry harnesses only: add --entry-only", file=sys.stderr)
+            return 2
+        from pathlib import Path
+
+        from . import entry
+
+        return entry.main_vendor(corpus, Path(args.vendor_torch_npu).resolve(), args.update, args.project)
     status = 0
     if not args.entry_only:
         status = run_static(args, corpus)

@@ -24,12 +24,55 @@ from tests.corpus import entry, static  # noqa: E402
 
 CORPUS = static.corpus_dir()
 COMMITTED = {(r["project"], r["name"]): r for r in json.loads(entry.ENTRY_JSON.read_text())}
+VENDOR_TABLE = json.loads(entry.VENDOR_JSON.read_text())
+VENDOR_COMMITTED = {(r["project"], r["name"]): r for r in VENDOR_TABLE["results"]}
+# The vendor's torch_npu, installed for the rehearsal by .ci/run (tools/gen_vendor_npu_core.py --install).
+VENDOR_DIR = Path(os.environ.get("TORCHPORT_VENDOR_TORCH_NPU") or static.REPO / "build" / "vendor-torch-npu")
 
 
 def test_table_lists_every_harness() -> None:
     assert set(COMMITTED) == {(h.project, h.name) for h in entry.HARNESSES}
     md = static.FIDELITY_MD.read_text()
     assert entry.markdown(list(COMMITTED.values())) in md
+
+
+def test_vendor_table_lists_every_harness() -> None:
+    assert set(VENDOR_COMMITTED) == {(h.project, h.name) for h in entry.HARNESSES}
+    md = static.FIDELITY_MD.read_text()
+    assert entry.vendor_markdown(VENDOR_TABLE["results"], VENDOR_TABLE["torch_npu"]) in md
+
+
+def test_vendor_losses_verdicts() -> None:
+    """The rule of the vendor table's "same losses" column, on made-up runs."""
+    h = next(h for h in entry.HARNESSES if h.project == "karpathy__makemore")
+    ok = {"status": "pass", "losses": [[0, 3.0], [10, 2.5]]}
+
+    def result(cpu: dict, vendor: dict) -> dict:
+        return {"runs": {"cpu": cpu, entry.VENDOR: vendor}}
+
+    assert entry.vendor_losses(h, result(ok, dict(ok)))["verdict"] == "same"
+    off = {"status": "pass", "losses": [[0, 3.0], [10, 2.4]]}
+    v = entry.vendor_losses(h, result(ok, off))
+    assert v["verdict"] == "NO" and v["max_rel"] == pytest.approx(0.04)
+    assert entry.vendor_losses(h, result(ok, {"status": "pass", "losses": [[0, 3.0]]}))["verdict"] == "NO"
+    failed = {"status": "fail", "losses": []}
+    assert entry.vendor_losses(h, result(ok, failed))["verdict"] == "n/a"
+    assert entry.vendor_losses(h, result(failed, ok))["verdict"] == "n/a"
+
+
+def test_vendor_table_cells() -> None:
+    h = next(h for h in entry.HARNESSES if h.project == "karpathy__makemore")
+    ok = {"status": "pass", "seconds": 20.0, "first_error": "", "losses": [[0, 3.0], [10, 2.5]]}
+    off = dict(ok, losses=[[0, 3.0], [10, 2.4]])
+    failed = {"status": "fail", "seconds": 3.0, "first_error": "exit 1: RuntimeError: x", "losses": []}
+
+    def row(cpu: dict, vendor: dict) -> str:
+        r = {"project": h.project, "name": h.name, "skip": None, "runs": {"cpu": cpu, entry.VENDOR: vendor}}
+        return entry.vendor_markdown([r], "2.13.0").splitlines()[2]
+
+    assert row(ok, ok).endswith("| pass (20 s) | 0: 3.0, 10: 2.5 | pass (20 s) | 0: 3.0, 10: 2.5 | yes |")
+    assert row(ok, off).endswith("| 0: 3.0, 10: 2.4 | **NO** (max 4.0e-02 relative) |")
+    assert row(ok, failed).endswith("| **FAIL** (3 s): `exit 1: RuntimeError: x` |  | n/a |")
 
 
 def _ci_modes() -> tuple[str, ...]:
@@ -110,3 +153,33 @@ def test_entry_script_no_worse(h: entry.Harness) -> None:
             "\n".join(better) + "\nrun `python -m tests.corpus --entry-only --update`", stacklevel=1
         )
     assert not worse, "\n".join(worse)
+
+
+@pytest.mark.parametrize("h", entry.HARNESSES, ids=lambda h: h.key)
+def test_entry_script_on_the_vendors_torch_npu(h: entry.Harness) -> None:
+    """The npu migration on the vendor's torch_npu (docs/fidelity.md, "The vendor's torch_npu"): a run that
+    passed in docs/fidelity-entry-vendor-npu.json must still pass, with the committed migrated cpu run's
+    losses where it had them (the cpu run itself is test_entry_script_no_worse's)."""
+    if h.skip:
+        pytest.skip(h.skip)
+    if os.environ.get("TORCHPORT_CORPUS_ALL") != "1" and h.project not in entry.CI_VENDOR:
+        pytest.skip(
+            f"CI runs the vendor's package for {', '.join(entry.CI_VENDOR)}: TORCHPORT_CORPUS_ALL=1 runs it"
+        )
+    if os.environ.get("TORCHPORT_CORPUS_ALL") != "1" and not h.ci:
+        pytest.skip("longest harness, outside CI's time budget: TORCHPORT_CORPUS_ALL=1 runs it")
+    if CORPUS is None:
+        pytest.skip("corpus not found: set TORCHPORT_CORPUS or put it at ../shared/corpus")
+    if not entry.DEPS.is_dir():
+        pytest.skip(f"{entry.DEPS} missing: run tools/setup.sh --test (tests/corpus/requirements.txt)")
+    if not (VENDOR_DIR / "torch_npu" / "__init__.py").is_file():
+        pytest.skip(
+            f"no vendor torch_npu in {VENDOR_DIR}: tools/gen_vendor_npu_core.py --install DIR (.ci/run does)"
+        )
+    was = VENDOR_COMMITTED[(h.project, h.name)]
+    now = entry.run_harness(h, CORPUS, (entry.VENDOR,), vendor=VENDOR_DIR)
+    run = now["runs"][entry.VENDOR]
+    if was["runs"][entry.VENDOR]["status"] == "pass":
+        assert run["status"] == "pass", f"{h.key}: passed on the vendor's torch_npu, now {run['first_error']}"
+    if entry.vendor_losses(h, was)["verdict"] == "same":
+        assert run["losses"] == was["runs"]["cpu"]["losses"], "not the migrated cpu run's losses"

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rehearse_testlib import REPO, losses, rehearsal_built, rehearse  # noqa: F401
+from rehearse_testlib import REPO, env, free_port, losses, rehearsal_built, rehearse  # noqa: F401
+from torchrun_testlib import run_ranks
 
 pytest.importorskip("torch")
 
@@ -219,6 +220,40 @@ def test_auto_finds_the_vendors_package_on_the_path_before_torchs_autoload_does(
     assert "torchport rehearse: torch_npu: the vendor's torch_npu" in p.stderr
 
 
+AFFINITY = r"""
+import os
+import torch, torch_npu
+from torch.utils.data import DataLoader
+before = os.sched_getaffinity(0)
+print("BATCHES", [b.tolist() for b in DataLoader(list(range(4)), batch_size=2, num_workers=1)])
+print("KEPT", os.sched_getaffinity(0) == before)
+core = min(before)
+torch_npu.utils.set_thread_affinity([core, core])
+print("BOUND", sorted(os.sched_getaffinity(0)) == [core])
+torch_npu.utils.reset_thread_affinity()
+print("RESET", os.sched_getaffinity(0) == before)
+print("RANGE", torch_npu.npu.mstx.range_start("step"))
+"""
+
+
+def test_dataloader_workers_thread_affinity_and_mstx_ranges(
+    vendor: Path,
+    rehearsal_built: None,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The vendor's DataLoader patch sets the default thread affinity around starting the workers, and its
+    mstx patch opens a range around every batch: both served (hifi-gan's validation loader failed at the
+    first, every batch logged an [ERROR] at the second)."""
+    probe = tmp_path / "affinity.py"
+    probe.write_text(AFFINITY)
+    p = rehearse("--target", "npu", "--vendor-torch-npu", str(vendor), str(probe), timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "BATCHES [[0, 1], [2, 3]]" in p.stdout
+    for line in ("KEPT True", "BOUND True", "RESET True", "RANGE 0"):
+        assert line in p.stdout, p.stdout
+    assert "[ERROR]" not in p.stdout + p.stderr
+
+
 def test_the_capability_variable_is_the_vendors(vendor: Path, rehearsal_built: None, tmp_path: Path) -> None:  # noqa: F811
     probe = tmp_path / "cap.py"
     probe.write_text("import torch_npu\nprint('CAP', torch_npu.npu.get_device_capability())\n")
@@ -251,15 +286,15 @@ def test_a_wrong_path_is_one_line_error(tmp_path: Path) -> None:
     )
 
 
-def _migrate(src: Path, out: Path) -> Path:
+def _migrate(src: Path, out: Path, target: str = "npu") -> Path:
     p = subprocess.run(
-        [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "--target", "npu", "-q"],
+        [sys.executable, "-m", "torchport", "migrate", str(src), "-o", str(out), "--target", target, "-q"],
         capture_output=True,
         text=True,
         check=False,
     )
     assert p.returncode == 0, p.stdout + p.stderr
-    return out / f"{src.name}_npu"
+    return out / f"{src.name}_{target}"
 
 
 def test_the_migrated_example_project_trains_with_the_stand_ins_losses(
@@ -281,9 +316,6 @@ def test_the_migrated_example_project_trains_with_the_stand_ins_losses(
     assert len(runs["off"]) == 3 and runs[str(vendor)] == runs["off"]
 
 
-# ddp_train (2 spawned ranks over the vendor's hccl registration) gives the same losses, but 2 of 10 runs hung
-# after the last step, both ranks blocked in the worker's teardown (docs/rehearse.md): not in CI until that is
-# understood.
 @pytest.mark.parametrize("script", ["argparse_device", "cnn_amp", "streams_events"])
 def test_migrated_e2e_scripts_give_the_stand_ins_losses(
     script: str,
@@ -301,3 +333,60 @@ def test_migrated_e2e_scripts_give_the_stand_ins_losses(
         assert p.returncode == 0, p.stderr[-3000:]
         runs[which] = losses(p.stdout)
     assert len(runs["off"]) == 3 and runs[str(vendor)] == runs["off"]
+
+
+def test_ddp_train_spawns_two_ranks_on_the_vendors_hccl(
+    vendor: Path,
+    rehearsal_built: None,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """ddp_train starts its 2 ranks itself (torch.multiprocessing.spawn); the vendor's `hccl` registration
+    makes the rehearsal's gloo-backed group. 2 of 10 such runs used to hang after the last step, in gloo's
+    teardown (docs/rehearse.md, "Two ranks: the teardown deadlock"): a hang fails here by the timeout."""
+    src = tmp_path / "e2e_scripts"
+    src.mkdir()
+    shutil.copy(SCRIPTS / "ddp_train.py", src)
+    out = _migrate(src, tmp_path / "out")
+    runs = {}
+    for which in (str(vendor), "off"):
+        args = ["--target", "npu", "--devices", "2", "--vendor-torch-npu", which, "ddp_train.py"]
+        p = rehearse(*args, cwd=out, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs[which] = losses(p.stdout)
+    assert len(runs["off"]) == 3 and runs[str(vendor)] == runs["off"]
+
+
+def _torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        f"--master_port={free_port()}",
+    ]
+    return run_ranks(
+        [*cmd, *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=300, env=env()
+    )
+
+
+def test_torchrun_two_ranks_on_the_vendors_package_give_the_cpu_migrations_losses(
+    vendor: Path,
+    rehearsal_built: None,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """`torchrun --no-python torchport rehearse --target npu --vendor-torch-npu DIR train.py`: one rehearsal
+    per rank, each importing the vendor's package; its losses are the cpu migration's on plain torchrun."""
+    src = tmp_path / "proj"
+    src.mkdir()
+    shutil.copy(REPO / "tests/python/fixtures/rehearse/ddp_torchrun.py", src / "train.py")
+    cpu = _migrate(src, tmp_path / "out", "cpu")
+    dev = _migrate(src, tmp_path / "out")
+    ref = _torchrun("train.py", cwd=cpu)
+    assert ref.returncode == 0, ref.stderr[-3000:]
+    cmd = ["--no-python", sys.executable, "-m", "torchport", "rehearse", "--target", "npu"]
+    cmd += ["--vendor-torch-npu", str(vendor)]
+    p = _torchrun(*cmd, "train.py", cwd=dev)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stderr.count("torchport rehearse: torch_npu: the vendor's torch_npu") == 2  # one line per rank
+    got = losses(p.stdout)
+    assert len(got) == 3 and got == losses(ref.stdout)

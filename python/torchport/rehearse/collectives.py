@@ -2,6 +2,18 @@
 
 Device memory is host memory, so each collective hands gloo CPU views of the device tensors (same memory,
 no copy) and the results land in the device tensors.
+
+The gloo backends live until the process ends (_KEPT): ProcessGroupGloo's destructor joins its worker threads
+while its caller holds the GIL (pybind's dealloc of the group, of DDP's Reducer that held it last, or
+destroy_process_group dropping the last reference), and a worker that has just finished a collective releases
+the work's tensors (ProcessGroupGloo::runLoop). Each of those tensors has a Python object (the CPU views are
+made in Python), and in torch 2.13 releasing a C++ reference to such a tensor (refcount 2 to 1,
+c10/util/intrusive_ptr.h) decrefs its Python object, so the worker waits for the GIL: a deadlock whenever the
+destructor starts before the worker got the GIL. Measured: 2 of 10 `ddp_train` runs with 2 spawned ranks hung
+after their last step; the native stacks of one: a rank's main thread in ~ProcessGroupGloo (thread::join,
+under ~Reducer) and a gloo worker in ~AsyncAllreduceWork waiting for the GIL (docs/rehearse.md). Every way
+a rehearsal ends skips the C++ teardown (os._exit: torchport._leave, multiprocessing's forked children), so a
+kept backend is never destroyed; what it costs is its threads and connections until then, once per group.
 """
 
 from __future__ import annotations
@@ -23,6 +35,9 @@ def _cpu(x: Any) -> Any:
     return x
 
 
+_KEPT: list[Any] = []  # every gloo backend made here, never destroyed before the process ends (above)
+
+
 class HostProcessGroup(dist.ProcessGroup):
     """A process group named after the vendor's backend, forwarding to a gloo backend on CPU views."""
 
@@ -30,6 +45,7 @@ class HostProcessGroup(dist.ProcessGroup):
         super().__init__(rank, size)
         self._name = name
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+        _KEPT.append(self._gloo)
         # A ProcessGroup keeps its name on its backends: without one, `group_name` raises
         # "ProcessGroup name not set", and DeviceMesh (init_device_mesh, DTensor, FSDP2) needs it. The
         # collectives themselves stay the Python methods below (the C++ side calls them as overrides).

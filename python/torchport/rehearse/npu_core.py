@@ -104,6 +104,37 @@ def _npu_init() -> None:
         npu.default_generators = tuple(_ext().default_generator(i) for i in range(_npu_getDeviceCount()))
 
 
+# The affinity each thread had before torch_npu bound it (os.sched_getaffinity), by native thread id.
+_AFFINITY: dict[int, set[int]] = {}
+
+
+def _npu_set_thread_affinity(cores: Any, end: Optional[int] = None) -> None:
+    """Binds the calling thread to CPU cores: a list of cores (torch_npu.utils.set_thread_affinity), a range
+    (start, end), or (-1, -1), the default affinity, which the vendor's DataLoader patch asks for before it
+    starts its workers (utils/_module.py, _mpdl_iter_init). The rehearsal binds no thread of its own, so the
+    default is the affinity the thread had before it was first bound here."""
+    import os
+    import threading
+
+    before = _AFFINITY.setdefault(threading.get_native_id(), set(os.sched_getaffinity(0)))
+    if isinstance(cores, int):
+        start, stop = int(cores), int(cores if end is None else end)
+        os.sched_setaffinity(0, before if (start, stop) == (-1, -1) else set(range(start, stop + 1)))
+    else:
+        os.sched_setaffinity(0, {int(c) for c in cores})
+
+
+def _npu_reset_thread_affinity() -> None:
+    """Gives the calling thread back the affinity it had before _npu_set_thread_affinity bound it (the
+    rehearsal binds no thread at start-up, which torch_npu does on a real device)."""
+    import os
+    import threading
+
+    before = _AFFINITY.pop(threading.get_native_id(), None)
+    if before is not None:
+        os.sched_setaffinity(0, before)
+
+
 def _npu_set_run_yet_variable_to_false() -> None:
     """After a fork: the rehearsal device keeps no per-process runtime state to mark."""
     return None
@@ -185,6 +216,16 @@ def _npu_getOption(name: str) -> Optional[bytes]:  # noqa: N802
     """The value _npu_setOption kept, as bytes, or None."""
     v = _OPTIONS.get(str(name))
     return None if v is None else v.encode()
+
+
+_FILL_UNINITIALIZED: list[bool] = [True]  # torch's default for fill_uninitialized_memory
+
+
+def _npu_set_fill_uninitialized_memory(mode: bool) -> None:
+    """The NPU side of torch.utils.deterministic.fill_uninitialized_memory (the vendor's setter calls torch's,
+    then this; utils/_deterministic.py): kept. The rehearsal device's empty tensors are not filled either way,
+    with the vendor's package or the stand-in (docs/rehearse.md)."""
+    _FILL_UNINITIALIZED[0] = bool(mode)
 
 
 def _npu_is_jit_compile_false() -> bool:  # noqa: N802
@@ -446,6 +487,21 @@ def ProcessGroupHCCL(store: Any, rank: int, size: int, options: Optional[_HCCLOp
 ProcessGroupHCCL.Options = _HCCLOptions  # type: ignore[attr-defined]
 
 
+# ---- mstx: markers and ranges for Ascend's profiling tools (torch_npu.npu.mstx) ----
+# The vendor's import wraps every DataLoader's __next__ and torch.save in mstx ranges
+# (profiler/_add_mstx_patch.py); refused, each call logged "[ERROR] Call range_start failed" once per batch.
+def _mstx_drop(*args: Any) -> int:
+    """A marker or range for Ascend's profiling tools: no tool collects them under rehearsal, so it is dropped
+    and a range gets the id 0, as the mstx API gives without an attached tool (unverified: the API's C
+    headers are not in ../shared)."""
+    return 0
+
+
+def _mstx() -> dict[str, Any]:
+    names = "_mark _mark_on_host _range_push _range_push_on_host _range_pop _range_start _range_start_on_host"
+    return {n: _mstx_drop for n in [*names.split(), "_range_end"]}
+
+
 def _children() -> dict[str, dict[str, Any]]:
     """The child modules and the names each serves. Their `_<x>_init` functions create them."""
     return {
@@ -473,10 +529,11 @@ INIT_FUNCTIONS = {
 _TOP = (
     "_npu_getDeviceCount _npu_getDevice _npu_getDeviceWithoutSet _npu_getLocalDevice _npu_setDevice "
     "_npu_maybeExchangeDevice _npu_synchronize _npu_shutdown_synchronize _npu_shutdown _npu_init "
-    "_npu_set_run_yet_variable_to_false _npu_getDeviceName _NPUDeviceProperties _npu_getDeviceProperties "
+    "_npu_set_run_yet_variable_to_false _npu_set_thread_affinity _npu_reset_thread_affinity "
+    "_npu_getDeviceName _NPUDeviceProperties _npu_getDeviceProperties "
     "_npu_getDeviceMemories _npu_canDeviceAccessPeer _npu_is_bf16_supported _npu_is_support_inf_nan "
     "_npu_setOption _npu_getOption "
-    "_npu_is_jit_compile_false "
+    "_npu_is_jit_compile_false _npu_set_fill_uninitialized_memory "
     "_is_gte_cann_version _get_cann_version _initExtension _rpc_npu_init _NPUStreamBase _NPUEventBase "
     "_npu_getCurrentStream _npu_getDefaultStream _npu_setStream _npu_isCurrentStreamCapturing "
     "_npu_memoryStats _npu_resetPeakMemoryStats _npu_emptyCache _npu_getAllocatorBackend "
@@ -495,6 +552,9 @@ def served() -> dict[str, Any]:
         out[f"{PREFIX}.{child}"] = child
         for n, obj in names.items():
             out[f"{PREFIX}.{child}.{n}"] = obj
+    out[f"{PREFIX}._mstx"] = "_mstx"
+    for n, obj in _mstx().items():
+        out[f"{PREFIX}._mstx.{n}"] = obj
     out[f"{PREFIX}._profiler.ProfilerActivity.CPU"] = ProfilerActivity.CPU
     out[f"{PREFIX}._profiler.ProfilerActivity.NPU"] = ProfilerActivity.NPU
     out[f"{PREFIX}._distributed_c10d.ProcessGroupHCCL.Options"] = _HCCLOptions
@@ -582,4 +642,8 @@ def make_core() -> CoreModule:
     for n in _TOP:
         setattr(mod, n, getattr(me, n))
     mod.__path__ = []  # type: ignore[attr-defined]  # a package: torch_npu._C._distributed_c10d imports
+    mstx = CoreModule(f"{PREFIX}._mstx")  # a child of the compiled module itself, made with it
+    for n, obj in _mstx().items():
+        setattr(mstx, n, obj)
+    mod._mstx = mstx  # type: ignore[attr-defined]
     return mod
