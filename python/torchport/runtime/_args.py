@@ -631,8 +631,9 @@ def _install_device_type(s: Session) -> None:
     kept_get = kept.get
     str_t, int_t = str, int
 
-    def rest(*a: Any, **k: Any) -> Any:
-        """The calls the fast path does not serve: keywords, or one argument that is not a string."""
+    def slow(a: tuple[Any, ...], k: dict[str, Any]) -> Any:
+        """The calls the fast path does not serve: keywords, or one argument that is not a string. Called by
+        `new` or `rest`, each called by the user's code: the log's call site is 3 frames up."""
         n = _index_arg(a, k)
         if n is None or n < 0 or mapper.off:  # torch's own answer (a negative index: torch's error)
             return before(*a, **k)
@@ -640,8 +641,11 @@ def _install_device_type(s: Session) -> None:
         klass, why = mapper.classify(int(n))
         if klass == MATCH:
             why = f"a bare int is an index of the accelerator, CUDA's where the script ran; {here}"
-        log.hit("torch.device", (CALL, "torch.device", (int(n),)), (VALUE, nd), klass, why)
+        log.hit("torch.device", (CALL, "torch.device", (int(n),)), (VALUE, nd), klass, why, depth=3)
         return nd
+
+    def rest(*a: Any, **k: Any) -> Any:  # what DeviceMeta's call (C) does not serve
+        return slow(a, k)
 
     # The call is the class's __new__ (type.__call__ runs it in C and, as it returns no instance of the class,
     # no __init__): about half the cost of a Python __call__ on the metaclass, measured with timeit. With the
@@ -659,7 +663,7 @@ def _install_device_type(s: Session) -> None:
                 return d
             if n != 1:
                 return before(*a)
-        return rest(*a, **k)
+        return slow(a, k)
 
     ns = {"__module__": "torch", "__doc__": real.__doc__, "__new__": new}
     if SPEEDUPS is not None:
