@@ -1,16 +1,13 @@
 """torchport._speedups (src/speedups/_speedups.c) against the pure-Python code it speeds up: the torch.device
 stand-in (python/torchport/runtime/_args.py, _install_device_type) gives the same values, the same errors and
 the same log lines either way. The extension is compiled here from this tree's source with the C compiler
-and Python's headers (as the wheel's build does, Python's limited API), so that both paths run in every test
-run, a source checkout included."""
+and Python's headers (tools/speedups.py; Python's limited API, as in the wheel), so that both paths run in
+every test run, a source checkout included."""
 
 from __future__ import annotations
 
 import importlib.util
-import shutil
-import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterator
@@ -22,39 +19,22 @@ import torch
 import torchport.runtime._args as args_mod
 from runtime_testlib import enabled, sites
 
-SOURCE = Path(__file__).resolve().parents[2] / "src" / "speedups" / "_speedups.c"
+REPO = Path(__file__).resolve().parents[2]
 REAL = type(torch.device("cpu"))
 
 
-@pytest.fixture(scope="module")
-def speedups(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    assert cc, "no C compiler: the extension cannot be built"
-    out = tmp_path_factory.mktemp("speedups") / "_speedups.abi3.so"
-    include = sysconfig.get_paths()["include"]
-    done = subprocess.run(
-        [
-            cc,
-            "-O2",
-            "-fPIC",
-            "-shared",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            f"-I{include}",
-            str(SOURCE),
-            "-o",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    spec = importlib.util.spec_from_file_location("torchport._speedups", out)
+def _tools_speedups() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tools_speedups", REPO / "tools" / "speedups.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def speedups(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    tool = _tools_speedups()
+    return tool.load(tool.build(tmp_path_factory.mktemp("speedups")))
 
 
 @pytest.fixture(params=["c", "python"])
