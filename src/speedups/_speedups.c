@@ -1,44 +1,46 @@
-/* torchport._speedups: the runtime's hot paths in C (python/torchport/runtime/_speedups.py loads it; the
- * pure-Python code is the fallback when it is absent, and tests/python/test_runtime_speedups.py checks that
- * both give the same values and log lines).
+/* torchport._speedups: the runtime's hot paths in C (python/torchport/runtime/_args.py imports it;
+ * the pure-Python code is the fallback when it is absent, and tests/python/test_runtime_speedups.py
+ * checks that both give the same values and log lines).
  *
  * Python's limited API (abi3, >= 3.9): one wheel serves every CPython from 3.9 on.
  *
- * DeviceMeta: the base of the metaclass of the torch.device stand-in (python/torchport/runtime/_args.py,
- * _install_device_type). Its call is the stand-in's call: the class attribute _tp_device_call holds
- * (kept, before, rest, limit). A call with a string, or a string and an int (exact types), is answered from
- * `kept` (a dict keyed by the argument tuple), else built by `before` (the torch.device it replaced) and kept
- * while `kept` holds fewer than `limit` entries; another call without keywords and with other than one
- * argument goes to `before`; everything else (a single non-string argument, keywords: the bare index that is
- * mapped) to `rest`, the Python code. */
+ * DeviceMeta: the base of the metaclass of the torch.device stand-in
+ * (python/torchport/runtime/_args.py, _install_device_type). Its call is the stand-in's call: the
+ * class attribute _tp_device_call holds (kept, before, rest, limit). A call with a string, or a
+ * string and an int (exact types), is answered from `kept` (a dict keyed by the argument tuple),
+ * else built by `before` (the torch.device it replaced) and kept while `kept` holds fewer than
+ * `limit` entries; another call without keywords and with other than one argument goes to `before`;
+ * everything else (a single non-string argument, keywords: the bare index that is mapped) to
+ * `rest`, the Python code. */
 
 #define Py_LIMITED_API 0x03090000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-static PyObject *state_name; /* "_tp_device_call", interned */
+static PyObject* state_name; /* "_tp_device_call", interned */
 
-static PyObject *device_meta_call(PyObject *cls, PyObject *args, PyObject *kwds) {
-  PyObject *state = PyObject_GetAttr(cls, state_name);
+static PyObject* device_meta_call(PyObject* cls, PyObject* args, PyObject* kwds) {
+  PyObject* state = PyObject_GetAttr(cls, state_name);
   if (state == NULL) return NULL;
   if (!PyTuple_Check(state) || PyTuple_Size(state) != 4) {
     Py_DECREF(state);
     PyErr_SetString(PyExc_TypeError, "_tp_device_call must be a tuple (kept, before, rest, limit)");
     return NULL;
   }
-  PyObject *kept = PyTuple_GetItem(state, 0);
-  PyObject *before = PyTuple_GetItem(state, 1);
-  PyObject *rest = PyTuple_GetItem(state, 2);
-  PyObject *result = NULL;
+  PyObject* kept = PyTuple_GetItem(state, 0);
+  PyObject* before = PyTuple_GetItem(state, 1);
+  PyObject* rest = PyTuple_GetItem(state, 2);
+  PyObject* result = NULL;
   if (!PyDict_Check(kept)) {
     PyErr_SetString(PyExc_TypeError, "_tp_device_call[0] must be a dict");
     goto done;
   }
   if (kwds == NULL || PyDict_Size(kwds) == 0) {
     Py_ssize_t n = PyTuple_Size(args);
-    PyObject *a0 = n >= 1 ? PyTuple_GetItem(args, 0) : NULL;
-    int keyed = n == 1 ? PyUnicode_CheckExact(a0)
-                       : n == 2 && PyUnicode_CheckExact(a0) && PyLong_CheckExact(PyTuple_GetItem(args, 1));
+    PyObject* a0 = n >= 1 ? PyTuple_GetItem(args, 0) : NULL;
+    int keyed =
+        n == 1 ? PyUnicode_CheckExact(a0)
+               : n == 2 && PyUnicode_CheckExact(a0) && PyLong_CheckExact(PyTuple_GetItem(args, 1));
     if (keyed) {
       result = PyDict_GetItemWithError(kept, args); /* borrowed */
       if (result != NULL) {
@@ -69,8 +71,9 @@ done:
 }
 
 static PyType_Slot device_meta_slots[] = {
-    {Py_tp_call, (void *)device_meta_call},
-    {Py_tp_doc, (void *)"Base of the torch.device stand-in's metaclass: its call, in C (torchport)."},
+    {Py_tp_call, (void*)device_meta_call},
+    {Py_tp_doc,
+     (void*)"Base of the torch.device stand-in's metaclass: its call, in C (torchport)."},
     {0, NULL},
 };
 
@@ -82,14 +85,14 @@ static PyType_Spec device_meta_spec = {
     device_meta_slots,
 };
 
-static int speedups_exec(PyObject *module) {
+static int speedups_exec(PyObject* module) {
   if (state_name == NULL) {
     state_name = PyUnicode_InternFromString("_tp_device_call");
     if (state_name == NULL) return -1;
   }
-  PyObject *bases = PyTuple_Pack(1, (PyObject *)&PyType_Type);
+  PyObject* bases = PyTuple_Pack(1, (PyObject*)&PyType_Type);
   if (bases == NULL) return -1;
-  PyObject *meta = PyType_FromSpecWithBases(&device_meta_spec, bases);
+  PyObject* meta = PyType_FromSpecWithBases(&device_meta_spec, bases);
   Py_DECREF(bases);
   if (meta == NULL) return -1;
   if (PyModule_AddObject(module, "DeviceMeta", meta) < 0) {
@@ -100,7 +103,7 @@ static int speedups_exec(PyObject *module) {
 }
 
 static PyModuleDef_Slot speedups_slots[] = {
-    {Py_mod_exec, (void *)speedups_exec},
+    {Py_mod_exec, (void*)speedups_exec},
     {0, NULL},
 };
 
