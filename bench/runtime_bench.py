@@ -10,7 +10,11 @@
 3. a small training step (MLP, SGD, batch moved with .cuda()/.to("cpu")) with and without the shim
    (goal: < 1% difference).
 
-usage: python bench/runtime_bench.py [--quick] [--calls-only]
+usage: python bench/runtime_bench.py [--quick] [--calls-only] [--python-only]
+
+The C extension torchport._speedups is used (an installed torchport has it; a source checkout's is built from
+src/speedups/_speedups.c by tools/speedups.py, in a temporary directory); --python-only measures the
+pure-Python fallback instead.
 """
 
 from __future__ import annotations
@@ -31,9 +35,32 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 
 import torchport.runtime as rt  # noqa: E402
+import torchport.runtime._args as rt_args  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 CALLS_ONLY = "--calls-only" in sys.argv  # only the per-call figures (issue 33's)
+# The C extension torchport._speedups is what an installed torchport runs; a source checkout has none, so it
+# is built here from this tree's source (tools/speedups.py) unless --python-only asks for the pure-Python
+# fallback.
+PYTHON_ONLY = "--python-only" in sys.argv
+
+
+def speedups_in_use() -> str:
+    """Puts the C extension in place (built from this tree when the checkout has none); says which path
+    runs."""
+    if PYTHON_ONLY:
+        rt_args.SPEEDUPS = None
+        return "pure Python (--python-only)"
+    if rt_args.SPEEDUPS is None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("tools_speedups", HERE.parent / "tools" / "speedups.py")
+        assert spec is not None and spec.loader is not None
+        tool = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(tool)
+        out = Path(tempfile.mkdtemp(prefix="torchport-speedups-"))
+        rt_args.SPEEDUPS = tool.load(tool.build(out))
+    return f"C ({rt_args.SPEEDUPS.__file__})"
 
 
 MLP_LAYERS = 10
@@ -172,6 +199,7 @@ def main() -> int:
     print(f"torch {torch.__version__}, python {sys.version.split()[0]}, {os.cpu_count()} cpus")
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"torchport._speedups: {speedups_in_use()}")
     print(
         f"\n{'per call, CPU ns (best of runs)':<62} unpatched  redirected  added   with log  added"
         "   added per run: median [min, max]"

@@ -17,6 +17,14 @@ from torchport.runtime._session import Session
 
 _FP64 = (torch.float64, torch.complex128)
 
+# The hot paths in C (src/speedups/_speedups.c, built into the wheel); a source checkout without it runs the
+# same logic in Python (tests/python/test_runtime_speedups.py checks that both agree).
+SPEEDUPS: Any
+try:
+    from torchport import _speedups as SPEEDUPS  # type: ignore[attr-defined, no-redef]
+except ImportError:
+    SPEEDUPS = None
+
 # torch.* functions that take `device=`. Source: PEERS §2 (transfer_to_npu `_wrapper_cuda` list) ∪ §3.1
 # (torch_mlu gpu_migration) ∪ the installed torch's factory functions. Names missing from a torch version are
 # skipped.
@@ -567,6 +575,9 @@ def _index_arg(a: tuple[Any, ...], k: dict[str, Any]) -> Any:
     return None
 
 
+_KEPT_DEVICES = 256  # devices the torch.device stand-in keeps (distinct strings and (type, index) pairs)
+
+
 def _install_device_type(s: Session) -> None:
     """`torch.device(N)`: torch 2.13 reads a bare int as an index of the current accelerator
     (torch/csrc/utils/python_arg_parser.h, `deviceFromLong`: `at::getAccelerator(true)`), which is CUDA where
@@ -592,7 +603,9 @@ def _install_device_type(s: Session) -> None:
     mapper = s.mapper
     log = s.log
 
-    class _Meta(type):
+    meta_base: type = type if SPEEDUPS is None else SPEEDUPS.DeviceMeta
+
+    class _Meta(meta_base):  # type: ignore[misc, valid-type]
         def __instancecheck__(cls, obj: Any) -> bool:
             return isinstance(obj, real)
 
@@ -608,12 +621,19 @@ def _install_device_type(s: Session) -> None:
         def __hash__(cls) -> int:
             return hash(real)
 
-    # The call is the class's __new__ (type.__call__ runs it in C and, as it returns no instance of the class,
-    # no __init__): about half the cost of a Python __call__ on the metaclass, measured with timeit.
-    def new(cls: Any, *a: Any, **k: Any) -> Any:
-        # the common calls first, without a function call: torch.device("cuda", 0), torch.device("cuda")
-        if not k and (len(a) != 1 or type(a[0]) is str):
-            return before(*a, **k)
+    # Devices built from a string, or a string and an int (exact types: ("cuda", 0.0) and ("cuda", False)
+    # equal ("cuda", 0) as keys), are kept and given again: a device is immutable and has no attributes of
+    # its own, so only `is` can tell a kept one from a new one. A lookup costs less than torch's own
+    # construction, and the Tensor.to wrapper then finds the kept object by identity
+    # (bench/runtime_bench.py: `x.to(torch.device("cuda", 0))`). Bounded: only torch's successful answers
+    # are kept, at most _KEPT_DEVICES of them.
+    kept: dict[tuple[Any, ...], Any] = {}
+    kept_get = kept.get
+    str_t, int_t = str, int
+
+    def slow(a: tuple[Any, ...], k: dict[str, Any]) -> Any:
+        """The calls the fast path does not serve: keywords, or one argument that is not a string. Called by
+        `new` or `rest`, each called by the user's code: the log's call site is 3 frames up."""
         n = _index_arg(a, k)
         if n is None or n < 0 or mapper.off:  # torch's own answer (a negative index: torch's error)
             return before(*a, **k)
@@ -621,10 +641,34 @@ def _install_device_type(s: Session) -> None:
         klass, why = mapper.classify(int(n))
         if klass == MATCH:
             why = f"a bare int is an index of the accelerator, CUDA's where the script ran; {here}"
-        log.hit("torch.device", (CALL, "torch.device", (int(n),)), (VALUE, nd), klass, why)
+        log.hit("torch.device", (CALL, "torch.device", (int(n),)), (VALUE, nd), klass, why, depth=3)
         return nd
 
-    proxy = _Meta("device", (), {"__module__": "torch", "__doc__": real.__doc__, "__new__": new})
+    def rest(*a: Any, **k: Any) -> Any:  # what DeviceMeta's call (C) does not serve
+        return slow(a, k)
+
+    # The call is the class's __new__ (type.__call__ runs it in C and, as it returns no instance of the class,
+    # no __init__): about half the cost of a Python __call__ on the metaclass, measured with timeit. With the
+    # C extension, the metaclass's own call (DeviceMeta) does what `new` does, and `new` serves only a direct
+    # `torch.device.__new__(torch.device, ...)`.
+    def new(cls: Any, *a: Any, **k: Any) -> Any:
+        if not k:
+            n = len(a)
+            if type(a[0]) is str_t if n == 1 else n == 2 and type(a[0]) is str_t and type(a[1]) is int_t:
+                d = kept_get(a)
+                if d is None:
+                    d = before(*a)
+                    if len(kept) < _KEPT_DEVICES:
+                        kept[a] = d
+                return d
+            if n != 1:
+                return before(*a)
+        return slow(a, k)
+
+    ns = {"__module__": "torch", "__doc__": real.__doc__, "__new__": new}
+    if SPEEDUPS is not None:
+        ns["_tp_device_call"] = (kept, before, rest, _KEPT_DEVICES)
+    proxy = _Meta("device", (), ns)
     proxy.__qualname__ = "device"
     s.patcher.set(torch, "device", proxy)
 
