@@ -46,11 +46,15 @@ class Parser {
   void run();
 
   // ---- token cursor (over significant tokens) ----
-  TokenKind kind(std::uint32_t ahead = 0) const {
+  // pos_ is always inside sig_ (it ends with END_MARKER, and take() stops there), so the
+  // current token's kind is one load from sig_kind_, the kinds of sig_ side by side.
+  TokenKind kind() const { return sig_kind_[pos_]; }
+  TokenKind kind(std::uint32_t ahead) const {
     std::uint32_t i = pos_ + ahead;
-    return toks_[sig_[i < sig_.size() ? i : sig_.size() - 1]].kind;
+    return sig_kind_[i < sig_kind_.size() ? i : sig_kind_.size() - 1];
   }
-  std::uint32_t tok(std::uint32_t ahead = 0) const {
+  std::uint32_t tok() const { return sig_[pos_]; }
+  std::uint32_t tok(std::uint32_t ahead) const {
     std::uint32_t i = pos_ + ahead;
     return sig_[i < sig_.size() ? i : sig_.size() - 1];
   }
@@ -197,6 +201,7 @@ class Parser {
   const std::vector<Token>& toks_;
   std::string_view src_;
   std::vector<std::uint32_t> sig_;
+  std::vector<TokenKind> sig_kind_;  ///< toks_[sig_[i]].kind
   std::uint32_t pos_ = 0;
   int depth_ = 0;
   int block_depth_ = 0;
