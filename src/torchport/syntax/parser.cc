@@ -13,17 +13,19 @@
 namespace torchport::syntax {
 
 Parser::Parser(Tree& tree) : tree_(tree), toks_(tree.tokens_), src_(tree.source_.text) {
-  // Sized once, then filled through a pointer: dense code has more significant tokens than
-  // trivia, and a push_back per token was a visible part of parsing.
-  sig_.resize(toks_.size());
-  std::uint32_t* out = sig_.data();
+  // Filled in one pass through pointers (dense code has more significant tokens than trivia,
+  // and a push_back per token was a visible part of parsing); END_MARKER is always last, so
+  // there is at least one.
+  sig_.reset(new std::uint32_t[toks_.size()]);
+  sig_kind_.reset(new TokenKind[toks_.size()]);
+  std::uint32_t n = 0;
   for (std::uint32_t i = 0; i < toks_.size(); ++i) {
-    *out = i;
-    out += is_trivia(toks_[i].kind) ? 0 : 1;
+    const TokenKind k = toks_[i].kind;
+    sig_[n] = i;
+    sig_kind_[n] = k;
+    n += is_trivia(k) ? 0 : 1;
   }
-  sig_.resize(static_cast<std::size_t>(out - sig_.data()));
-  sig_kind_.resize(sig_.size());
-  for (std::size_t i = 0; i < sig_.size(); ++i) sig_kind_[i] = toks_[sig_[i]].kind;
+  sig_size_ = n;
   scratch_.reserve(256);
 }
 
