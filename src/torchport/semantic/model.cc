@@ -89,8 +89,6 @@ void Model::build_lines() {
     cur.end = end_offset;
     cur.begin = tokens_[toks.front()].begin;
     cur.scope = 0;  // set from the tree by the binder
-    const auto idx = static_cast<std::uint32_t>(lines_.size());
-    for (TokenIndex t : toks) line_of_token_[t] = static_cast<std::int32_t>(idx);
     lines_.push_back(std::move(cur));
     cur = Line{};
   };
@@ -120,6 +118,8 @@ void Model::build_lines() {
       open.pop_back();
       enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
     }
+    // The line this token is on gets the next index: finish() pushes it, as it has a token.
+    line_of_token_[i] = static_cast<std::int32_t>(lines_.size());
     line_tokens_.push_back(i);
   }
   finish(static_cast<std::uint32_t>(text_.size()));
@@ -173,8 +173,9 @@ struct Merge {
 }  // namespace
 
 const Binding* Model::find_binding(std::string_view name, std::uint32_t scope) const {
+  // Most scopes declare nothing `global` or `nonlocal`: no search then.
   auto declared = [&](const std::vector<std::string_view>& v) {
-    return std::find(v.begin(), v.end(), name) != v.end();
+    return !v.empty() && std::find(v.begin(), v.end(), name) != v.end();
   };
   for (std::uint32_t s = scope;; s = scopes_[s].parent) {
     const Scope& sc = scopes_[s];
@@ -259,6 +260,7 @@ class Binder {
     Model::Scope s;
     s.parent = parent;
     s.kind = kind;
+    s.names.reserve(4);  // parameters and a few locals: one allocation instead of three
     m_.scopes_.push_back(std::move(s));
     return static_cast<std::uint32_t>(m_.scopes_.size() - 1);
   }
@@ -271,7 +273,7 @@ class Binder {
   }
 
   static bool contains(const std::vector<std::string_view>& v, std::string_view name) {
-    return std::find(v.begin(), v.end(), name) != v.end();
+    return !v.empty() && std::find(v.begin(), v.end(), name) != v.end();
   }
 
   /// The scope a binding of `name` made in `scope` lands in (global/nonlocal redirect it).

@@ -30,7 +30,15 @@ bool is_ascii_ident_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_ascii_ident_char(char c) { return is_ascii_ident_start(c) || is_digit(c); }
+/// ASCII letters, digits and '_', as a table: the lexer's innermost loop (names) reads it.
+constexpr std::array<bool, 256> kAsciiIdentChar = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c)
+    t[static_cast<std::size_t>(c)] =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  return t;
+}();
+bool is_ascii_ident_char(char c) { return kAsciiIdentChar[static_cast<unsigned char>(c)]; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 /// CPython's is_potential_identifier_char: ASCII letters, digits, '_' and any non-ASCII byte.
 bool is_potential_ident_char(char c) {
@@ -190,11 +198,6 @@ LexResult Lexer::run() {
   return std::move(result_);
 }
 
-void Lexer::emit(TokenKind kind, std::uint32_t begin, std::uint32_t end) {
-  result_.tokens.push_back(Token{kind, begin, end});
-  pos_ = end;
-}
-
 void Lexer::emit_real(TokenKind kind, std::uint32_t begin, std::uint32_t end) {
   if (indent_pending_) apply_indentation(begin);
   line_has_token_ = true;
@@ -234,6 +237,17 @@ std::uint32_t Lexer::newline_length(std::uint32_t at) const {
   return 0;
 }
 
+std::uint32_t Lexer::skip_to_quote_or_backslash(std::uint32_t p, char q) const {
+  if (p >= size_) return p;
+  const char* b = text_.data() + p;
+  const char* e = text_.data() + size_;
+  if (const void* at = std::memchr(b, q, static_cast<std::size_t>(e - b)))
+    e = static_cast<const char*>(at);
+  if (const void* at = std::memchr(b, '\\', static_cast<std::size_t>(e - b)))
+    e = static_cast<const char*>(at);
+  return static_cast<std::uint32_t>(e - text_.data());
+}
+
 void Lexer::lex_normal() {
   const std::uint32_t start = pos_;
   const char c = text_[pos_];
@@ -251,9 +265,14 @@ void Lexer::lex_normal() {
       lex_newline();
       return;
     case '#': {
-      std::uint32_t p = pos_ + 1;
-      while (p < size_ && text_[p] != '\n' && text_[p] != '\r') ++p;
-      emit(TokenKind::Comment, start, p);
+      // Up to the line break: '\n' by memchr, then a lone '\r' before it (rare).
+      const char* b = text_.data() + pos_ + 1;
+      const char* e = text_.data() + size_;
+      if (const void* nl = std::memchr(b, '\n', static_cast<std::size_t>(e - b)))
+        e = static_cast<const char*>(nl);
+      if (const void* cr = std::memchr(b, '\r', static_cast<std::size_t>(e - b)))
+        e = static_cast<const char*>(cr);
+      emit(TokenKind::Comment, start, static_cast<std::uint32_t>(e - text_.data()));
       return;
     }
     case '\\':
@@ -564,6 +583,7 @@ void Lexer::lex_string(std::uint32_t start, std::uint32_t quote_pos, bool raw, b
   const bool triple = peek(quote_pos + 1) == q && peek(quote_pos + 2) == q && quote_pos + 2 < size_;
   std::uint32_t p = quote_pos + (triple ? 3 : 1);
   for (;;) {
+    if (triple) p = skip_to_quote_or_backslash(p, q);  // long docstrings: memchr, not a loop
     if (p >= size_) break;
     const char c = text_[p];
     if (c == '\\') {

@@ -57,7 +57,12 @@ class Lexer {
   void unterminated_fstring(std::uint32_t detected_at);
 
   // ---- helpers ----
-  void emit(TokenKind kind, std::uint32_t begin, std::uint32_t end);
+  void emit(TokenKind kind, std::uint32_t begin, std::uint32_t end) {
+    result_.tokens.push_back(Token{kind, begin, end});
+    pos_ = end;
+  }
+  /// The first '\\' or `q` at or after `p`, or size_ (a triple-quoted string's body).
+  std::uint32_t skip_to_quote_or_backslash(std::uint32_t p, char q) const;
   void emit_real(TokenKind kind, std::uint32_t begin, std::uint32_t end);
   void error(std::uint32_t offset, std::string message);
   void warning(std::uint32_t offset, std::string message);

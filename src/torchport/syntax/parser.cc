@@ -5,15 +5,27 @@
 #include <torchport/syntax/parser_impl.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <new>
 #include <optional>
 #include <utility>
 
 namespace torchport::syntax {
 
 Parser::Parser(Tree& tree) : tree_(tree), toks_(tree.tokens_), src_(tree.source_.text) {
-  sig_.reserve(toks_.size() / 2 + 1);
-  for (std::uint32_t i = 0; i < toks_.size(); ++i)
-    if (!is_trivia(toks_[i].kind)) sig_.push_back(i);
+  // Filled in one pass through pointers (dense code has more significant tokens than trivia,
+  // and a push_back per token was a visible part of parsing); END_MARKER is always last, so
+  // there is at least one.
+  sig_.reset(new std::uint32_t[toks_.size()]);
+  sig_kind_.reset(new TokenKind[toks_.size()]);
+  std::uint32_t n = 0;
+  for (std::uint32_t i = 0; i < toks_.size(); ++i) {
+    const TokenKind k = toks_[i].kind;
+    sig_[n] = i;
+    sig_kind_[n] = k;
+    n += is_trivia(k) ? 0 : 1;
+  }
+  sig_size_ = n;
   scratch_.reserve(256);
 }
 
@@ -67,13 +79,19 @@ void Parser::unexpected() {
 
 Node* Parser::make(NodeKind kind, std::uint32_t first, std::uint32_t last, std::size_t child_mark,
                    std::size_t extra_mark) {
-  Node* n = tree_.arena_.make<Node>();
+  // One arena allocation for the node, its children and its extra tokens, in that order (the
+  // node's size is a multiple of a pointer's alignment, so the arrays after it are aligned).
+  static_assert(sizeof(Node) % alignof(const Node*) == 0);
+  const std::size_t count = scratch_.size() - child_mark;
+  const std::size_t ecount = extra_mark == SIZE_MAX ? 0 : extra_scratch_.size() - extra_mark;
+  std::byte* mem = static_cast<std::byte*>(tree_.arena_.allocate(
+      sizeof(Node) + count * sizeof(const Node*) + ecount * sizeof(std::uint32_t), alignof(Node)));
+  Node* n = new (mem) Node();
   n->kind_ = kind;
   n->first_ = first;
   n->last_ = last;
-  std::size_t count = scratch_.size() - child_mark;
   if (count != 0) {
-    const Node** kids = tree_.arena_.array<const Node*>(count);
+    const Node** kids = reinterpret_cast<const Node**>(mem + sizeof(Node));
     std::uint32_t below = 0;
     for (std::size_t i = 0; i < count; ++i) {
       Node* c = scratch_[child_mark + i];
@@ -101,16 +119,13 @@ Node* Parser::make(NodeKind kind, std::uint32_t first, std::uint32_t last, std::
       fail(deepest->first_, kTooDeep);
     }
   }
-  if (extra_mark != SIZE_MAX) {
-    std::size_t ecount = extra_scratch_.size() - extra_mark;
-    if (ecount != 0) {
-      std::uint32_t* ex = tree_.arena_.array<std::uint32_t>(ecount);
-      std::copy(extra_scratch_.begin() + static_cast<std::ptrdiff_t>(extra_mark),
-                extra_scratch_.end(), ex);
-      n->extra_ = ex;
-      n->extra_count_ = static_cast<std::uint32_t>(ecount);
-      extra_scratch_.resize(extra_mark);
-    }
+  if (ecount != 0) {
+    auto* ex = reinterpret_cast<std::uint32_t*>(mem + sizeof(Node) + count * sizeof(const Node*));
+    std::copy(extra_scratch_.begin() + static_cast<std::ptrdiff_t>(extra_mark),
+              extra_scratch_.end(), ex);
+    n->extra_ = ex;
+    n->extra_count_ = static_cast<std::uint32_t>(ecount);
+    extra_scratch_.resize(extra_mark);
   }
   return n;
 }

@@ -12,6 +12,7 @@
 #include <torchport/syntax/tree.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,13 +47,17 @@ class Parser {
   void run();
 
   // ---- token cursor (over significant tokens) ----
-  TokenKind kind(std::uint32_t ahead = 0) const {
+  // pos_ is always inside sig_ (it ends with END_MARKER, and take() stops there), so the
+  // current token's kind is one load from sig_kind_, the kinds of sig_ side by side.
+  TokenKind kind() const { return sig_kind_[pos_]; }
+  TokenKind kind(std::uint32_t ahead) const {
     std::uint32_t i = pos_ + ahead;
-    return toks_[sig_[i < sig_.size() ? i : sig_.size() - 1]].kind;
+    return sig_kind_[i < sig_size_ ? i : sig_size_ - 1];
   }
-  std::uint32_t tok(std::uint32_t ahead = 0) const {
+  std::uint32_t tok() const { return sig_[pos_]; }
+  std::uint32_t tok(std::uint32_t ahead) const {
     std::uint32_t i = pos_ + ahead;
-    return sig_[i < sig_.size() ? i : sig_.size() - 1];
+    return sig_[i < sig_size_ ? i : sig_size_ - 1];
   }
   std::string_view text_of(std::uint32_t token) const { return toks_[token].text(src_); }
   bool at(TokenKind k) const { return kind() == k; }
@@ -61,7 +66,7 @@ class Parser {
   }
   std::uint32_t take() {
     std::uint32_t t = tok();
-    if (pos_ + 1 < sig_.size()) ++pos_;
+    if (pos_ + 1 < sig_size_) ++pos_;
     return t;
   }
   bool accept(TokenKind k) {
@@ -196,7 +201,11 @@ class Parser {
   Tree& tree_;
   const std::vector<Token>& toks_;
   std::string_view src_;
-  std::vector<std::uint32_t> sig_;
+  // The significant tokens (indices into toks_) and their kinds, sig_size_ of each: arrays that
+  // are filled once, never zeroed first.
+  std::unique_ptr<std::uint32_t[]> sig_;
+  std::unique_ptr<TokenKind[]> sig_kind_;  ///< toks_[sig_[i]].kind
+  std::uint32_t sig_size_ = 0;
   std::uint32_t pos_ = 0;
   int depth_ = 0;
   int block_depth_ = 0;

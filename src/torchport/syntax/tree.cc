@@ -246,7 +246,16 @@ bool decode_literal(std::string_view tok, std::string& out) {
   std::size_t qlen = (tok.size() - i >= 6 && tok[i + 1] == q && tok[i + 2] == q) ? 3 : 1;
   if (tok.size() < i + 2 * qlen) return false;
   std::string_view body = tok.substr(i + qlen, tok.size() - i - 2 * qlen);
+  out.reserve(out.size() + body.size());
   for (std::size_t k = 0; k < body.size(); ++k) {
+    // A run of bytes that stand for themselves is copied at once.
+    std::size_t run = k;
+    while (run < body.size() && body[run] != '\r' && (raw || body[run] != '\\')) ++run;
+    if (run != k) {
+      out.append(body.substr(k, run - k));
+      if (run == body.size()) break;
+      k = run;
+    }
     char c = body[k];
     if (c == '\r') {  // newlines inside literals are normalised to \n, as CPython does
       out += '\n';
