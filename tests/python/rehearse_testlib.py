@@ -18,6 +18,37 @@ from torchrun_testlib import run_ranks
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
+# The vendor's torch_npu: the pinned wheel (CI downloads it in the step before pytest) and the directory it is
+# installed into for the rehearsal only (never the venv).
+VENDOR_PIN = json.loads((REPO / "data/vendor/torch_npu_wheels.json").read_text())["wheels"][-1]
+VENDOR_WHEEL = REPO / "build/torch_npu_wheels" / VENDOR_PIN["filename"]
+VENDOR_DIR = REPO / "build/vendor-torch-npu"
+NO_VENDOR_WHEEL = (
+    f"{VENDOR_WHEEL} is absent: run tools/check_vendor_npu.py first (CI does, in the step before pytest)"
+)
+
+
+def install_vendor() -> Path:
+    """The vendor's torch_npu installed in VENDOR_DIR (tools/gen_vendor_npu_core.py --install), or the test is
+    skipped when the wheel is absent. Without --check the tool rewrites data/vendor/torch_npu_core.json: a
+    stale table shows as a change there (and test_rehearse_vendor_npu's table test fails)."""
+    if not VENDOR_WHEEL.is_file():
+        pytest.skip(NO_VENDOR_WHEEL)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "tools/gen_vendor_npu_core.py"),
+            "--offline",
+            "--install",
+            str(VENDOR_DIR),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr
+    return VENDOR_DIR
+
 
 def free_port() -> int:
     with socket.socket() as s:

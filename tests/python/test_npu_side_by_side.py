@@ -18,17 +18,14 @@ from typing import Any
 
 import pytest
 
-from rehearse_testlib import REPO, losses, rehearsal_built, rehearse  # noqa: F401
+from rehearse_testlib import REPO, VENDOR_DIR, install_vendor, losses, rehearsal_built, rehearse  # noqa: F401
 from runtime_testlib import free_port, run_torchport
 from tools_testlib import load_tool
 
 pytest.importorskip("torch")
 
 sbs = load_tool("npu_side_by_side")
-PIN = json.loads((REPO / "data/vendor/torch_npu_wheels.json").read_text())["wheels"][-1]
-WHEEL = REPO / "build/torch_npu_wheels" / PIN["filename"]
-VENDOR = REPO / "build/vendor-torch-npu"
-NO_WHEEL = f"{WHEEL} is absent: run tools/check_vendor_npu.py first (CI does, in the step before pytest)"
+VENDOR = VENDOR_DIR
 
 
 def test_the_page_is_generated_from_the_committed_measurements() -> None:
@@ -67,15 +64,7 @@ def test_bugs_are_the_calls_transfer_to_npu_alone_serves_without_a_listed_reason
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory: pytest.TempPathFactory, rehearsal_built: None) -> dict[str, Any]:  # noqa: F811
-    if not WHEEL.is_file():
-        pytest.skip(NO_WHEEL)
-    p = subprocess.run(
-        [sys.executable, str(REPO / "tools/gen_vendor_npu_core.py"), "--offline", "--install", str(VENDOR)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert p.returncode == 0, p.stderr
+    install_vendor()
     work = tmp_path_factory.mktemp("side-by-side")
     return {way: sbs.run_probe(way, VENDOR, work) for way in sbs.WAYS}
 

@@ -17,35 +17,37 @@ from pathlib import Path
 
 import pytest
 
-from rehearse_testlib import REPO, env, free_port, losses, rehearsal_built, rehearse  # noqa: F401
+from rehearse_testlib import (  # noqa: F401
+    NO_VENDOR_WHEEL,
+    REPO,
+    VENDOR_DIR,
+    VENDOR_PIN,
+    VENDOR_WHEEL,
+    env,
+    free_port,
+    install_vendor,
+    losses,
+    rehearsal_built,
+    rehearse,
+)
 from torchrun_testlib import run_ranks
 
 pytest.importorskip("torch")
 
 from torchport.rehearse import npu_core, vendor_npu  # noqa: E402
 
-PIN = json.loads((REPO / "data/vendor/torch_npu_wheels.json").read_text())["wheels"][-1]
-WHEEL = REPO / "build/torch_npu_wheels" / PIN["filename"]
-VENDOR = REPO / "build/vendor-torch-npu"
+PIN = VENDOR_PIN
+WHEEL = VENDOR_WHEEL
+VENDOR = VENDOR_DIR
 TABLE = json.loads((REPO / "data" / npu_core.TABLE).read_text())
 SCRIPTS = REPO / "tests/fixtures/e2e_scripts"
-NO_WHEEL = f"{WHEEL} is absent: run tools/check_vendor_npu.py first (CI does, in the step before pytest)"
+NO_WHEEL = NO_VENDOR_WHEEL
 
 
 @pytest.fixture(scope="module")
 def vendor() -> Path:
     """The vendor's torch_npu, installed for the rehearsal only (tools/gen_vendor_npu_core.py --install)."""
-    if not WHEEL.is_file():
-        pytest.skip(NO_WHEEL)
-    p = subprocess.run(
-        [sys.executable, str(REPO / "tools/gen_vendor_npu_core.py"), "--offline", "--install", str(VENDOR)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    # without --check the tool rewrites the table: it must not have changed (the next test says so too)
-    assert p.returncode == 0, p.stderr
-    return VENDOR
+    return install_vendor()
 
 
 # ---- the table, against npu_core and against the wheel ----
