@@ -12,9 +12,9 @@
 
 usage: python bench/runtime_bench.py [--quick] [--calls-only] [--python-only]
 
-The C extension torchport._speedups is used (an installed torchport has it; a source checkout's is built from
-src/speedups/_speedups.c by tools/speedups.py, in a temporary directory); --python-only measures the
-pure-Python fallback instead.
+The C extension torchport.runtime._speedups is used (an installed torchport has it; a source checkout's is
+built from src/speedups/_speedups.c by tools/speedups.py, in a temporary directory); --python-only measures
+the pure-Python fallback instead.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ import torchport.runtime._args as rt_args  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 CALLS_ONLY = "--calls-only" in sys.argv  # only the per-call figures (issue 33's)
-# The C extension torchport._speedups is what an installed torchport runs; a source checkout has none, so it
-# is built here from this tree's source (tools/speedups.py) unless --python-only asks for the pure-Python
-# fallback.
+# The C extension torchport.runtime._speedups is what an installed torchport runs; a source checkout has none,
+# so it is built here from this tree's source (tools/speedups.py) unless --python-only asks for the
+# pure-Python fallback.
 PYTHON_ONLY = "--python-only" in sys.argv
 
 
@@ -199,7 +199,7 @@ def main() -> int:
     print(f"torch {torch.__version__}, python {sys.version.split()[0]}, {os.cpu_count()} cpus")
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"torchport._speedups: {speedups_in_use()}")
+    print(f"torchport.runtime._speedups: {speedups_in_use()}")
     print(
         f"\n{'per call, CPU ns (best of runs)':<62} unpatched  redirected  added   with log  added"
         "   added per run: median [min, max]"

@@ -1,4 +1,4 @@
-"""Build torchport._speedups (src/speedups/_speedups.c) from a source checkout, without CMake, and load it.
+"""Build torchport.runtime._speedups (src/speedups/_speedups.c) from a checkout, without CMake; load it.
 
 The wheel and `pip install .` build it with CMake (CMakeLists.txt, TORCHPORT_SPEEDUPS); a source checkout run
 with PYTHONPATH=python has no extension and runs the pure-Python fallback. The tests
@@ -49,7 +49,7 @@ def build(out_dir: Path) -> Path:
 
 def load(path: Path) -> ModuleType:
     """The built module, imported under its package name (not added to sys.modules)."""
-    spec = importlib.util.spec_from_file_location("torchport._speedups", path)
+    spec = importlib.util.spec_from_file_location("torchport.runtime._speedups", path)
     if spec is None or spec.loader is None:
         raise RuntimeError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)

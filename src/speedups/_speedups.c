@@ -1,4 +1,4 @@
-/* torchport._speedups: the runtime's hot paths in C (python/torchport/runtime/_args.py imports it;
+/* torchport.runtime._speedups: the runtime's hot paths in C (python/torchport/runtime/_args.py imports it;
  * the pure-Python code is the fallback when it is absent, and tests/python/test_runtime_speedups.py
  * checks that both give the same values and log lines).
  *
@@ -78,7 +78,7 @@ static PyType_Slot device_meta_slots[] = {
 };
 
 static PyType_Spec device_meta_spec = {
-    "torchport._speedups.DeviceMeta",
+    "torchport.runtime._speedups.DeviceMeta",
     0, /* the size of `type`'s instances */
     0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,

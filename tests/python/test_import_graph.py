@@ -139,9 +139,23 @@ def imports(mod: str, path: Path, known: dict[str, Path]) -> Iterator[Edge]:
                 yield Edge(mod, dst, node.lineno, tuple(plain))
 
 
+# The package's compiled extension modules (no .py file: built from C by CMakeLists.txt into the wheel), each
+# with its source. They import nothing of the package, so they are leaves of the graph.
+EXTENSIONS: dict[str, Path] = {
+    "torchport.runtime._speedups": PKG_DIR.parent.parent / "src" / "speedups" / "_speedups.c",
+}
+
+
+def test_the_extension_modules_exist() -> None:
+    for name, source in EXTENSIONS.items():
+        assert source.is_file(), f"{name}: its source {source} is gone"
+        assert module_path(name.rpartition(".")[0]).endswith("__init__.py"), f"{name}: no such package"
+
+
 def graph() -> list[Edge]:
-    known = modules()
-    return [e for mod, path in known.items() for e in imports(mod, path, known) if e.src != e.dst]
+    py = modules()
+    known = {**py, **EXTENSIONS}
+    return [e for mod, path in py.items() for e in imports(mod, path, known) if e.src != e.dst]
 
 
 def _private(name: str) -> bool:

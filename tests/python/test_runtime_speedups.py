@@ -1,8 +1,8 @@
-"""torchport._speedups (src/speedups/_speedups.c) against the pure-Python code it speeds up: the torch.device
-stand-in (python/torchport/runtime/_args.py, _install_device_type) gives the same values, the same errors and
-the same log lines either way. The extension is compiled here from this tree's source with the C compiler
-and Python's headers (tools/speedups.py; Python's limited API, as in the wheel), so that both paths run in
-every test run, a source checkout included."""
+"""torchport.runtime._speedups (src/speedups/_speedups.c) against the pure-Python code it speeds up: the
+torch.device stand-in (python/torchport/runtime/_args.py, _install_device_type) gives the same values, the
+same errors and the same log lines either way. The extension is compiled here from this tree's source with
+the C compiler and Python's headers (tools/speedups.py; Python's limited API, as in the wheel), so that
+both paths run in every test run, a source checkout included."""
 
 from __future__ import annotations
 
@@ -151,9 +151,11 @@ COMPILED = """
 import importlib.util, sys, torch
 import torchport.runtime as rt, torchport.runtime._args as args_mod
 if sys.argv[1] != "python":
-    spec = importlib.util.spec_from_file_location("torchport._speedups", sys.argv[1])
+    spec = importlib.util.spec_from_file_location("torchport.runtime._speedups", sys.argv[1])
     args_mod.SPEEDUPS = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(args_mod.SPEEDUPS)
+else:  # the fallback, also where the installed package has the extension
+    args_mod.SPEEDUPS = None
 rt.enable("cpu")
 def f(x):
     return x.to(torch.device("cuda", 0)) + torch.ones(2, device=torch.device(0)) + x.to(torch.device("cuda"))
@@ -167,7 +169,7 @@ def test_dynamo_traces_a_function_that_builds_devices(path: str, speedups: Modul
 
     done = run_python(["-c", COMPILED, speedups.__file__ if path == "c" else "python"])
     assert done.returncode == 0, done.stderr[-3000:]
-    base = "torchport._speedups.DeviceMeta" if path == "c" else "type"
+    base = "torchport.runtime._speedups.DeviceMeta" if path == "c" else "type"
     assert f"OUT [3.0, 3.0] <class '{base}'>" in done.stdout
 
 

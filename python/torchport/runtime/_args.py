@@ -21,7 +21,7 @@ _FP64 = (torch.float64, torch.complex128)
 # same logic in Python (tests/python/test_runtime_speedups.py checks that both agree).
 SPEEDUPS: Any
 try:
-    from torchport import _speedups as SPEEDUPS  # type: ignore[attr-defined, no-redef]
+    import torchport.runtime._speedups as SPEEDUPS  # type: ignore[no-redef]
 except ImportError:
     SPEEDUPS = None
 
