@@ -17,6 +17,9 @@ The rules are the C++ files of src/torchport/rules/ (not the *_test.cc files). T
    finding's code (`x.code = ...`), builds a Finding by aggregate (`Finding{...}`), calls
    `finding(...)` (engine.cc's constructor of a finding from a draft, which the producers call),
    or changes the last finding made (`findings.back()`).
+4. No rule removes, reorders or edits the findings already made: a finding declares what its fix
+   takes over (engine.h: Finding::drops, takes, opens_arguments), and resolve.cc, called by
+   check() after each family, is the one place that acts on it.
 """
 
 from __future__ import annotations
@@ -29,14 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RULES = Path("src") / "torchport" / "rules"
 
-# The reads of another finding's code, (file, code): each is a rule that looks at the findings
-# of another (issue 32 §2 wants them gone; a new one fails this check).
+# The reads of a finding's code outside its producer, (file, code). A rule reads what a code
+# declares (engine.h: RuleInfo::subject, renames_in_place), never another family's code; the one
+# read left is a family's own code.
 READS = {
-    ("cuda_leftover.cc", "TP210"),
-    ("cuda_leftover.cc", "TP960"),
-    ("device_value.cc", "TP100"),
-    ("insertions.cc", "TP960"),
-    ("insertions.cc", "TP804"),
     ("other_files.cc", "TP902"),  # its own: a requirement two scans found
 }
 
@@ -44,6 +43,14 @@ CODE = re.compile(r'"(TP\d{3})"')
 PRODUCER = re.compile(r"^(?:void|Finding) (tp\d{3})\(.*\{")
 # engine.cc's constructor of a finding from a code and a draft, which the producers call.
 CONSTRUCTOR = re.compile(r"^(?:Finding finding\(|void Context::add\(std::string_view code)")
+# A change to the findings already made (removed, reordered, edited in place) outside the one
+# place that resolves what findings declare (resolve.cc) and check() itself (engine.cc).
+RESOLVERS = {"engine.cc", "resolve.cc"}
+CHANGES_OTHERS = [
+    re.compile(r"\b(?:erase_if|remove_if|rotate|sort|stable_sort|swap)\([^;]*\bresult\.findings"),
+    re.compile(r"\bresult\.findings\.(?:erase|pop_back|clear|insert|emplace|resize)\("),
+    re.compile(r"for \((?:auto|Finding)\s*&\s*\w+\s*:\s*\w+\.result\.findings"),
+]
 # A finding made outside a producer.
 MAKES = [
     re.compile(r"\.code\s*=[^=]"),
@@ -157,6 +164,8 @@ def check(root: Path) -> list[Problem]:
                 problems.append(
                     Problem(rel, i + 1, f"{code} outside its producer {code.lower()}() and the registry")
                 )
+            if path.name not in RESOLVERS and any(p.search(line) for p in CHANGES_OTHERS):
+                problems.append(Problem(rel, i + 1, "findings already made changed outside resolve.cc"))
             if owner.get(i) is None and i not in constructor and any(p.search(line) for p in MAKES):
                 if re.match(r"Finding finding\(.*\);$", line):  # its declaration (context.h)
                     continue

@@ -113,3 +113,36 @@ def test_a_finding_changed_after_it_was_made_fails(tree: Path) -> None:
         "void run_specify_device(Context& ctx) {\n  ctx.result.findings.back().drops = std::nullopt;",
     )
     assert messages(tree) == ["a finding made or changed outside its code's producer"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # What distributed.cc did before: the findings inside a replaced statement erased by the rule.
+        "std::erase_if(ctx.result.findings, [](const Finding& f) { return f.begin == 0; });",
+        # What insertions.cc did: its finding rotated ahead of another family's.
+        "std::rotate(ctx.result.findings.begin(), ctx.result.findings.end() - 1, ctx.result.findings.end());",
+        # What custom_args.cc did: another finding's insertion edited in place.
+        "for (Finding& f : ctx.result.findings) f.message.clear();",
+        "ctx.result.findings.pop_back();",
+    ],
+)
+def test_a_rule_changing_the_findings_already_made_fails(tree: Path, change: str) -> None:
+    edit(tree, "env.cc", "void run_env(Context& ctx) {", "void run_env(Context& ctx) {\n  " + change)
+    assert messages(tree) == ["findings already made changed outside resolve.cc"]
+
+
+def test_the_resolver_may_change_them(tree: Path) -> None:
+    edit(
+        tree,
+        "resolve.cc",
+        "void settle_incidental(Context& ctx) {",
+        "void settle_incidental(Context& ctx) {\n  ctx.result.findings.pop_back();",
+    )
+    assert messages(tree) == []
+
+
+def test_a_read_of_another_familys_code_is_no_longer_listed() -> None:
+    # cuda_leftover, device_value and insertions read what a code declares (RuleInfo::subject,
+    # renames_in_place, fix::Edit::order), not the code.
+    assert {f for f, _ in load().READS} == {"other_files.cc"}

@@ -19,6 +19,7 @@ from typing import Any, Optional, Union
 
 import torch
 
+from torchport import _versions
 from torchport.rehearse import session as state
 
 # reference §2.1 (torch/utils/backend_registration.py): what torch calls on the module of a PrivateUse1
@@ -600,7 +601,7 @@ def _vendor_wheel_names(target: str) -> frozenset[str]:
     if not path.is_file():
         return frozenset()
     wheels = json.loads(path.read_text(encoding="utf-8"))["wheels"].values()
-    newest = max(wheels, key=lambda w: tuple(int(x) for x in w["torch"].split(".")))
+    newest = max(wheels, key=lambda w: _versions.parse(w["torch"]))
     return frozenset(newest["names"])
 
 

@@ -107,13 +107,14 @@ ApplyResult apply_fixes(std::string_view text, const std::vector<Fix>& fixes,
     }
   }
 
-  // Sort by position; insertions at one offset keep the order in which they were accepted,
-  // and come before a replacement starting at the same offset.
+  // Sort by position; insertions at one offset come before a replacement starting there, in
+  // their declared order (Edit::order), then in the order in which they were accepted.
   std::stable_sort(accepted.begin(), accepted.end(),
                    [](const AppliedEdit& a, const AppliedEdit& b) {
                      if (a.edit.begin != b.edit.begin) return a.edit.begin < b.edit.begin;
                      bool ai = a.edit.begin == a.edit.end, bi = b.edit.begin == b.edit.end;
-                     return ai && !bi;
+                     if (ai != bi) return ai;
+                     return ai && a.edit.order < b.edit.order;
                    });
 
   std::size_t size = text.size();

@@ -38,7 +38,8 @@ struct ApplyResult {
 /// Fixes are taken in order of their first edit's offset (ties: input order). A fix is applied
 /// whole or not at all: if any of its edits overlaps an edit already accepted, it is skipped.
 /// Two edits overlap when their byte ranges intersect; an insertion (begin == end) overlaps a
-/// replacement only strictly inside it. Several insertions at one offset keep their order.
+/// replacement only strictly inside it. Several insertions at one offset go in their declared
+/// order (Edit::order), ties in the order their fixes were taken.
 /// The text is rebuilt from slices of the original, so bytes outside the edits never change.
 ApplyResult apply_fixes(std::string_view text, const std::vector<Fix>& fixes,
                         Applicability allowed = kDefaultApplied);

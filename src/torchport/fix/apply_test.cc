@@ -96,5 +96,23 @@ TEST(Apply, AppliedEditsAreReportedInPositionOrder) {
   EXPECT_EQ(r.edits[1].fix, 0u);
 }
 
+TEST(Apply, InsertionsAtOneOffsetGoInTheirDeclaredOrderThenInTheOrderTaken) {
+  std::string src = "x = 1\n";
+  Fix late = one(0, 0, "c\n");
+  late.edits[0].order = 1;  // after the rest (the statements of a --rules file)
+  Fix early = one(0, 0, "a\n");
+  early.edits[0].order = -1;  // before the rest (a variable the others use)
+  // Taken in input order: late, b, early; applied by order: early, b, late.
+  auto r = apply_fixes(src, {late, one(0, 0, "b\n"), early});
+  EXPECT_EQ(r.text, "a\nb\nc\nx = 1\n");
+  // Equal orders keep the order taken.
+  auto r2 = apply_fixes(src, {one(0, 0, "b\n"), one(0, 0, "d\n")});
+  EXPECT_EQ(r2.text, "b\nd\nx = 1\n");
+  // A replacement at the same offset still comes after every insertion there.
+  Fix rep = one(0, 1, "y");
+  auto r3 = apply_fixes(src, {rep, late});
+  EXPECT_EQ(r3.text, "c\ny = 1\n");
+}
+
 }  // namespace
 }  // namespace torchport::fix

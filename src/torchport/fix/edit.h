@@ -12,6 +12,10 @@ struct Edit {
   std::uint32_t begin = 0;  ///< byte offset into the decoded UTF-8 text
   std::uint32_t end = 0;    ///< one past the last replaced byte; begin == end inserts
   std::string replacement;
+  /// Among insertions at one offset, lower first (then in the order the fixes were taken): a
+  /// rule declares it where its insertion must come before (a local variable the others use)
+  /// or after (the statements of a --rules file, after the imports torchport inserts) the rest.
+  std::int8_t order = 0;
 };
 
 enum class Applicability : std::uint8_t {

@@ -42,6 +42,9 @@ struct Draft {
   std::optional<fix::Fix> fix;
   std::string changes;                                           ///< Finding::changes
   std::optional<std::pair<std::uint32_t, std::uint32_t>> drops;  ///< Finding::drops
+  std::vector<Take> takes;                                       ///< Finding::takes
+  std::optional<std::pair<std::uint32_t, std::uint32_t>>
+      opens_arguments;  ///< Finding::opens_arguments
   /// The fix changes the file: TP900 then inserts what the output needs (Context::changed).
   bool changes_file = false;
 
@@ -51,6 +54,10 @@ struct Draft {
   /// The byte range of code the fix removes: the findings made before it inside that range go
   /// with it (Finding::drops).
   Draft dropping(std::uint32_t b, std::uint32_t e) &&;
+  /// The code [b, e] the fix takes over (Finding::takes): the findings made before it there go
+  /// with it; with `into` (edit, byte), that code, their edits applied, goes into the fix's edit.
+  Draft taking(std::uint32_t b, std::uint32_t e,
+               std::optional<std::pair<std::size_t, std::size_t>> into = std::nullopt) &&;
 };
 
 /// A finding with no fix: a report row (Unsupported, Unknown, or a change left to the user).
@@ -197,12 +204,6 @@ const catalogue::Target& target_or_fallback(const catalogue::Catalogue& cat,
 /// changes when they are its only ones). Declared per (code, operation, api) in engine.cc's
 /// kIncidental: TP300's map_location inserted into torch.load.
 bool incidental(const Finding& f);
-
-/// Resolves the `drops` of the findings from `first_new` on (one family's): in the order they
-/// were made, each removes the findings made before it that lie inside its dropped range, fix
-/// included. check() calls it after each family, the one place where a rule's finding removes
-/// another's.
-void drop_superseded(std::vector<Finding>& findings, std::size_t first_new);
 
 /// Compares "X.Y[.Z]" versions: <0, 0, >0.
 int compare_versions(std::string_view a, std::string_view b);

@@ -326,7 +326,7 @@ class Walker {
     std::vector<std::int64_t> delta(n + 1, 0);
     for (const Finding& f : ctx_.result.findings) {
       // Findings that are not about CUDA (float64, torch version changes) do not say it.
-      if (f.code == "TP210" || f.code == "TP960") continue;
+      if (subject_of(f) != Subject::Cuda) continue;
       ranges_.emplace_back(f.begin, std::max(f.end, f.begin + 1));
       std::uint32_t a = t_.lines().locate(f.begin).line;
       std::uint32_t z = t_.lines().locate(std::max(f.end, f.begin + 1) - 1).line;

@@ -280,10 +280,11 @@ class Rewriter {
   }
 
   /// The TP800 finding; `drops`: the code it replaces, whose findings of other rules go with it
-  /// (Finding::drops).
+  /// (Finding::drops); `opens_arguments`: Finding::opens_arguments.
   void emit(const Action& a, const Arg& arg, Operation op, std::string message,
             std::vector<fix::Edit> edits, std::string_view new_text, TokenIndex lpar,
-            std::optional<std::pair<std::uint32_t, std::uint32_t>> drops = {}) {
+            std::optional<std::pair<std::uint32_t, std::uint32_t>> drops = {},
+            std::optional<std::pair<std::uint32_t, std::uint32_t>> opens_arguments = {}) {
     Draft f;
     f.op = op;
     f.api = a.rule->func_name;
@@ -294,6 +295,7 @@ class Rewriter {
     fx.edits = std::move(edits);
     f.fix = std::move(fx);
     f.drops = drops;
+    f.opens_arguments = opens_arguments;
     f.changes_file = true;
     tp800(ctx_, std::move(f));
     const std::uint32_t scope = m_.lines()[m_.line_of(lpar).value_or(0)].scope;
@@ -347,6 +349,7 @@ class Rewriter {
     // The argument goes with its following comma, or, when every later argument goes too,
     // with its preceding one; when all go, the call is left with empty parentheses.
     std::uint32_t b = 0, e = 0;
+    std::optional<std::pair<std::uint32_t, std::uint32_t>> opens;
     if (kept_after || (!kept_before && k + 1 < n)) {
       b = begin_of(args[k].first);
       e = begin_of(args[k + 1].first);
@@ -356,19 +359,13 @@ class Rewriter {
     } else {
       b = begin_of(args[k].first);
       e = begin_of(*m_.match(lpar));
-      // An argument another rule appends (TP300's `, map_location=...`) becomes the first.
-      for (Finding& f : ctx_.result.findings) {
-        if (!f.fix) continue;
-        for (fix::Edit& x : f.fix->edits) {
-          if (x.begin != x.end || x.begin < end_of(args[k].last) || x.begin > e) continue;
-          if (!x.replacement.starts_with(",")) continue;
-          x.replacement.erase(0, x.replacement.find_first_not_of(", "));
-        }
-      }
+      // An argument another rule appends (TP300's `, map_location=...`) becomes the first
+      // (Finding::opens_arguments).
+      opens = std::pair{end_of(args[k].last), e};
     }
     emit(a, args[k], Operation::Delete,
          "delete " + what(*a.rule) + " of function " + a.rule->func_name, {fix::Edit{b, e, ""}}, "",
-         lpar, std::pair{b, e});
+         lpar, std::pair{b, e}, opens);
   }
 
   Context& ctx_;

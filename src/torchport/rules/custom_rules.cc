@@ -51,7 +51,13 @@ void tp803(Context& ctx, Draft d) { ctx.add("TP803", std::move(d)); }
 
 /// TP804 (custom-insert): statements inserted by InsertGlobalRule entries of a --rules file. Its
 /// one producer: every TP804 finding is made here.
-void tp804(Context& ctx, Draft d) { ctx.add("TP804", std::move(d)); }
+void tp804(Context& ctx, Draft d) {
+  // Its statements go after the imports and definitions torchport inserts at the same place
+  // (TP900): they may use them.
+  if (d.fix)
+    for (fix::Edit& e : d.fix->edits) e.order = 1;
+  ctx.add("TP804", std::move(d));
+}
 
 }  // namespace
 

@@ -785,12 +785,13 @@ std::optional<TokenIndex> host_choice(Context& ctx, TokenIndex i, const semantic
       return std::nullopt;
   }
   const std::uint32_t b = m.tokens()[i].begin, e = m.tokens()[*other].end;
-  std::erase_if(ctx.result.findings, [&](const Finding& g) { return g.begin >= b && g.end <= e; });
+  // The rewrites inside the replaced expression go with it (Finding::takes).
   tp300(ctx, ctx.rewrite(api,
                          "change " + api + " if ... else " + std::string(m.token_text(*other)) +
                              " to " + std::string(m.token_text(*other)) +
                              ": on cpu both branches name the CPU (the test is dropped)",
-                         b, e, std::string(m.token_text(*other))));
+                         b, e, std::string(m.token_text(*other)))
+                 .taking(b, e));
   return other;
 }
 
@@ -1090,6 +1091,7 @@ void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
   fix::Fix fx;
   fx.edits.push_back(fix::Edit{tok.begin, tok.end, "to"});
   std::string msg;
+  std::optional<Take> taken;
   if (!idx) {
     const std::string dev = ctx.device_expr(tok.begin);
     const std::uint32_t at = m.tokens()[nx].end;
@@ -1103,10 +1105,8 @@ void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
       const std::string dev =
           literal ? index_device(ctx, text, tok.begin) : "\"" + ctx.target.device + "\"";
       fx.edits.push_back(fix::Edit{idx->first, idx->second, dev});
-      // The dropped index expression takes the findings inside it along.
-      std::erase_if(ctx.result.findings, [&](const Finding& g) {
-        return g.begin >= idx->first && g.end <= idx->second;
-      });
+      // The dropped index expression takes the findings inside it along (Finding::takes).
+      taken = Take{idx->first, idx->second, std::nullopt};
       msg = "change method .cuda(" + text + ") to .to(" + dev + ")";
       if (!ctx.target.device_index) msg += " (" + t + " has one device)";
     } else {
@@ -1126,6 +1126,7 @@ void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
   f.end = m.tokens()[*m.match(nx)].end;
   f.fix = std::move(fx);
   f.changes_file = true;
+  if (taken) f.takes.push_back(*taken);
   tp301(ctx, std::move(f));
 }
 

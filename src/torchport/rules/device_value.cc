@@ -71,8 +71,7 @@ class DeviceValueRule {
         modified_.emplace_back(f.begin, f.end);
         before_.emplace_back(f.begin, f.end);
       }
-      if (f.code == "TP100" && f.op == Operation::Modify)
-        api_rewrites_.emplace_back(f.begin, f.end);
+      if (renames_in_place(f)) api_rewrites_.emplace_back(f.begin, f.end);
     }
   }
 
@@ -230,9 +229,9 @@ class DeviceValueRule {
 
   // ---- integer indices ----
 
-  /// True when every finding that overlaps `n` is a rewrite of a torch.cuda API within it
-  /// (TP100: `torch.cuda.current_device` renamed, or the whole call made a value on cpu), so
-  /// the index itself is still this rule's.
+  /// True when every finding that overlaps `n` is a rewrite within it whose code renames in
+  /// place (RuleInfo::renames_in_place: TP100's `torch.cuda.current_device` renamed, or the
+  /// whole call made a value on cpu), so the index itself is still this rule's.
   bool only_api_rewrites(const Node& n) const {
     const auto r = t_.byte_range(n);
     return std::all_of(taken_.begin(), taken_.end(), [&](const auto& f) {
@@ -703,7 +702,8 @@ class DeviceValueRule {
   const flow::DeviceValues& dv() const { return ctx_.values(); }
   std::vector<std::pair<std::uint32_t, std::uint32_t>> taken_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> modified_;  ///< rewrites only
-  /// TP100's rewrites of catalogued torch.cuda APIs (an index may hold one)
+  /// the rewrites that rename in place (TP100's of catalogued torch.cuda APIs; an index may
+  /// hold one)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> api_rewrites_;
   /// the other rules' rewrites (a guarded body they changed)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> before_;

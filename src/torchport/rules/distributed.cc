@@ -203,24 +203,6 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> device_count_call(const s
   return std::pair{m.tokens()[i].begin, m.tokens()[*rp].end};
 }
 
-/// The text of [b, e) with the edits of the earlier findings inside it applied; those findings
-/// are removed (their rewrite moves into the caller's edit).
-std::string take_rewrites(Context& ctx, std::uint32_t b, std::uint32_t e) {
-  std::vector<fix::Edit> edits;
-  auto inside = [&](const Finding& f) { return f.begin >= b && f.end <= e; };
-  for (const Finding& f : ctx.result.findings) {
-    if (!f.fix || !inside(f)) continue;
-    for (const fix::Edit& ed : f.fix->edits)
-      if (ed.begin >= b && ed.end <= e) edits.push_back(ed);
-  }
-  std::sort(edits.begin(), edits.end(),
-            [](const fix::Edit& x, const fix::Edit& y) { return x.begin > y.begin; });
-  std::string out(ctx.m.text().substr(b, e - b));
-  for (const fix::Edit& ed : edits) out.replace(ed.begin - b, ed.end - ed.begin, ed.replacement);
-  std::erase_if(ctx.result.findings, inside);
-  return out;
-}
-
 /// What goes after `n = <count>` for the target: a CPU path (accelerator), or a guard that says
 /// why the script stops (device targets); "" for the host targets, which set n = 2 themselves.
 std::string count_guard(const Context& ctx, const std::string& n, const std::string& indent,
@@ -410,7 +392,6 @@ void named_counts(Context& ctx, const CountParams& params) {
     if (ctx.target.host) {
       // cpu counts no device: the count is the CPU path's 2, said in a comment above.
       const std::uint32_t rb = m.tokens()[t[2]].begin, re = m.tokens()[t.back()].end;
-      take_rewrites(ctx, rb, re);
       Draft f;
       f.api = "torch.cuda.device_count";
       f.message = count_message(ctx, n);
@@ -420,7 +401,8 @@ void named_counts(Context& ctx, const CountParams& params) {
       fx.edits.push_back(fix::Edit{rb, re, std::string(kHostCount)});
       f.fix = std::move(fx);
       f.changes_file = true;
-      tp403(ctx, count_labelled(ctx, std::move(f)));
+      // The rewrites inside the replaced value go with it.
+      tp403(ctx, count_labelled(ctx, std::move(f).taking(rb, re)));
       continue;
     }
     if (!ctx.accelerator()) {
@@ -508,11 +490,6 @@ void direct_counts(Context& ctx, const CountParams& params) {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> calls;
     for (TokenIndex k : t)
       if (auto c = device_count_call(m, k)) calls.push_back(*c);
-    std::string count(kHostCount);
-    for (std::size_t c = 0; c < calls.size(); ++c) {
-      std::string rewritten = take_rewrites(ctx, calls[c].first, calls[c].second);
-      if (c == 0 && !ctx.target.host) count = std::move(rewritten);
-    }
     const auto [bol, indent] = indent_of(m.text(), line);
     Draft f;
     f.api = "torch.cuda.device_count";
@@ -520,16 +497,25 @@ void direct_counts(Context& ctx, const CountParams& params) {
     f.begin = calls.front().first;
     f.end = calls.front().second;
     fix::Fix fx;
+    // The first call moves onto the new line `n = <count>`: the rewrites inside it go with it
+    // (Finding::takes), applied to the moved call; a host target counts 2 instead.
+    std::optional<std::pair<std::size_t, std::size_t>> into;
     if (reuse) {
       f.message = "read the process count from " + *n + ", named above";
     } else {
-      fx.edits.push_back(
-          fix::Edit{bol, bol, indent + *n + " = " + count + nl + count_guard(ctx, *n, indent, nl)});
+      const std::string head = indent + *n + " = ";
+      const bool moved = !ctx.target.host;
+      fx.edits.push_back(fix::Edit{
+          bol, bol,
+          head + (moved ? "" : std::string(kHostCount)) + nl + count_guard(ctx, *n, indent, nl)});
+      if (moved) into = std::pair{std::size_t{0}, head.size()};
       named[line.scope] = li;
     }
     for (const auto& [cb, ce] : calls) fx.edits.push_back(fix::Edit{cb, ce, *n});
     f.fix = std::move(fx);
     f.changes_file = true;
+    for (std::size_t c = 0; c < calls.size(); ++c)
+      f = std::move(f).taking(calls[c].first, calls[c].second, c == 0 ? into : std::nullopt);
     tp403(ctx, reuse ? std::move(f) : count_labelled(ctx, std::move(f)));
   }
 }

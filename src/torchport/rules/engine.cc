@@ -1,5 +1,6 @@
 #include <torchport/rules/context.h>
 #include <torchport/rules/engine.h>
+#include <torchport/rules/resolve.h>
 #include <torchport/syntax/tree.h>
 
 #include <algorithm>
@@ -52,7 +53,8 @@ constexpr RuleInfo kRegistry[] = {
     {"TP002", "cuda-only-package", "CUDA-only third-party packages are flagged with an alternative",
      "imports"},
     {"TP100", "cuda-module-api",
-     "torch.cuda.*, torch.backends.cudnn/cuda and other catalogued APIs", "cuda_api"},
+     "torch.cuda.*, torch.backends.cudnn/cuda and other catalogued APIs", "cuda_api", Subject::Cuda,
+     /*renames_in_place=*/true},
     {"TP110", "sdpa-kernel",
      "torch.backends.cuda.sdp_kernel(enable_...=) becomes "
      "torch.nn.attention.sdpa_kernel([backends])",
@@ -73,7 +75,7 @@ constexpr RuleInfo kRegistry[] = {
     {"TP210", "float64-on-target",
      "float64 dtypes, .double(), *DoubleTensor and set_default_dtype(float64) on targets that lack "
      "float64",
-     "dtypes"},
+     "dtypes", Subject::TargetLimit},
     {"TP300", "device-string", "\"cuda\", \"cuda:N\" and f\"cuda:{i}\" in device contexts",
      "device"},
     {"TP301", "cuda-method", ".cuda(...) on tensors and modules", "device"},
@@ -146,7 +148,7 @@ constexpr RuleInfo kRegistry[] = {
     {"TP960", "torch-version-change",
      "behaviour that changed between the source's torch and --torch-version (data/"
      "torch_versions.json)",
-     "torch_versions"},
+     "torch_versions", Subject::TorchVersion},
     // tools/new_rule.py: registry
 };
 
@@ -230,7 +232,7 @@ constexpr FamilyInfo kFamilies[] = {
     // tools/new_rule.py: families
     {"insertions",
      Input::PythonFile,
-     NeedModel | NeedCatalogue | NeedFindings,
+     NeedModel | NeedCatalogue | NeedFindings | NeedSettled,
      {"cuda_leftover"},
      run_insertions},
     {"custom_op_calls",
@@ -321,9 +323,21 @@ bool incidental(const Finding& f) {
 }
 
 const RuleInfo* find_rule(std::string_view code) {
-  for (const RuleInfo& r : kRegistry)
-    if (r.code == code) return &r;
-  return nullptr;
+  // The registry is in code order (a test checks it).
+  const auto* it =
+      std::lower_bound(std::begin(kRegistry), std::end(kRegistry), code,
+                       [](const RuleInfo& r, std::string_view c) { return r.code < c; });
+  return it != std::end(kRegistry) && it->code == code ? it : nullptr;
+}
+
+Subject subject_of(const Finding& f) {
+  const RuleInfo* r = find_rule(f.code);
+  return r ? r->subject : Subject::Cuda;
+}
+
+bool renames_in_place(const Finding& f) {
+  const RuleInfo* r = find_rule(f.code);
+  return r && r->renames_in_place && f.op == Operation::Modify;
 }
 
 int compare_versions(std::string_view a, std::string_view b) {
@@ -691,6 +705,12 @@ Draft Draft::dropping(std::uint32_t b, std::uint32_t e) && {
   return std::move(*this);
 }
 
+Draft Draft::taking(std::uint32_t b, std::uint32_t e,
+                    std::optional<std::pair<std::size_t, std::size_t>> into) && {
+  takes.push_back(Take{b, e, into});
+  return std::move(*this);
+}
+
 Draft report(Operation op, std::string api, std::string message, std::uint32_t begin,
              std::uint32_t end) {
   Draft d;
@@ -720,6 +740,8 @@ Finding finding(std::string_view code, Draft d) {
   f.fix = std::move(d.fix);
   f.changes = std::move(d.changes);
   f.drops = d.drops;
+  f.takes = std::move(d.takes);
+  f.opens_arguments = d.opens_arguments;
   return f;
 }
 
@@ -777,37 +799,6 @@ const catalogue::Target& target_or_fallback(const catalogue::Catalogue& cat,
   return fallback;
 }
 
-void drop_superseded(std::vector<Finding>& findings, std::size_t first_new) {
-  // A finding goes when its range lies inside a dropped range and so do its fix's edits; an
-  // empty range (an insertion) only strictly inside: at an edge it is about the code around it.
-  auto inside = [](std::uint32_t b, std::uint32_t e, std::pair<std::uint32_t, std::uint32_t> r) {
-    return b == e ? r.first < b && b < r.second : r.first <= b && e <= r.second;
-  };
-  auto superseded = [&](const Finding& f, std::pair<std::uint32_t, std::uint32_t> r) {
-    return inside(f.begin, f.end, r) &&
-           (!f.fix || std::all_of(f.fix->edits.begin(), f.fix->edits.end(),
-                                  [&](const fix::Edit& x) { return inside(x.begin, x.end, r); }));
-  };
-  // In the order the findings were made: each dropping finding takes the findings made before
-  // it (the family's own too) that are still there.
-  std::vector<bool> gone(findings.size(), false);
-  bool any = false;
-  for (std::size_t j = first_new; j < findings.size(); ++j) {
-    if (!findings[j].drops || gone[j]) continue;
-    for (std::size_t i = 0; i < j; ++i) {
-      if (!gone[i] && superseded(findings[i], *findings[j].drops)) gone[i] = any = true;
-    }
-  }
-  if (!any) return;
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < findings.size(); ++i) {
-    if (gone[i]) continue;
-    if (kept != i) findings[kept] = std::move(findings[i]);
-    ++kept;
-  }
-  findings.erase(findings.begin() + static_cast<std::ptrdiff_t>(kept), findings.end());
-}
-
 FileResult check(const syntax::Tree& tree, const semantic::Model& model,
                  const catalogue::Catalogue& cat, const Options& opts) {
   catalogue::Target fallback;
@@ -822,24 +813,34 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
                       0, 0));
     return std::move(ctx.result);
   }
+  bool settled = false;
   for (const FamilyInfo* f : families()) {
     if (f->input != Input::PythonFile || !f->run) continue;
     if ((f->needs & NeedProject) && !opts.custom_ops) continue;  // no project: not judged
     if ((f->needs & NeedSupportLists) && cat.support_versions(opts.target).empty()) continue;
+    if ((f->needs & NeedSettled) && !std::exchange(settled, true)) settle_incidental(ctx);
     const std::size_t before = ctx.result.findings.size();
     f->run(ctx);
-    drop_superseded(ctx.result.findings, before);
+    // The one place where a finding's declarations act on the findings of other rules.
+    resolve_family(model.text(), ctx.result.findings, before);
   }
   if (const catalogue::AdviceTable* advice = cat.advice(opts.target)) run_advice(ctx, *advice);
-  // Stable order by offset. The findings are large (a file with a finding on every line has
-  // hundreds of thousands): their indices are sorted, then each finding is moved once.
+  // Stable order by offset; at one offset, in the declared order of their first edits
+  // (fix::Edit::order), as the fix applier applies them. The findings are large (a file with a
+  // finding on every line has hundreds of thousands): their indices are sorted, then each
+  // finding is moved once.
   std::vector<Finding>& fs = ctx.result.findings;
-  if (!std::is_sorted(fs.begin(), fs.end(),
-                      [](const Finding& a, const Finding& b) { return a.begin < b.begin; })) {
+  auto before = [](const Finding& a, const Finding& b) {
+    auto order = [](const Finding& f) {
+      return f.fix && !f.fix->edits.empty() ? f.fix->edits.front().order : std::int8_t{0};
+    };
+    return a.begin != b.begin ? a.begin < b.begin : order(a) < order(b);
+  };
+  if (!std::is_sorted(fs.begin(), fs.end(), before)) {
     std::vector<std::uint32_t> order(fs.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(),
-                     [&](std::uint32_t a, std::uint32_t b) { return fs[a].begin < fs[b].begin; });
+                     [&](std::uint32_t a, std::uint32_t b) { return before(fs[a], fs[b]); });
     // In place, cycle by cycle: position k takes the finding at order[k].
     constexpr std::uint32_t kDone = UINT32_MAX;
     for (std::uint32_t start = 0; start < order.size(); ++start) {

@@ -41,6 +41,18 @@ enum class Operation : std::uint8_t { Insert, Modify, Delete, Unsupported, Unkno
 /// "INSERT", "MODIFY", "DELETE", "UNSUPPORTED", "UNKNOWN".
 std::string_view to_string(Operation op);
 
+/// Code a finding's fix takes over: a statement it replaces whole, or code it moves elsewhere.
+/// The findings made before it whose range lies in [begin, end] go with it (resolve.cc), and
+/// their edits inside that range are applied to the taken code; with `into`, the code so
+/// rewritten is spliced into the replacement of the fix's edit `into->first` at byte
+/// `into->second` (TP403 moves `torch.cuda.device_count()`, renamed by TP100, onto a line of its
+/// own).
+struct Take {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+  std::optional<std::pair<std::size_t, std::size_t>> into;
+};
+
 struct Finding {
   std::string code;  ///< rule code, e.g. "TP101"
   Operation op = Operation::Modify;
@@ -55,8 +67,13 @@ struct Finding {
   std::string changes;
   /// A byte range of code this finding's fix removes (an argument it drops): the findings made
   /// before it about code inside that range go with it. Declared here and resolved in one place
-  /// (check(), after each family: drop_superseded), never by the rule.
+  /// (check(), after each family: resolve.h), never by the rule.
   std::optional<std::pair<std::uint32_t, std::uint32_t>> drops;
+  /// Code this finding's fix takes over (Take): resolved with `drops`, never by the rule.
+  std::vector<Take> takes;
+  /// After this fix, an argument an earlier finding inserts in [first, second] (TP300's
+  /// `, map_location=...`) is the first of its call: its leading comma goes (resolve.cc).
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> opens_arguments;
 };
 
 /// Custom CUDA operator name -> the project file that defines it (from check_other's cuda_apis).
@@ -219,6 +236,8 @@ enum Need : std::uint8_t {
   NeedSupportLists = 1 << 4,  ///< the vendor's per-torch-version API lists for the target
   /// The findings (and insertion flags) of every family without this need: it runs after them.
   NeedFindings = 1 << 5,
+  /// Runs once a file's lone incidental changes are settled (resolve.h: settle_incidental).
+  NeedSettled = 1 << 6,
 };
 
 /// What a family reads: a parsed Python file (check()) or another project file (check_other()).
@@ -239,12 +258,27 @@ struct FamilyInfo {
   void (*run)(Context&) = nullptr;  ///< Python-file families; check_other() runs the others
 };
 
+/// What a code's findings are about. Other families read this declaration, never the code:
+/// cuda_leftover marks the lines that still use CUDA from the findings about CUDA, and a file
+/// whose only CUDA changes are incidental stays byte-identical unless it has other findings
+/// that are not about the torch version (resolve.cc).
+enum class Subject : std::uint8_t {
+  Cuda,          ///< CUDA code (the default)
+  TargetLimit,   ///< a limit of the target that is not about CUDA (float64 on a device without it)
+  TorchVersion,  ///< behaviour that changed between two torch versions
+};
+
 /// One registered code, for `explain`, docs/rules.md and the reports.
 struct RuleInfo {
   std::string_view code;     ///< e.g. "TP100"
   std::string_view name;     ///< kebab-case, e.g. "cuda-module-api"
   std::string_view summary;  ///< one line
   std::string_view family;   ///< the FamilyInfo::name that emits it
+  Subject subject = Subject::Cuda;
+  /// Its rewrites (Operation::Modify) rename an API inside the expression they are about and
+  /// leave it an expression of the same role, so that a later rule may build around them
+  /// (device_value wraps an index whose `torch.cuda.current_device` TP100 renamed).
+  bool renames_in_place = false;
 };
 
 /// The single registry of codes, in code order. Every code a run can emit is here.
@@ -254,5 +288,9 @@ std::span<const RuleInfo> registry();
 std::span<const FamilyInfo* const> families();
 /// The registry row of `code`, or nullptr.
 const RuleInfo* find_rule(std::string_view code);
+/// What `f`'s code declares it is about (Subject::Cuda for a code not in the registry).
+Subject subject_of(const Finding& f);
+/// True when `f` is a rewrite whose code declares renames_in_place.
+bool renames_in_place(const Finding& f);
 
 }  // namespace torchport::rules

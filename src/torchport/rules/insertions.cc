@@ -112,30 +112,6 @@ std::optional<LocalStart> function_body_start(const semantic::Model& m, std::uin
   return out;
 }
 
-/// The finding's fix may be applied (a display-only one never is).
-bool changes(const Finding& f) {
-  return f.fix && f.fix->applicability != fix::Applicability::DisplayOnly;
-}
-
-/// A file that uses nothing CUDA-specific comes out byte-identical for every target: the
-/// incidental changes (the registry's: the map_location added to its torch.load calls) would be
-/// its only ones, and with them the target's import. They are made only next to other CUDA code.
-/// TP960 (a torch default that changed) is about the torch the output runs on, not CUDA.
-void drop_lone_incidental_changes(Context& ctx) {
-  std::vector<Finding>& found = ctx.result.findings;
-  auto is_version_change = [](const Finding& f) { return f.code == "TP960"; };
-  if (std::any_of(found.begin(), found.end(), incidental) &&
-      std::all_of(found.begin(), found.end(),
-                  [&](const Finding& f) { return incidental(f) || is_version_change(f); })) {
-    std::erase_if(found, incidental);
-    ctx.result.min_torch_version.clear();
-    ctx.changed =
-        std::any_of(found.begin(), found.end(), [](const Finding& f) { return changes(f); });
-    ctx.used_device_var = false;
-    ctx.device_var_uses.clear();
-  }
-}
-
 struct Insert {
   std::uint32_t at;
   std::string api, message, text;
@@ -224,20 +200,10 @@ void emit(Context& ctx, std::vector<Insert> inserts) {
       message += (message.empty() ? "" : "; ") + inserts[j].message;
       ++j;
     }
-    tp900(ctx, ctx.rewrite(api, message, inserts[i].at, inserts[i].at, body));
-    // Imports and definitions come before the statements of an Ascend InsertGlobalRule (TP804)
-    // at the same place: the driver applies insertions at one offset in finding order.
-    auto& fs = ctx.result.findings;
-    auto first_custom = std::find_if(fs.begin(), fs.end(), [&](const Finding& f) {
-      return f.code == "TP804" && f.begin == inserts[i].at;
-    });
-    if (first_custom != fs.end()) std::rotate(first_custom, fs.end() - 1, fs.end());
-    if (inserts[i].before_all) {
-      auto first_here = std::find_if(fs.begin(), fs.end() - 1, [&](const Finding& f) {
-        return f.begin == inserts[i].at && changes(f);
-      });
-      std::rotate(first_here, fs.end() - 1, fs.end());
-    }
+    Draft d = ctx.rewrite(api, message, inserts[i].at, inserts[i].at, body);
+    // A local device variable goes before every other edit at its place: they use it.
+    if (inserts[i].before_all) d.fix->edits.front().order = -1;
+    tp900(ctx, std::move(d));
     i = j;
   }
 }
@@ -245,7 +211,7 @@ void emit(Context& ctx, std::vector<Insert> inserts) {
 }  // namespace
 
 void run_insertions(Context& ctx) {
-  drop_lone_incidental_changes(ctx);
+  // A file whose only changes were incidental ones is settled before (NeedSettled).
   if (!ctx.changed) return;
   const semantic::Model& m = ctx.m;
   const std::string nl(m.newline());
