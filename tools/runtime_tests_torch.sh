@@ -6,11 +6,21 @@
 # The venv gets that torch from PyPI (a CUDA build on Linux: it runs without a GPU), the runtime tests'
 # dependencies at the versions pyproject.toml's `test` extra pins, and torchport from this source tree as an
 # editable install would give it (a .pth naming python/, plus torchport_autohook.pth, so the start-up hook is
-# the installed one); the C++ core is the one built in build/ (`cmake --build build/ci`, as .ci/run does).
+# the installed one); the C++ core is $TORCHPORT_CORE, or else one built in build/ (python/torchport/_core.py).
+#
+# `tools/runtime_tests_torch.sh --download VERSION` only downloads what the venv will install (into
+# build/venv-torch-<version>/wheelhouse), and runs nothing: .ci/run starts it in the background at its
+# beginning, so that the 2.5 GB come over the network while the core compiles. A later run installs from that
+# wheelhouse alone (pip --no-index) when the download finished; otherwise from PyPI, as without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-version=${1:?usage: tools/runtime_tests_torch.sh TORCH_VERSION [pytest options]}
+download_only=false
+if [ "${1:-}" = "--download" ]; then
+  download_only=true
+  shift
+fi
+version=${1:?usage: tools/runtime_tests_torch.sh [--download] TORCH_VERSION [pytest options]}
 shift
 venv=$ROOT/build/venv-torch-$version
 t0=$SECONDS
@@ -37,7 +47,21 @@ for f in $("$venv/bin/pip" config list 2>/dev/null | sed -n "s/^[a-z.:]*constrai
   [ -f "$f" ] && grep -v -E '^[[:space:]]*(torch|torchvision)[[:space:]]*([<>=!~;[]|$)' "$f" >>"$cons" || true
 done
 # pip warns once per package about index folders this machine lacks; keep every other message.
-PIP_CONSTRAINT=$cons "$venv/bin/pip" install -q -r "$reqs" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
+quiet_pip() { PIP_CONSTRAINT=$cons "$venv/bin/pip" "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2); }
+wheels=$venv/wheelhouse
+if $download_only; then
+  rm -rf "$wheels" "$wheels.done"
+  quiet_pip download -q -d "$wheels" -r "$reqs"
+  touch "$wheels.done"
+  echo "downloaded for torch $version: $(du -sh "$wheels" | cut -f1) in $((SECONDS - t0)) s"
+  exit 0
+fi
+if [ -f "$wheels.done" ]; then
+  # an sdist there would need its build tools from the index: then PyPI, as without the download
+  quiet_pip install -q --no-index --find-links "$wheels" -r "$reqs" || quiet_pip install -q -r "$reqs"
+else
+  quiet_pip install -q -r "$reqs"
+fi
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$ROOT/python" >"$site/torchport-src.pth"
 cp python/torchport_autohook.pth "$site/"
