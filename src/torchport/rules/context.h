@@ -200,9 +200,9 @@ const catalogue::Target& target_or_fallback(const catalogue::Catalogue& cat,
                                             const std::string& name, catalogue::Target& fallback);
 
 /// True for an incidental change: one made only next to other CUDA changes, so that a file that
-/// uses nothing CUDA-specific comes out byte-identical (TP900 drops a file's incidental
-/// changes when they are its only ones). Declared per (code, operation, api) in engine.cc's
-/// kIncidental: TP300's map_location inserted into torch.load.
+/// uses nothing CUDA-specific comes out byte-identical (resolve.h: settle_incidental drops a
+/// file's incidental changes when they are its only ones). Declared per (code, operation, api) in
+/// engine.cc's kIncidental: TP300's map_location inserted into torch.load.
 bool incidental(const Finding& f);
 
 /// Compares "X.Y[.Z]" versions: <0, 0, >0.
