@@ -120,9 +120,20 @@ std::string Tree::format(const text::Diagnostic& d) const {
 const std::vector<const Node*>& Tree::find_all(NodeKind kind) const {
   std::call_once(kinds_->once, [this] {
     if (root_ == nullptr) return;
-    walk(*root_, [this](const Node& n) {
-      kinds_->nodes[static_cast<std::size_t>(n.kind())].push_back(&n);
-    });
+    // Every node in pre-order into one array (an explicit stack, children pushed last first),
+    // then each kind's list sized once and filled in that order: no list grows node by node.
+    std::vector<const Node*> order, stack{root_};
+    std::array<std::uint32_t, std::tuple_size_v<decltype(kinds_->nodes)>> count{};
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      order.push_back(n);
+      ++count[static_cast<std::size_t>(n->kind())];
+      const auto children = n->children();
+      for (auto it = children.rbegin(); it != children.rend(); ++it) stack.push_back(*it);
+    }
+    for (std::size_t k = 0; k < count.size(); ++k) kinds_->nodes[k].reserve(count[k]);
+    for (const Node* n : order) kinds_->nodes[static_cast<std::size_t>(n->kind())].push_back(n);
   });
   return kinds_->nodes[static_cast<std::size_t>(kind)];
 }
