@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -146,6 +148,17 @@ struct SupportLists {
   std::map<std::string, VersionList, std::less<>> versions;
 };
 
+/// One target's support lists. The embedded catalogue keeps each support document's text and
+/// parses it on the first question about its target (once, thread-safe): a run for one target
+/// never parses the other targets' lists (the largest documents of the catalogue). Shared by
+/// the copies of a catalogue (with_rules): the lists never change once parsed.
+struct LazySupport {
+  std::string name;       // the document's name, for errors
+  std::string_view text;  // the embedded document (static storage)
+  std::once_flag once;
+  SupportLists lists;
+};
+
 }  // namespace
 
 std::string_view to_string(Status s) {
@@ -176,7 +189,10 @@ struct Catalogue::Impl {
   std::vector<Entry> entries;
   StringMap<std::size_t> by_api;
   std::vector<Target> targets;
-  std::map<std::string, SupportLists, std::less<>> support;  // by target
+  std::map<std::string, SupportLists, std::less<>> support;  // by target, parsed
+  /// by target, the embedded documents not parsed yet (each moved into `support` by its
+  /// first use: see lists())
+  std::map<std::string, std::shared_ptr<LazySupport>, std::less<>> lazy_support;
   std::vector<ArgRule> arg_rules;
   CustomRules custom_rules;
   std::map<std::string, AdviceTable, std::less<>> advice;                 // by target
@@ -598,10 +614,8 @@ void parse_targets(Catalogue::Impl& impl, const std::string& name, const std::st
   }
 }
 
-void parse_support(Catalogue::Impl& impl, const std::string& name, const std::string& text) {
-  Json doc = Json::parse(text);
-  std::string target = str_field(doc, "target", name, true);
-  SupportLists& lists = impl.support[target];
+/// A support document's lists (all but its "target") into `lists`.
+void parse_support_lists(SupportLists& lists, const std::string& name, const Json& doc) {
   lists.source = str_field(doc, "source", name, true);
   lists.judge_prefix = str_field(doc, "judge_prefix", name, false);
   auto v = doc.find("versions");
@@ -622,6 +636,26 @@ void parse_support(Catalogue::Impl& impl, const std::string& name, const std::st
         dst.emplace(api, tip.get<std::string>());
       }
     }
+  }
+}
+
+void parse_support(Catalogue::Impl& impl, const std::string& name, const std::string& text) {
+  const Json doc = Json::parse(text);
+  const std::string target = str_field(doc, "target", name, true);
+  parse_support_lists(impl.support[target], name, doc);
+}
+
+/// An embedded support document, parsed on first use; its "target" is its file's name.
+void parse_lazy_support(LazySupport& lazy, std::string_view target) {
+  try {
+    const Json doc = Json::parse(lazy.text);
+    if (str_field(doc, "target", lazy.name, true) != target)
+      throw DataError(lazy.name + ": target: not the file's name (" + std::string(target) + ")");
+    parse_support_lists(lazy.lists, lazy.name, doc);
+  } catch (const std::exception& e) {
+    // The embedded data is checked by the tests; a failure here is a build defect.
+    std::fprintf(stderr, "torchport: internal error: embedded catalogue: %s\n", e.what());
+    std::abort();
   }
 }
 
@@ -805,12 +839,16 @@ const Catalogue& Catalogue::builtin() {
       return std::move(*parsed);
     }
     Documents docs;
+    std::vector<const embedded::Blob*> support;  // parsed on first use (LazySupport)
+    constexpr std::string_view kSupport = "catalogue/support/";
     for (const embedded::Blob* b = embedded::begin(); b != embedded::end(); ++b) {
+      if (b->name.starts_with(kSupport)) {
+        support.push_back(b);
+        continue;
+      }
       std::pair<std::string, std::string> doc{std::string(b->name), std::string(b->data)};
       if (b->name == "targets.json")
         docs.targets = std::move(doc);
-      else if (b->name.starts_with("catalogue/support/"))
-        docs.support.push_back(std::move(doc));
       else if (b->name.starts_with("catalogue/advice/"))
         docs.advice.push_back(std::move(doc));
       else if (b->name.starts_with("catalogue/companions/"))
@@ -824,6 +862,14 @@ const Catalogue& Catalogue::builtin() {
       // The embedded data is checked by the tests; a failure here is a build defect.
       std::fprintf(stderr, "torchport: internal error: embedded catalogue: %s\n", error.c_str());
       std::abort();
+    }
+    for (const embedded::Blob* b : support) {
+      auto lazy = std::make_shared<LazySupport>();
+      lazy->name = std::string(b->name);
+      lazy->text = b->data;
+      std::string_view target = b->name.substr(kSupport.size());
+      target = target.substr(0, target.rfind(".json"));
+      parsed->impl_->lazy_support.emplace(std::string(target), std::move(lazy));
     }
     return std::move(*parsed);
   }();
@@ -909,11 +955,25 @@ const AdviceTable* Catalogue::advice(std::string_view target) const {
   return it == impl_->advice.end() ? nullptr : &it->second;
 }
 
+namespace {
+
+/// The support lists of `target`, nullptr when it has none.
+const SupportLists* support_lists(const Catalogue::Impl& impl, std::string_view target) {
+  if (auto it = impl.support.find(target); it != impl.support.end()) return &it->second;
+  auto it = impl.lazy_support.find(target);
+  if (it == impl.lazy_support.end()) return nullptr;
+  LazySupport& lazy = *it->second;
+  std::call_once(lazy.once, [&] { parse_lazy_support(lazy, target); });
+  return &lazy.lists;
+}
+
+}  // namespace
+
 std::vector<std::string> Catalogue::support_versions(std::string_view target) const {
   std::vector<std::string> out;
-  auto it = impl_->support.find(target);
-  if (it == impl_->support.end()) return out;
-  for (const auto& [v, _] : it->second.versions) out.push_back(v);
+  const SupportLists* lists = support_lists(*impl_, target);
+  if (!lists) return out;
+  for (const auto& [v, _] : lists->versions) out.push_back(v);
   std::sort(out.begin(), out.end(),
             [](const std::string& a, const std::string& b) { return version_less(a, b); });
   return out;
@@ -921,9 +981,9 @@ std::vector<std::string> Catalogue::support_versions(std::string_view target) co
 
 std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::string_view target,
                                                  std::string_view torch_version) const {
-  auto it = impl_->support.find(target);
-  if (it == impl_->support.end() || it->second.versions.empty()) return std::nullopt;
-  const SupportLists& lists = it->second;
+  const SupportLists* found = support_lists(*impl_, target);
+  if (!found || found->versions.empty()) return std::nullopt;
+  const SupportLists& lists = *found;
   // The exact version, else the newest list not newer than it, else the oldest list: as
   // support_versions() sorted oldest first would give (later of equal versions), unsorted.
   using Version = std::pair<const std::string, VersionList>;
