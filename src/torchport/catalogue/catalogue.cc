@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bitset>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -185,9 +186,27 @@ std::optional<Kind> parse_kind(std::string_view s) {
   return std::nullopt;
 }
 
+namespace {
+
+/// find()'s first test, before the hash lookup: the rules ask the catalogue about every
+/// qualified name of a file and each of its dotted prefixes, and almost none is a key. A bit
+/// per (length, middle and last byte) mix; a clear bit means no key.
+constexpr std::size_t kQuickBits = 1u << 12;
+std::size_t quick_bit(std::string_view s) {
+  if (s.empty()) return 0;
+  const auto at = [&](std::size_t i) {
+    return static_cast<std::size_t>(static_cast<unsigned char>(s[i]));
+  };
+  return (s.size() * 0x9E37u ^ at(s.size() - 1) * 0x1F3u ^ at(s.size() / 2) * 0x3Bu) &
+         (kQuickBits - 1);
+}
+
+}  // namespace
+
 struct Catalogue::Impl {
   std::vector<Entry> entries;
   StringMap<std::size_t> by_api;
+  std::bitset<kQuickBits> quick;  // quick_bit() of every key of by_api
   std::vector<Target> targets;
   std::map<std::string, SupportLists, std::less<>> support;  // by target, parsed
   /// by target, the embedded documents not parsed yet (each moved into `support` by its
@@ -271,6 +290,7 @@ void add_entry(Catalogue::Impl& impl, Entry entry, const std::string& where, boo
     return;
   }
   impl.by_api.emplace(entry.api, impl.entries.size());
+  impl.quick.set(quick_bit(entry.api));
   impl.entries.push_back(std::move(entry));
 }
 
@@ -916,6 +936,7 @@ std::optional<Catalogue> Catalogue::with_rules(const std::string& name, const st
 const std::vector<Entry>& Catalogue::entries() const { return impl_->entries; }
 
 const Entry* Catalogue::find(std::string_view api) const {
+  if (!impl_->quick.test(quick_bit(api))) return nullptr;
   auto it = impl_->by_api.find(api);
   return it == impl_->by_api.end() ? nullptr : &impl_->entries[it->second];
 }
