@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace torchport::catalogue {
@@ -135,10 +136,11 @@ struct StringHash {
 };
 template <class V>
 using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+using StringSet = std::unordered_set<std::string, StringHash, std::equal_to<>>;
 
 struct VersionList {
   std::vector<long> parts;  // version_parts() of the version
-  std::set<std::string, std::less<>> supported;
+  StringSet supported;
   StringMap<std::string> partial;      // api -> tip
   StringMap<std::string> unsupported;  // api -> tip
 };
@@ -1011,19 +1013,20 @@ std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::stri
   const Version* newest = nullptr;   // the last of the greatest
   const Version* oldest = nullptr;   // the first of the least
   const Version* fitting = nullptr;  // the last of the greatest not newer than torch_version
-  const std::vector<long> wanted = version_parts(torch_version);
+  // (TP950 asks for every torch call of every file: no allocation until there is an answer;
+  // version_less compares as version_parts' lists do)
   for (const Version& entry : lists.versions) {
     const std::vector<long>& v = entry.second.parts;
     if (!newest || !(v < newest->second.parts)) newest = &entry;
     if (!oldest || v < oldest->second.parts) oldest = &entry;
-    if (!torch_version.empty() && !(wanted < v) && (!fitting || !(v < fitting->second.parts)))
+    if (!torch_version.empty() && !version_less(torch_version, entry.first) &&
+        (!fitting || !(v < fitting->second.parts)))
       fitting = &entry;
   }
-  const std::string& chosen = (torch_version.empty() ? newest : fitting ? fitting : oldest)->first;
-  const VersionList& vl = lists.versions.find(chosen)->second;
+  const Version& chosen = *(torch_version.empty() ? newest : fitting ? fitting : oldest);
+  const VersionList& vl = chosen.second;
   std::string_view key = api;
   ApiSupport out;
-  out.source = lists.source + " (torch " + chosen + ")";
   if (auto u = vl.unsupported.find(key); u != vl.unsupported.end()) {
     out.status = Status::Unsupported;
     out.tip = u->second;
@@ -1037,6 +1040,7 @@ std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::stri
   } else {
     return std::nullopt;
   }
+  out.source = lists.source + " (torch " + chosen.first + ")";
   return out;
 }
 
