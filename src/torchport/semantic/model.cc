@@ -121,6 +121,10 @@ void Model::build_lines() {
     // The line this token is on gets the next index: finish() pushes it, as it has a token.
     line_of_token_[i] = static_cast<std::int32_t>(lines_.size());
     line_tokens_.push_back(i);
+    if (k == TokenKind::String)
+      string_tokens_.push_back(i);
+    else if (k == TokenKind::Name)
+      identifier_tokens_.push_back(i);
   }
   finish(static_cast<std::uint32_t>(text_.size()));
   for (std::size_t li = 0; li < lines_.size(); ++li)
