@@ -762,6 +762,7 @@ void parse_advice(Catalogue::Impl& impl, const std::string& name, const std::str
   for (const auto& [k, v] : obj("affinity_classes").items())
     t.affinity_classes[k] = {str_field(v, "parent", name + ": affinity_classes." + k, true),
                              str_field(v, "affinity", name + ": affinity_classes." + k, true)};
+  t.index();
 }
 
 }  // namespace
@@ -799,6 +800,17 @@ std::optional<Catalogue> Catalogue::parse(const Documents& docs, std::string* er
     return std::nullopt;
   }
   return cat;
+}
+
+void AdviceTable::index() {
+  call_names.clear();
+  method_names.clear();
+  for (const auto* table : {&precision, &performance, &affinity_calls})
+    for (const auto& [api, _] : *table) call_names.insert(api);
+  for (const Suggest& s : suggest) call_names.insert(s.dependency.begin(), s.dependency.end());
+  for (const AdviceParameter& p : parameters)
+    (p.api.find('.') != std::string::npos ? call_names : method_names).insert(p.api);
+  indexed = true;
 }
 
 std::vector<std::string> Target::unverified() const {

@@ -525,6 +525,31 @@ TEST(CatalogueParse, EmbeddedSupportListsParsedOnFirstUseAgreeWithTheDataDirecto
   EXPECT_GE(judged, 20u) << "npu and mlu have lists";
 }
 
+TEST(CatalogueParse, AdviceTableNamesEveryCallItAdvisesOn) {
+  // rules/advice.cc skips a call whose name is in neither set: each table entry must be there.
+  const AdviceTable* t = Catalogue::builtin().advice("npu");
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(t->indexed);
+  for (const auto* table : {&t->precision, &t->performance, &t->affinity_calls})
+    for (const auto& [api, _] : *table) EXPECT_TRUE(t->call_names.contains(api)) << api;
+  for (const AdviceTable::Suggest& s : t->suggest)
+    for (const std::string& dep : s.dependency) EXPECT_TRUE(t->call_names.contains(dep)) << dep;
+  std::size_t methods = 0;
+  for (const AdviceParameter& p : t->parameters) {
+    const bool dotted = p.api.find('.') != std::string::npos;
+    methods += !dotted;
+    EXPECT_TRUE((dotted ? t->call_names : t->method_names).contains(p.api)) << p.api;
+  }
+  EXPECT_EQ(t->method_names.size() > 0, methods > 0);
+  AdviceTable by_hand;
+  by_hand.parameters.push_back({"to", "non_blocking", {2}, "True", "", "False", "tip"});
+  by_hand.precision.emplace("torch.sum", "tip");
+  by_hand.index();
+  EXPECT_TRUE(by_hand.indexed);
+  EXPECT_EQ(by_hand.call_names, AdviceTable::Names{"torch.sum"});
+  EXPECT_EQ(by_hand.method_names, AdviceTable::Names{"to"});
+}
+
 TEST(CatalogueReadDir, ReadsADataDirectoryLaidOutAsData) {
   std::string error;
   auto docs = Catalogue::read_dir(std::string(TORCHPORT_SOURCE_DIR) + "/data", &error);
