@@ -74,6 +74,8 @@ void Model::build_lines() {
   // Each line's tokens are a contiguous run of line_tokens_: [line_start, size()) for the
   // current line. The spans are set once the pool stops growing.
   line_tokens_.reserve(n / 2 + 1);
+  identifier_tokens_.reserve(n / 4 + 1);  // sizes that spare most files the growth copies
+  string_tokens_.reserve(n / 32 + 1);
   std::size_t line_start = 0;
   std::vector<std::pair<std::size_t, std::size_t>> runs;
   lines_.reserve(n / 8 + 1);
