@@ -17,7 +17,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 namespace torchport::catalogue {
@@ -136,13 +135,22 @@ struct StringHash {
 };
 template <class V>
 using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
-using StringSet = std::unordered_set<std::string, StringHash, std::equal_to<>>;
 
 struct VersionList {
   std::vector<long> parts;  // version_parts() of the version
-  StringSet supported;
-  StringMap<std::string> partial;      // api -> tip
-  StringMap<std::string> unsupported;  // api -> tip
+  /// Every API of the version's lists, with the list that has it (unsupported before partial
+  /// before supported, when several do) and that list's tip: one lookup answers api_support().
+  struct Listed {
+    Status status = Status::Supported;
+    std::string tip;  // "" for supported
+  };
+  StringMap<Listed> apis;
+  void put(const std::string& api, Status status, std::string tip) {
+    auto rank = [](Status st) { return st == Status::Unsupported ? 2 : st == Status::Partial; };
+    auto [it, fresh] = apis.try_emplace(api, Listed{status, tip});
+    if (!fresh && rank(status) > rank(it->second.status))
+      it->second = Listed{status, std::move(tip)};
+  }
 };
 
 struct SupportLists {
@@ -646,16 +654,18 @@ void parse_support_lists(SupportLists& lists, const std::string& name, const Jso
     std::string where = name + ": versions." + ver;
     VersionList& vl = lists.versions[ver];
     vl.parts = version_parts(ver);
-    for (const std::string& api : str_list(body, "supported", where)) vl.supported.insert(api);
+    for (const std::string& api : str_list(body, "supported", where))
+      vl.put(api, Status::Supported, "");
     for (const char* key : {"partial", "unsupported"}) {
       auto m = body.find(key);
       if (m == body.end()) continue;
       if (!m->is_object()) throw DataError(where + "." + key + ": expected an object");
-      auto& dst = std::string_view(key) == "partial" ? vl.partial : vl.unsupported;
+      const Status status =
+          std::string_view(key) == "partial" ? Status::Partial : Status::Unsupported;
       for (const auto& [api, tip] : m->items()) {
         if (!tip.is_string())
           throw DataError(where + "." + key + "." + api + ": expected a string");
-        dst.emplace(api, tip.get<std::string>());
+        vl.put(api, status, tip.get<std::string>());
       }
     }
   }
@@ -1039,14 +1049,9 @@ std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::stri
   const VersionList& vl = chosen.second;
   std::string_view key = api;
   ApiSupport out;
-  if (auto u = vl.unsupported.find(key); u != vl.unsupported.end()) {
-    out.status = Status::Unsupported;
-    out.tip = u->second;
-  } else if (auto p = vl.partial.find(key); p != vl.partial.end()) {
-    out.status = Status::Partial;
-    out.tip = p->second;
-  } else if (vl.supported.count(key)) {
-    out.status = Status::Supported;
+  if (auto it = vl.apis.find(key); it != vl.apis.end()) {
+    out.status = it->second.status;
+    out.tip = it->second.tip;
   } else if (!lists.judge_prefix.empty() && api.starts_with(lists.judge_prefix)) {
     out.status = Status::Unknown;
   } else {
