@@ -678,12 +678,161 @@ void parse_support(Catalogue::Impl& impl, const std::string& name, const std::st
 }
 
 /// An embedded support document, parsed on first use; its "target" is its file's name.
+/// Reads an embedded support document straight into its lists with nlohmann's SAX interface:
+/// no document tree is built for the catalogue's largest files (the lists run to thousands of
+/// names a version). Reads what parse_support_lists() reads; anything else in the document is
+/// skipped. A document of another shape is an error (the embedded data is checked by the
+/// tests, which also compare these lists with parse_support_lists' from data/).
+class SupportReader : public nlohmann::json_sax<Json> {
+ public:
+  SupportReader(SupportLists& lists, const std::string& name) : lists_(lists), name_(name) {}
+  std::string target;
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool string(string_t& s) override {
+    if (skip_ > 0) return true;
+    switch (at_) {
+      case At::RootField:
+        if (key_ == "target") target = s;
+        if (key_ == "source") lists_.source = s;
+        if (key_ == "judge_prefix") lists_.judge_prefix = s;
+        at_ = At::Root;
+        return true;
+      case At::Supported:
+        version_->put(s, Status::Supported, "");
+        return true;
+      case At::TipField:
+        version_->put(key_, tips_, s);
+        at_ = At::Tips;
+        return true;
+      default:
+        return wrong("a string");
+    }
+  }
+  bool start_object(std::size_t) override {
+    if (skip_ > 0 || (at_ == At::RootField && key_ != "versions") || at_ == At::ListField) {
+      ++skip_;
+      return true;
+    }
+    switch (at_) {
+      case At::Start:
+        at_ = At::Root;
+        return true;
+      case At::RootField:
+        at_ = At::Versions;
+        return true;
+      case At::VersionField:
+        version_ = &lists_.versions[key_];
+        version_->parts = version_parts(key_);
+        at_ = At::Version;
+        return true;
+      case At::TipsField:
+        at_ = At::Tips;
+        return true;
+      default:
+        return wrong("an object");
+    }
+  }
+  bool key(string_t& k) override {
+    if (skip_ > 0) return true;
+    key_ = k;
+    switch (at_) {
+      case At::Root:
+        at_ = At::RootField;
+        return true;
+      case At::Versions:
+        at_ = At::VersionField;
+        return true;
+      case At::Version:
+        at_ = k == "supported"                       ? At::SupportedField
+              : k == "partial" || k == "unsupported" ? At::TipsField
+                                                     : At::ListField;
+        tips_ = k == "partial" ? Status::Partial : Status::Unsupported;
+        return true;
+      case At::Tips:
+        at_ = At::TipField;
+        return true;
+      default:
+        return wrong("a key");
+    }
+  }
+  bool end_object() override {
+    if (skip_ > 0) return done_skipping();
+    at_ = at_ == At::Tips ? At::Version : at_ == At::Version ? At::Versions : At::Root;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (skip_ > 0 || at_ == At::RootField || at_ == At::ListField) {
+      ++skip_;
+      return true;
+    }
+    if (at_ != At::SupportedField) return wrong("a list");
+    at_ = At::Supported;
+    return true;
+  }
+  bool end_array() override {
+    if (skip_ > 0) return done_skipping();
+    at_ = At::Version;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    throw DataError(name_ + ": " + e.what());
+  }
+
+ private:
+  // Where the reader is: a *Field state has read the key whose value comes next.
+  enum class At {
+    Start,
+    Root,
+    RootField,
+    Versions,
+    VersionField,
+    Version,
+    SupportedField,
+    Supported,
+    TipsField,
+    Tips,
+    TipField,
+    ListField
+  };
+  bool value() {  // a scalar: kept nowhere
+    if (skip_ > 0) return true;
+    if (at_ == At::RootField)
+      at_ = At::Root;
+    else if (at_ == At::ListField)
+      at_ = At::Version;
+    else
+      return wrong("this value");
+    return true;
+  }
+  bool done_skipping() {
+    if (--skip_ == 0) at_ = at_ == At::ListField ? At::Version : At::Root;
+    return true;
+  }
+  bool wrong(const char* what) {
+    throw DataError(name_ + ": unexpected " + what + " near \"" + key_ + "\"");
+  }
+
+  SupportLists& lists_;
+  const std::string& name_;
+  At at_ = At::Start;
+  std::string key_;
+  Status tips_ = Status::Unsupported;
+  VersionList* version_ = nullptr;
+  int skip_ = 0;  // depth inside a value that is skipped
+};
+
 void parse_lazy_support(LazySupport& lazy, std::string_view target) {
   try {
-    const Json doc = Json::parse(lazy.text);
-    if (str_field(doc, "target", lazy.name, true) != target)
+    SupportReader reader(lazy.lists, lazy.name);
+    Json::sax_parse(lazy.text, &reader);
+    if (reader.target != target)
       throw DataError(lazy.name + ": target: not the file's name (" + std::string(target) + ")");
-    parse_support_lists(lazy.lists, lazy.name, doc);
   } catch (const std::exception& e) {
     // The embedded data is checked by the tests; a failure here is a build defect.
     std::fprintf(stderr, "torchport: internal error: embedded catalogue: %s\n", e.what());

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
@@ -523,6 +524,31 @@ TEST(CatalogueParse, EmbeddedSupportListsParsedOnFirstUseAgreeWithTheDataDirecto
       }
   }
   EXPECT_GE(judged, 20u) << "npu and mlu have lists";
+  // Every API of every list of every version: the same answer both ways.
+  std::size_t listed = 0;
+  for (const auto& [name, text] : docs->support) {
+    const nlohmann::json doc = nlohmann::json::parse(text);
+    const std::string target = doc["target"];
+    for (const auto& [version, body] : doc["versions"].items()) {
+      std::vector<std::string> apis;
+      for (const auto& [key, list] : body.items()) {
+        if (list.is_array())
+          for (const auto& api : list) apis.push_back(api);
+        else if (list.is_object())
+          for (const auto& [api, tip] : list.items()) apis.push_back(api);
+      }
+      for (const std::string& api : apis) {
+        auto a = lazy.api_support(api, target, version),
+             b = eager->api_support(api, target, version);
+        ASSERT_TRUE(a && b) << name << " " << version << " " << api;
+        ++listed;
+        EXPECT_EQ(a->status, b->status) << name << " " << version << " " << api;
+        EXPECT_EQ(a->tip, b->tip) << name << " " << version << " " << api;
+        EXPECT_EQ(a->source, b->source) << name << " " << version << " " << api;
+      }
+    }
+  }
+  EXPECT_GE(listed, 10000u);
 }
 
 TEST(CatalogueParse, AdviceTableNamesEveryCallItAdvisesOn) {
