@@ -218,9 +218,9 @@ struct Catalogue::Impl {
   StringMap<std::size_t> by_api;
   std::bitset<kQuickBits> quick;  // quick_bit() of every key of by_api
   std::vector<Target> targets;
-  std::map<std::string, SupportLists, std::less<>> support;  // by target, parsed
-  /// by target, the embedded documents not parsed yet (each moved into `support` by its
-  /// first use: see lists())
+  std::map<std::string, SupportLists, std::less<>> support;  // by target: read at start
+  /// by target (the file's name): the embedded support documents, each read into its own
+  /// lists on the first question about the target (support_lists())
   std::map<std::string, std::shared_ptr<LazySupport>, std::less<>> lazy_support;
   std::vector<ArgRule> arg_rules;
   CustomRules custom_rules;
