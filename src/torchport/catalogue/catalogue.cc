@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <bitset>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -135,15 +138,36 @@ using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>
 
 struct VersionList {
   std::vector<long> parts;  // version_parts() of the version
-  std::set<std::string, std::less<>> supported;
-  StringMap<std::string> partial;      // api -> tip
-  StringMap<std::string> unsupported;  // api -> tip
+  /// Every API of the version's lists, with the list that has it (unsupported before partial
+  /// before supported, when several do) and that list's tip: one lookup answers api_support().
+  struct Listed {
+    Status status = Status::Supported;
+    std::string tip;  // "" for supported
+  };
+  StringMap<Listed> apis;
+  void put(const std::string& api, Status status, std::string tip) {
+    auto rank = [](Status st) { return st == Status::Unsupported ? 2 : st == Status::Partial; };
+    auto [it, fresh] = apis.try_emplace(api, Listed{status, tip});
+    if (!fresh && rank(status) > rank(it->second.status))
+      it->second = Listed{status, std::move(tip)};
+  }
 };
 
 struct SupportLists {
   std::string source;
   std::string judge_prefix;  // APIs with this prefix that no list names are "unknown"
   std::map<std::string, VersionList, std::less<>> versions;
+};
+
+/// One target's support lists. The embedded catalogue keeps each support document's text and
+/// parses it on the first question about its target (once, thread-safe): a run for one target
+/// never parses the other targets' lists (the largest documents of the catalogue). Shared by
+/// the copies of a catalogue (with_rules): the lists never change once parsed.
+struct LazySupport {
+  std::string name;       // the document's name, for errors
+  std::string_view text;  // the embedded document (static storage)
+  std::once_flag once;
+  SupportLists lists;
 };
 
 }  // namespace
@@ -172,11 +196,32 @@ std::optional<Kind> parse_kind(std::string_view s) {
   return std::nullopt;
 }
 
+namespace {
+
+/// find()'s first test, before the hash lookup: the rules ask the catalogue about every
+/// qualified name of a file and each of its dotted prefixes, and almost none is a key. A bit
+/// per (length, middle and last byte) mix; a clear bit means no key.
+constexpr std::size_t kQuickBits = 1u << 12;
+std::size_t quick_bit(std::string_view s) {
+  if (s.empty()) return 0;
+  const auto at = [&](std::size_t i) {
+    return static_cast<std::size_t>(static_cast<unsigned char>(s[i]));
+  };
+  return (s.size() * 0x9E37u ^ at(s.size() - 1) * 0x1F3u ^ at(s.size() / 2) * 0x3Bu) &
+         (kQuickBits - 1);
+}
+
+}  // namespace
+
 struct Catalogue::Impl {
   std::vector<Entry> entries;
   StringMap<std::size_t> by_api;
+  std::bitset<kQuickBits> quick;  // quick_bit() of every key of by_api
   std::vector<Target> targets;
-  std::map<std::string, SupportLists, std::less<>> support;  // by target
+  std::map<std::string, SupportLists, std::less<>> support;  // by target: read at start
+  /// by target (the file's name): the embedded support documents, each read into its own
+  /// lists on the first question about the target (support_lists())
+  std::map<std::string, std::shared_ptr<LazySupport>, std::less<>> lazy_support;
   std::vector<ArgRule> arg_rules;
   CustomRules custom_rules;
   std::map<std::string, AdviceTable, std::less<>> advice;                 // by target
@@ -255,6 +300,7 @@ void add_entry(Catalogue::Impl& impl, Entry entry, const std::string& where, boo
     return;
   }
   impl.by_api.emplace(entry.api, impl.entries.size());
+  impl.quick.set(quick_bit(entry.api));
   impl.entries.push_back(std::move(entry));
 }
 
@@ -598,10 +644,8 @@ void parse_targets(Catalogue::Impl& impl, const std::string& name, const std::st
   }
 }
 
-void parse_support(Catalogue::Impl& impl, const std::string& name, const std::string& text) {
-  Json doc = Json::parse(text);
-  std::string target = str_field(doc, "target", name, true);
-  SupportLists& lists = impl.support[target];
+/// A support document's lists (all but its "target") into `lists`.
+void parse_support_lists(SupportLists& lists, const std::string& name, const Json& doc) {
   lists.source = str_field(doc, "source", name, true);
   lists.judge_prefix = str_field(doc, "judge_prefix", name, false);
   auto v = doc.find("versions");
@@ -610,18 +654,189 @@ void parse_support(Catalogue::Impl& impl, const std::string& name, const std::st
     std::string where = name + ": versions." + ver;
     VersionList& vl = lists.versions[ver];
     vl.parts = version_parts(ver);
-    for (const std::string& api : str_list(body, "supported", where)) vl.supported.insert(api);
+    for (const std::string& api : str_list(body, "supported", where))
+      vl.put(api, Status::Supported, "");
     for (const char* key : {"partial", "unsupported"}) {
       auto m = body.find(key);
       if (m == body.end()) continue;
       if (!m->is_object()) throw DataError(where + "." + key + ": expected an object");
-      auto& dst = std::string_view(key) == "partial" ? vl.partial : vl.unsupported;
+      const Status status =
+          std::string_view(key) == "partial" ? Status::Partial : Status::Unsupported;
       for (const auto& [api, tip] : m->items()) {
         if (!tip.is_string())
           throw DataError(where + "." + key + "." + api + ": expected a string");
-        dst.emplace(api, tip.get<std::string>());
+        vl.put(api, status, tip.get<std::string>());
       }
     }
+  }
+}
+
+void parse_support(Catalogue::Impl& impl, const std::string& name, const std::string& text) {
+  const Json doc = Json::parse(text);
+  const std::string target = str_field(doc, "target", name, true);
+  parse_support_lists(impl.support[target], name, doc);
+}
+
+/// An embedded support document, parsed on first use; its "target" is its file's name.
+/// Reads an embedded support document straight into its lists with nlohmann's SAX interface:
+/// no document tree is built for the catalogue's largest files (the lists run to thousands of
+/// names a version). Reads what parse_support_lists() reads; anything else in the document is
+/// skipped. A document of another shape is an error (the embedded data is checked by the
+/// tests, which also compare these lists with parse_support_lists' from data/).
+class SupportReader : public nlohmann::json_sax<Json> {
+ public:
+  SupportReader(SupportLists& lists, const std::string& name) : lists_(lists), name_(name) {}
+  std::string target;
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool string(string_t& s) override {
+    if (skip_ > 0) return true;
+    switch (at_) {
+      case At::RootField:
+        if (key_ == "target") target = s;
+        if (key_ == "source") lists_.source = s;
+        if (key_ == "judge_prefix") lists_.judge_prefix = s;
+        at_ = At::Root;
+        return true;
+      case At::Supported:
+        version_->put(s, Status::Supported, "");
+        return true;
+      case At::TipField:
+        version_->put(key_, tips_, s);
+        at_ = At::Tips;
+        return true;
+      default:
+        return wrong("a string");
+    }
+  }
+  bool start_object(std::size_t) override {
+    if (skip_ > 0 || (at_ == At::RootField && key_ != "versions") || at_ == At::ListField) {
+      ++skip_;
+      return true;
+    }
+    switch (at_) {
+      case At::Start:
+        at_ = At::Root;
+        return true;
+      case At::RootField:
+        at_ = At::Versions;
+        return true;
+      case At::VersionField:
+        version_ = &lists_.versions[key_];
+        version_->parts = version_parts(key_);
+        at_ = At::Version;
+        return true;
+      case At::TipsField:
+        at_ = At::Tips;
+        return true;
+      default:
+        return wrong("an object");
+    }
+  }
+  bool key(string_t& k) override {
+    if (skip_ > 0) return true;
+    key_ = k;
+    switch (at_) {
+      case At::Root:
+        at_ = At::RootField;
+        return true;
+      case At::Versions:
+        at_ = At::VersionField;
+        return true;
+      case At::Version:
+        at_ = k == "supported"                       ? At::SupportedField
+              : k == "partial" || k == "unsupported" ? At::TipsField
+                                                     : At::ListField;
+        tips_ = k == "partial" ? Status::Partial : Status::Unsupported;
+        return true;
+      case At::Tips:
+        at_ = At::TipField;
+        return true;
+      default:
+        return wrong("a key");
+    }
+  }
+  bool end_object() override {
+    if (skip_ > 0) return done_skipping();
+    at_ = at_ == At::Tips ? At::Version : at_ == At::Version ? At::Versions : At::Root;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (skip_ > 0 || at_ == At::RootField || at_ == At::ListField) {
+      ++skip_;
+      return true;
+    }
+    if (at_ != At::SupportedField) return wrong("a list");
+    at_ = At::Supported;
+    return true;
+  }
+  bool end_array() override {
+    if (skip_ > 0) return done_skipping();
+    at_ = At::Version;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    throw DataError(name_ + ": " + e.what());
+  }
+
+ private:
+  // Where the reader is: a *Field state has read the key whose value comes next.
+  enum class At {
+    Start,
+    Root,
+    RootField,
+    Versions,
+    VersionField,
+    Version,
+    SupportedField,
+    Supported,
+    TipsField,
+    Tips,
+    TipField,
+    ListField
+  };
+  bool value() {  // a scalar: kept nowhere
+    if (skip_ > 0) return true;
+    if (at_ == At::RootField)
+      at_ = At::Root;
+    else if (at_ == At::ListField)
+      at_ = At::Version;
+    else
+      return wrong("this value");
+    return true;
+  }
+  bool done_skipping() {
+    if (--skip_ == 0) at_ = at_ == At::ListField ? At::Version : At::Root;
+    return true;
+  }
+  bool wrong(const char* what) {
+    throw DataError(name_ + ": unexpected " + what + " near \"" + key_ + "\"");
+  }
+
+  SupportLists& lists_;
+  const std::string& name_;
+  At at_ = At::Start;
+  std::string key_;
+  Status tips_ = Status::Unsupported;
+  VersionList* version_ = nullptr;
+  int skip_ = 0;  // depth inside a value that is skipped
+};
+
+void parse_lazy_support(LazySupport& lazy, std::string_view target) {
+  try {
+    SupportReader reader(lazy.lists, lazy.name);
+    Json::sax_parse(lazy.text, &reader);
+    if (reader.target != target)
+      throw DataError(lazy.name + ": target: not the file's name (" + std::string(target) + ")");
+  } catch (const std::exception& e) {
+    // The embedded data is checked by the tests; a failure here is a build defect.
+    std::fprintf(stderr, "torchport: internal error: embedded catalogue: %s\n", e.what());
+    std::abort();
   }
 }
 
@@ -706,6 +921,7 @@ void parse_advice(Catalogue::Impl& impl, const std::string& name, const std::str
   for (const auto& [k, v] : obj("affinity_classes").items())
     t.affinity_classes[k] = {str_field(v, "parent", name + ": affinity_classes." + k, true),
                              str_field(v, "affinity", name + ": affinity_classes." + k, true)};
+  t.index();
 }
 
 }  // namespace
@@ -743,6 +959,17 @@ std::optional<Catalogue> Catalogue::parse(const Documents& docs, std::string* er
     return std::nullopt;
   }
   return cat;
+}
+
+void AdviceTable::index() {
+  call_names.clear();
+  method_names.clear();
+  for (const auto* table : {&precision, &performance, &affinity_calls})
+    for (const auto& [api, _] : *table) call_names.insert(api);
+  for (const Suggest& s : suggest) call_names.insert(s.dependency.begin(), s.dependency.end());
+  for (const AdviceParameter& p : parameters)
+    (p.api.find('.') != std::string::npos ? call_names : method_names).insert(p.api);
+  indexed = true;
 }
 
 std::vector<std::string> Target::unverified() const {
@@ -805,12 +1032,16 @@ const Catalogue& Catalogue::builtin() {
       return std::move(*parsed);
     }
     Documents docs;
+    std::vector<const embedded::Blob*> support;  // parsed on first use (LazySupport)
+    constexpr std::string_view kSupport = "catalogue/support/";
     for (const embedded::Blob* b = embedded::begin(); b != embedded::end(); ++b) {
+      if (b->name.starts_with(kSupport)) {
+        support.push_back(b);
+        continue;
+      }
       std::pair<std::string, std::string> doc{std::string(b->name), std::string(b->data)};
       if (b->name == "targets.json")
         docs.targets = std::move(doc);
-      else if (b->name.starts_with("catalogue/support/"))
-        docs.support.push_back(std::move(doc));
       else if (b->name.starts_with("catalogue/advice/"))
         docs.advice.push_back(std::move(doc));
       else if (b->name.starts_with("catalogue/companions/"))
@@ -824,6 +1055,14 @@ const Catalogue& Catalogue::builtin() {
       // The embedded data is checked by the tests; a failure here is a build defect.
       std::fprintf(stderr, "torchport: internal error: embedded catalogue: %s\n", error.c_str());
       std::abort();
+    }
+    for (const embedded::Blob* b : support) {
+      auto lazy = std::make_shared<LazySupport>();
+      lazy->name = std::string(b->name);
+      lazy->text = b->data;
+      std::string_view target = b->name.substr(kSupport.size());
+      target = target.substr(0, target.rfind(".json"));
+      parsed->impl_->lazy_support.emplace(std::string(target), std::move(lazy));
     }
     return std::move(*parsed);
   }();
@@ -870,6 +1109,7 @@ std::optional<Catalogue> Catalogue::with_rules(const std::string& name, const st
 const std::vector<Entry>& Catalogue::entries() const { return impl_->entries; }
 
 const Entry* Catalogue::find(std::string_view api) const {
+  if (!impl_->quick.test(quick_bit(api))) return nullptr;
   auto it = impl_->by_api.find(api);
   return it == impl_->by_api.end() ? nullptr : &impl_->entries[it->second];
 }
@@ -909,11 +1149,25 @@ const AdviceTable* Catalogue::advice(std::string_view target) const {
   return it == impl_->advice.end() ? nullptr : &it->second;
 }
 
+namespace {
+
+/// The support lists of `target`, nullptr when it has none.
+const SupportLists* support_lists(const Catalogue::Impl& impl, std::string_view target) {
+  if (auto it = impl.support.find(target); it != impl.support.end()) return &it->second;
+  auto it = impl.lazy_support.find(target);
+  if (it == impl.lazy_support.end()) return nullptr;
+  LazySupport& lazy = *it->second;
+  std::call_once(lazy.once, [&] { parse_lazy_support(lazy, target); });
+  return &lazy.lists;
+}
+
+}  // namespace
+
 std::vector<std::string> Catalogue::support_versions(std::string_view target) const {
   std::vector<std::string> out;
-  auto it = impl_->support.find(target);
-  if (it == impl_->support.end()) return out;
-  for (const auto& [v, _] : it->second.versions) out.push_back(v);
+  const SupportLists* lists = support_lists(*impl_, target);
+  if (!lists) return out;
+  for (const auto& [v, _] : lists->versions) out.push_back(v);
   std::sort(out.begin(), out.end(),
             [](const std::string& a, const std::string& b) { return version_less(a, b); });
   return out;
@@ -921,41 +1175,38 @@ std::vector<std::string> Catalogue::support_versions(std::string_view target) co
 
 std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::string_view target,
                                                  std::string_view torch_version) const {
-  auto it = impl_->support.find(target);
-  if (it == impl_->support.end() || it->second.versions.empty()) return std::nullopt;
-  const SupportLists& lists = it->second;
+  const SupportLists* found = support_lists(*impl_, target);
+  if (!found || found->versions.empty()) return std::nullopt;
+  const SupportLists& lists = *found;
   // The exact version, else the newest list not newer than it, else the oldest list: as
   // support_versions() sorted oldest first would give (later of equal versions), unsorted.
   using Version = std::pair<const std::string, VersionList>;
   const Version* newest = nullptr;   // the last of the greatest
   const Version* oldest = nullptr;   // the first of the least
   const Version* fitting = nullptr;  // the last of the greatest not newer than torch_version
-  const std::vector<long> wanted = version_parts(torch_version);
+  // (TP950 asks for every torch call of every file: no allocation until there is an answer;
+  // version_less compares as version_parts' lists do)
   for (const Version& entry : lists.versions) {
     const std::vector<long>& v = entry.second.parts;
     if (!newest || !(v < newest->second.parts)) newest = &entry;
     if (!oldest || v < oldest->second.parts) oldest = &entry;
-    if (!torch_version.empty() && !(wanted < v) && (!fitting || !(v < fitting->second.parts)))
+    if (!torch_version.empty() && !version_less(torch_version, entry.first) &&
+        (!fitting || !(v < fitting->second.parts)))
       fitting = &entry;
   }
-  const std::string& chosen = (torch_version.empty() ? newest : fitting ? fitting : oldest)->first;
-  const VersionList& vl = lists.versions.find(chosen)->second;
+  const Version& chosen = *(torch_version.empty() ? newest : fitting ? fitting : oldest);
+  const VersionList& vl = chosen.second;
   std::string_view key = api;
   ApiSupport out;
-  out.source = lists.source + " (torch " + chosen + ")";
-  if (auto u = vl.unsupported.find(key); u != vl.unsupported.end()) {
-    out.status = Status::Unsupported;
-    out.tip = u->second;
-  } else if (auto p = vl.partial.find(key); p != vl.partial.end()) {
-    out.status = Status::Partial;
-    out.tip = p->second;
-  } else if (vl.supported.count(key)) {
-    out.status = Status::Supported;
+  if (auto it = vl.apis.find(key); it != vl.apis.end()) {
+    out.status = it->second.status;
+    out.tip = it->second.tip;
   } else if (!lists.judge_prefix.empty() && api.starts_with(lists.judge_prefix)) {
     out.status = Status::Unknown;
   } else {
     return std::nullopt;
   }
+  out.source = lists.source + " (torch " + chosen.first + ")";
   return out;
 }
 

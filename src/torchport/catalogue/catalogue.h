@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace torchport::catalogue {
@@ -266,6 +267,20 @@ struct AdviceTable {
     std::string affinity;
   };
   std::map<std::string, AffinityClass, std::less<>> affinity_classes;  ///< class name
+
+  /// What a call must be named for any advice above to apply to it (rules/advice.cc asks this
+  /// before the tables, for every call of a file): `call_names` holds the qualified names (the
+  /// keys of precision, performance and affinity_calls, the suggest dependencies, the dotted
+  /// parameter apis), `method_names` the undotted parameter apis. Filled by index(), which the
+  /// catalogue calls when it reads the table; `indexed` says it has run.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Names = std::unordered_set<std::string, NameHash, std::equal_to<>>;
+  Names call_names, method_names;
+  bool indexed = false;
+  void index();
 };
 
 class Catalogue {

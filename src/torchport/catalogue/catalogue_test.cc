@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
@@ -494,6 +495,85 @@ TEST(CatalogueParse, EveryBuiltinTargetNamesTheSourceOfItsFacts) {
     for (const auto& [fact, source] : t.facts)
       EXPECT_FALSE(source.empty()) << t.name << "." << fact;
   }
+}
+
+TEST(CatalogueParse, EmbeddedSupportListsParsedOnFirstUseAgreeWithTheDataDirectory) {
+  // The embedded catalogue parses a target's support lists when they are first asked for;
+  // data/ read and parsed at once must give every target the same versions and answers.
+  std::string error;
+  auto docs = Catalogue::read_dir(std::string(TORCHPORT_SOURCE_DIR) + "/data", &error);
+  ASSERT_TRUE(docs.has_value()) << error;
+  auto eager = Catalogue::parse(*docs, &error);
+  ASSERT_TRUE(eager.has_value()) << error;
+  const Catalogue& lazy = Catalogue::builtin();
+  std::size_t judged = 0;
+  for (const Target& t : lazy.targets()) {
+    EXPECT_EQ(lazy.support_versions(t.name), eager->support_versions(t.name)) << t.name;
+    for (const std::string& version : {std::string(), std::string("2.1"), std::string("2.8")})
+      for (const char* api : {"torch.optim.Adam.step", "torch.cuda.synchronize", "torch.cuda.Event",
+                              "torch.no_such_function_xyz", "numpy.zeros",
+                              "torch.sparse.check_sparse_tensor_invariants"}) {
+        auto a = lazy.api_support(api, t.name, version),
+             b = eager->api_support(api, t.name, version);
+        ASSERT_EQ(a.has_value(), b.has_value()) << t.name << " " << api << " " << version;
+        if (!a) continue;
+        ++judged;
+        EXPECT_EQ(a->status, b->status) << t.name << " " << api;
+        EXPECT_EQ(a->tip, b->tip) << t.name << " " << api;
+        EXPECT_EQ(a->source, b->source) << t.name << " " << api;
+      }
+  }
+  EXPECT_GE(judged, 20u) << "npu and mlu have lists";
+  // Every API of every list of every version: the same answer both ways.
+  std::size_t listed = 0;
+  for (const auto& [name, text] : docs->support) {
+    const nlohmann::json doc = nlohmann::json::parse(text);
+    const std::string target = doc["target"];
+    for (const auto& [version, body] : doc["versions"].items()) {
+      std::vector<std::string> apis;
+      for (const auto& [key, list] : body.items()) {
+        if (list.is_array())
+          for (const auto& api : list) apis.push_back(api);
+        else if (list.is_object())
+          for (const auto& [api, tip] : list.items()) apis.push_back(api);
+      }
+      for (const std::string& api : apis) {
+        auto a = lazy.api_support(api, target, version),
+             b = eager->api_support(api, target, version);
+        ASSERT_TRUE(a && b) << name << " " << version << " " << api;
+        ++listed;
+        EXPECT_EQ(a->status, b->status) << name << " " << version << " " << api;
+        EXPECT_EQ(a->tip, b->tip) << name << " " << version << " " << api;
+        EXPECT_EQ(a->source, b->source) << name << " " << version << " " << api;
+      }
+    }
+  }
+  EXPECT_GE(listed, 10000u);
+}
+
+TEST(CatalogueParse, AdviceTableNamesEveryCallItAdvisesOn) {
+  // rules/advice.cc skips a call whose name is in neither set: each table entry must be there.
+  const AdviceTable* t = Catalogue::builtin().advice("npu");
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(t->indexed);
+  for (const auto* table : {&t->precision, &t->performance, &t->affinity_calls})
+    for (const auto& [api, _] : *table) EXPECT_TRUE(t->call_names.contains(api)) << api;
+  for (const AdviceTable::Suggest& s : t->suggest)
+    for (const std::string& dep : s.dependency) EXPECT_TRUE(t->call_names.contains(dep)) << dep;
+  std::size_t methods = 0;
+  for (const AdviceParameter& p : t->parameters) {
+    const bool dotted = p.api.find('.') != std::string::npos;
+    methods += !dotted;
+    EXPECT_TRUE((dotted ? t->call_names : t->method_names).contains(p.api)) << p.api;
+  }
+  EXPECT_EQ(t->method_names.size() > 0, methods > 0);
+  AdviceTable by_hand;
+  by_hand.parameters.push_back({"to", "non_blocking", {2}, "True", "", "False", "tip"});
+  by_hand.precision.emplace("torch.sum", "tip");
+  by_hand.index();
+  EXPECT_TRUE(by_hand.indexed);
+  EXPECT_EQ(by_hand.call_names, AdviceTable::Names{"torch.sum"});
+  EXPECT_EQ(by_hand.method_names, AdviceTable::Names{"to"});
 }
 
 TEST(CatalogueReadDir, ReadsADataDirectoryLaidOutAsData) {

@@ -76,8 +76,12 @@ struct DeviceValues::Impl {
   std::unordered_map<std::string_view, std::vector<const Node*>> attrs;
   std::unordered_map<std::string_view, std::vector<const Node*>> attr_targets;  ///< `X.a = `
   std::unordered_set<std::string> int_options;  ///< argparse dests with type=int
-  std::unordered_map<std::string_view, std::vector<const Node*>> defs;   ///< name -> defs
-  std::unordered_map<std::string_view, std::vector<const Node*>> calls;  ///< callee name -> calls
+  std::unordered_map<std::string_view, std::vector<const Node*>> defs;  ///< name -> defs
+  /// Every call of the module with its callee's name, in source order; grouped by name into
+  /// `calls` on the first question about a function's call sites (most modules are asked none).
+  std::vector<std::pair<std::string_view, const Node*>> call_list;
+  mutable std::unordered_map<std::string_view, std::vector<const Node*>> calls;
+  mutable bool calls_grouped = false;
   std::unordered_set<std::string_view> spawned;  ///< functions started by mp.spawn
   std::unordered_map<const Node*, std::vector<const Node*>> returns;  ///< def -> return values
   std::unordered_map<std::string, std::vector<const Node*>> option_values;  ///< dest -> defaults
@@ -139,17 +143,15 @@ struct DeviceValues::Impl {
     const Node* args = def.arguments();
     if (!args) return;
     std::size_t position = 0;
-    const Node* last = nullptr;
+    Param* last = nullptr;  // the parameter a default that follows belongs to
     for (const Node* c : args->children()) {
       switch (c->role()) {
         case Role::PosOnlyArg:
         case Role::PlainArg:
-          params[{&def, t.name(*c)}] = Param{&def, position++, nullptr};
-          last = c;
+          last = &(params[{&def, t.name(*c)}] = Param{&def, position++, nullptr});
           break;
         case Role::KwOnlyArg:
-          params[{&def, t.name(*c)}] = Param{&def, SIZE_MAX, nullptr};
-          last = c;
+          last = &(params[{&def, t.name(*c)}] = Param{&def, SIZE_MAX, nullptr});
           break;
         case Role::VarArg:
         case Role::KwArg:
@@ -158,7 +160,7 @@ struct DeviceValues::Impl {
           break;
         case Role::Default:
         case Role::KwDefault:
-          if (last) params[{&def, t.name(*last)}].default_value = c;
+          if (last) last->default_value = c;
           break;
         default:
           break;
@@ -231,7 +233,7 @@ struct DeviceValues::Impl {
     std::string_view name;
     if (f->kind() == NodeKind::Name || f->kind() == NodeKind::Attribute) name = t.name(*f);
     if (name.empty()) return;
-    calls[name].push_back(&c);
+    call_list.emplace_back(name, &c);
     // argparse's add_argument, and configargparse's group.add (OpenNMT-py and others)
     if ((name == "add_argument" || name == "add") && f->kind() == NodeKind::Attribute)
       argparse_option(c, name == "add_argument");
@@ -396,6 +398,10 @@ struct DeviceValues::Impl {
       }
     }
     bool any_call = false;
+    if (!calls_grouped) {
+      for (const auto& [callee, c] : call_list) calls[callee].push_back(c);
+      calls_grouped = true;
+    }
     if (auto it = calls.find(fn); it != calls.end()) {
       for (const Node* c : it->second) {
         if (c->func() && c->func()->kind() == NodeKind::Attribute && t.name(*c->func()) == "spawn")

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -68,22 +68,27 @@ Value option_value(const OptionFact& o, const DeviceValues& dv) {
   return exported(dflt);
 }
 
-/// A file that may define an argparse option: `add_argument`, or `.add(` whose first argument
-/// is a string starting with '-' (configargparse's group.add, spread over lines or not).
-/// Where `needle` first occurs in `text` from `from` on (memmem: string_view::find stops at
-/// every first character of the needle, and this searches every file of the project).
-std::size_t find(std::string_view text, std::string_view needle, std::size_t from = 0) {
-  if (from > text.size()) return std::string_view::npos;
-  const void* at = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
-  return at ? static_cast<std::size_t>(static_cast<const char*>(at) - text.data())
-            : std::string_view::npos;
+/// Where `needle` first occurs in `text`. Every file of the project is searched (the first
+/// option query reads them all): a Boyer-Moore-Horspool search skips up to the needle's length
+/// at each step, where memmem looks at every byte.
+template <class Searcher>
+std::size_t find(std::string_view text, const Searcher& needle) {
+  const auto at = std::search(text.begin(), text.end(), needle);
+  return at == text.end() ? std::string_view::npos : static_cast<std::size_t>(at - text.begin());
 }
 
+/// A file that may define an argparse option: `add_argument`, or `.add(` whose first argument
+/// is a string starting with '-' (configargparse's group.add, spread over lines or not).
+/// `.add(` is found by string_view::find, which jumps between the dots with memchr: fewer
+/// instructions than the searcher for a short needle (measured on torch's nn/, fx/, distributed/).
 bool may_define_options(std::string_view text) {
-  if (find(text, "add_argument") != std::string_view::npos) return true;
-  for (std::size_t at = find(text, ".add("); at != std::string_view::npos;
-       at = find(text, ".add(", at + 5)) {
-    std::size_t i = at + 5;
+  using Searcher = std::boyer_moore_horspool_searcher<std::string_view::const_iterator>;
+  static constexpr std::string_view kAddArgument = "add_argument", kAdd = ".add(";
+  static const Searcher add_argument(kAddArgument.begin(), kAddArgument.end());
+  if (find(text, add_argument) != std::string_view::npos) return true;
+  for (std::size_t at = text.find(kAdd); at != std::string_view::npos;
+       at = text.find(kAdd, at + kAdd.size())) {
+    std::size_t i = at + kAdd.size();
     while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
     if (i + 1 < text.size() && (text[i] == '"' || text[i] == '\'') && text[i + 1] == '-')
       return true;

@@ -39,6 +39,23 @@ bool default_excluded(const fs::path& dir) {
   return fs::is_regular_file(dir / "pyvenv.cfg", ec);
 }
 
+namespace {
+
+/// `p` relative to `input`, for a path the walk made by joining `input` with names: the rest
+/// of its text after `input` and one '/' (lexically_relative splits both paths into elements,
+/// some 4,000 instructions a file). Where `input` ends with a separator, lexically_relative.
+std::string relative_to(const fs::path& p, const fs::path& input) {
+  const std::string& s = p.native();
+  const std::string& in = input.native();
+  const std::size_t n = in.size();
+  if (n > 0 && in.back() != '/' && s.size() > n + 1 && s.compare(0, n, in) == 0 && s[n] == '/' &&
+      s[n + 1] != '/')
+    return s.substr(n + 1);
+  return p.lexically_relative(input).generic_string();
+}
+
+}  // namespace
+
 std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::path>& exclude,
                                   bool default_excludes, std::vector<std::string>* excluded) {
   std::vector<ProjectFile> out;
@@ -90,13 +107,12 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
         it.disable_recursion_pending();
       } else if (default_excludes && default_excluded(entry.path())) {
         it.disable_recursion_pending();
-        if (excluded)
-          excluded->push_back(entry.path().lexically_relative(input).generic_string() + "/");
+        if (excluded) excluded->push_back(relative_to(entry.path(), input) + "/");
       }
       continue;
     }
     if (type == fs::file_type::unknown) continue;  // sockets, fifos, devices
-    add(entry.path(), entry.path().lexically_relative(input).generic_string(), link);
+    add(entry.path(), relative_to(entry.path(), input), link);
   }
   std::sort(out.begin(), out.end(),
             [](const ProjectFile& a, const ProjectFile& b) { return a.rel < b.rel; });

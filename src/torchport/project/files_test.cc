@@ -54,6 +54,33 @@ TEST(Files, DiscoverIsSortedSkipsExcludedDirsAndListsSymlinks) {
   fs::remove_all(base);
 }
 
+TEST(Files, DiscoverGivesTheSameRelativePathsHoweverTheInputIsSpelled) {
+  // The relative path is cut from the walk's path after the input's text; an input that ends
+  // with a separator, has "." or doubled separators inside, or is relative gives the same.
+  fs::path base = fs::temp_directory_path() / ("tp_discover_rel_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "proj" / "pkg" / "sub");
+  fs::create_directories(base / "proj" / "node_modules");
+  std::ofstream(base / "proj" / "top.py") << "";
+  std::ofstream(base / "proj" / "pkg" / "sub" / "deep.py") << "";
+  const std::vector<std::string> want = {"pkg/sub/deep.py", "top.py"};
+  const fs::path cwd = fs::current_path();
+  fs::current_path(base);
+  const std::string abs = (base / "proj").string();
+  const std::vector<std::string> inputs = {
+      abs,    abs + "/", abs + "//", base.string() + "/./proj", base.string() + "//proj",
+      "proj", "./proj",  "proj/"};
+  for (const std::string& input : inputs) {
+    std::vector<std::string> excluded;
+    std::vector<std::string> rels;
+    for (const ProjectFile& f : discover(input, {}, true, &excluded)) rels.push_back(f.rel);
+    EXPECT_EQ(rels, want) << input;
+    EXPECT_EQ(excluded, std::vector<std::string>{"node_modules/"}) << input;
+  }
+  fs::current_path(cwd);
+  fs::remove_all(base);
+}
+
 TEST(Files, DiscoverExcludesADirectoryWhateverPathReachesIt) {
   // The input through a link, a relative path with dots, an excluded directory named through
   // another link: the walk compares resolved paths, so each is excluded all the same.

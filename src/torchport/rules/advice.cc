@@ -66,7 +66,13 @@ bool needs_advice(const syntax::Tree& tree, const syntax::Node& call,
 
 }  // namespace
 
-void run_advice(Context& ctx, const catalogue::AdviceTable& table) {
+void run_advice(Context& ctx, const catalogue::AdviceTable& given) {
+  catalogue::AdviceTable own;  // a table built by hand, not read by the catalogue
+  if (!given.indexed) {
+    own = given;
+    own.index();
+  }
+  const catalogue::AdviceTable& table = given.indexed ? given : own;
   const syntax::Tree& tree = ctx.tree;
   std::vector<Advice>& out = ctx.result.advice;
   auto add = [&](Advice::Kind kind, std::string api, std::string type, std::string tip,
@@ -85,6 +91,9 @@ void run_advice(Context& ctx, const catalogue::AdviceTable& table) {
     std::string_view method;
     if (fn->kind() == syntax::NodeKind::Attribute && fn->token() != syntax::kNoToken)
       method = tree.tokens()[fn->token()].text(tree.text());
+    // Most calls are named in no table: what follows would find nothing for them.
+    if (name.empty() ? !table.method_names.contains(method) : !table.call_names.contains(name))
+      continue;
     if (!name.empty()) {
       if (auto it = table.precision.find(name); it != table.precision.end())
         add(Advice::Kind::Precision, name, "", it->second, "", cr);

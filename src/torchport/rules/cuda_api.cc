@@ -576,25 +576,27 @@ void accelerator_module_function(const Context& ctx, Resolved& r) {
 std::optional<Resolved> resolve(Context& ctx, const semantic::Reference& ref) {
   const semantic::Model& m = ctx.m;
   const std::string& q = ref.qualified;
-  Resolved r;
-  // The longest catalogued prefix.
-  std::string prefix = q;
+  // The longest catalogued prefix (a view of q: every reference of the file comes here, and
+  // most are no CUDA API).
+  std::string_view longest = q;
   const catalogue::Mapping* found = nullptr;
   const catalogue::Entry* entry = nullptr;
-  while (!prefix.empty()) {
-    entry = ctx.cat.find(prefix);
+  while (!longest.empty()) {
+    entry = ctx.cat.find(longest);
     if (entry && entry->kind != catalogue::Kind::Method && entry->kind != catalogue::Kind::String &&
         entry->kind != catalogue::Kind::EnvVar && entry->kind != catalogue::Kind::Package) {
-      found = ctx.cat.lookup(prefix, ctx.target.name);
+      found = ctx.cat.lookup(longest, ctx.target.name);
       break;
     }
     entry = nullptr;
-    auto dot = prefix.rfind('.');
-    if (dot == std::string::npos) break;
-    prefix.resize(dot);
+    auto dot = longest.rfind('.');
+    if (dot == std::string_view::npos) break;
+    longest = longest.substr(0, dot);
   }
+  if (!entry && !cuda_specific(q)) return std::nullopt;
+  Resolved r;
+  std::string prefix(longest);
   if (!entry) {
-    if (!cuda_specific(q)) return std::nullopt;
     // torch.cuda.X: map torch.cuda.X itself (X's attributes follow).
     prefix = q.starts_with("torch.cuda.") ? q.substr(0, q.find('.', 11)) : q;
     if (q.starts_with("torch.backends.")) prefix = q;

@@ -80,9 +80,8 @@ void run_dtypes(Context& ctx) {
     }
   }
   // x.double(): a method of any tensor or module (no qualified name to resolve).
-  const auto n = static_cast<TokenIndex>(m.tokens().size());
-  for (TokenIndex i = 0; i < n; ++i) {
-    if (m.kind(i) != TokenKind::Name || m.token_text(i) != "double") continue;
+  for (const TokenIndex i : m.identifier_tokens()) {
+    if (m.token_text(i) != "double") continue;
     auto p = m.prev(i);
     if (!p || m.kind(*p) != TokenKind::Dot) continue;
     auto nx = m.next(i);

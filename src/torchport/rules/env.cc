@@ -101,9 +101,7 @@ void run_env(Context& ctx) {
                           ". IPython lines are kept as they are: change it by hand",
                       l.begin, l.end));
   }
-  const auto n = static_cast<TokenIndex>(m.tokens().size());
-  for (TokenIndex i = 0; i < n; ++i) {
-    if (m.kind(i) != TokenKind::String) continue;
+  for (const TokenIndex i : m.string_tokens()) {
     auto sv = semantic::string_value(m.text(), m.tokens()[i]);
     if (!sv) continue;
     // Most strings are not environment variables: look them up without a copy first.

@@ -74,17 +74,25 @@ void tp002_cuda_only_package(Context& ctx, const semantic::Import& im) {
            (full.size() > pkg.size() && full.starts_with(pkg) && full[pkg.size()] == '.');
   };
   std::optional<std::pair<std::string, std::string>> hit;  // (package, reason)
-  for (const catalogue::Entry& e : ctx.cat.entries()) {
-    if (e.kind != catalogue::Kind::Package || !matches(e.api)) continue;
+  // The first package entry, in catalogue order, that is `full` or a dotted prefix of it: each
+  // prefix looked up (entries() is one array, so its order is the entries' addresses).
+  const catalogue::Entry* first = nullptr;
+  for (std::size_t end = 0; end != std::string::npos;) {
+    end = full.find('.', end + 1);
+    const catalogue::Entry* e = ctx.cat.find(std::string_view(full).substr(0, end));
+    if (e && e->kind == catalogue::Kind::Package && (!first || e < first)) first = e;
+  }
+  if (first) {
+    const catalogue::Entry& e = *first;
     const catalogue::Mapping* mp = ctx.cat.lookup(e.api, ctx.target.name);
-    if (mp && mp->status != catalogue::Status::Unsupported) break;  // usable on the target
-    std::string reason = e.summary;
-    if (mp && !mp->note.empty()) reason = mp->note;
-    // The alternative, unless the note already names it ("...: use X; use X" read twice).
-    if (mp && !mp->replacement.empty() && reason.find(mp->replacement) == std::string::npos)
-      reason += "; use " + mp->replacement;
-    hit.emplace(e.api, reason);
-    break;
+    if (!mp || mp->status == catalogue::Status::Unsupported) {  // else usable on the target
+      std::string reason = e.summary;
+      if (mp && !mp->note.empty()) reason = mp->note;
+      // The alternative, unless the note already names it ("...: use X; use X" read twice).
+      if (mp && !mp->replacement.empty() && reason.find(mp->replacement) == std::string::npos)
+        reason += "; use " + mp->replacement;
+      hit.emplace(e.api, reason);
+    }
   }
   if (!hit) {
     for (const Package& p : kCudaOnlyPackages) {

@@ -47,10 +47,12 @@ bool setup_call(const semantic::Model& m, semantic::TokenIndex lpar) {
 
 void run_setup_requires(Context& ctx) {
   const semantic::Model& m = ctx.m;
-  const auto n = static_cast<semantic::TokenIndex>(m.tokens().size());
-  for (semantic::TokenIndex i = 0; i < n; ++i) {
-    if (!setup_call(m, i)) continue;
-    for (const Arg& a : call_args(m, i)) {
+  // A setup() call's `(` follows a Name token `setup`: those, not every token.
+  for (const semantic::TokenIndex name : m.identifier_tokens()) {
+    if (m.token_text(name) != "setup") continue;
+    const std::optional<semantic::TokenIndex> i = m.next(name);
+    if (!i || !setup_call(m, *i)) continue;
+    for (const Arg& a : call_args(m, *i)) {
       if (a.keyword != "install_requires" && a.keyword != "extras_require" &&
           a.keyword != "setup_requires" && a.keyword != "tests_require") {
         continue;

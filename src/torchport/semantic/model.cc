@@ -74,6 +74,8 @@ void Model::build_lines() {
   // Each line's tokens are a contiguous run of line_tokens_: [line_start, size()) for the
   // current line. The spans are set once the pool stops growing.
   line_tokens_.reserve(n / 2 + 1);
+  identifier_tokens_.reserve(n / 4 + 1);  // estimates: fewer growth copies (-0.1 % on the subset)
+  string_tokens_.reserve(n / 32 + 1);
   std::size_t line_start = 0;
   std::vector<std::pair<std::size_t, std::size_t>> runs;
   lines_.reserve(n / 8 + 1);
@@ -121,6 +123,10 @@ void Model::build_lines() {
     // The line this token is on gets the next index: finish() pushes it, as it has a token.
     line_of_token_[i] = static_cast<std::int32_t>(lines_.size());
     line_tokens_.push_back(i);
+    if (k == TokenKind::String)
+      string_tokens_.push_back(i);
+    else if (k == TokenKind::Name)
+      identifier_tokens_.push_back(i);
   }
   finish(static_cast<std::uint32_t>(text_.size()));
   for (std::size_t li = 0; li < lines_.size(); ++li)

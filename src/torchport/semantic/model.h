@@ -97,6 +97,11 @@ class Model {
   syntax::TokenKind kind(TokenIndex i) const { return tokens_[i].kind; }
 
   const std::vector<Line>& lines() const { return lines_; }
+  /// The file's String tokens, in order: a rule that reads string literals walks these, not
+  /// every token.
+  std::span<const TokenIndex> string_tokens() const { return string_tokens_; }
+  /// The file's Name tokens, in order.
+  std::span<const TokenIndex> identifier_tokens() const { return identifier_tokens_; }
   const std::vector<Import>& imports() const { return imports_; }
   const std::vector<Reference>& references() const { return references_; }
 
@@ -169,11 +174,13 @@ class Model {
   std::string_view text_;
   std::span<const syntax::Token> tokens_;
   std::vector<Line> lines_;
-  std::vector<TokenIndex> line_tokens_;      ///< the lines' tokens, line after line
-  std::vector<TokenIndex> name_tokens_;      ///< the references' name chains
-  std::vector<std::int32_t> line_of_token_;  ///< -1 for trivia
-  std::vector<std::int32_t> match_;          ///< matching bracket or -1
-  std::vector<std::int32_t> enclosing_;      ///< innermost open bracket or -1
+  std::vector<TokenIndex> line_tokens_;        ///< the lines' tokens, line after line
+  std::vector<TokenIndex> name_tokens_;        ///< the references' name chains
+  std::vector<TokenIndex> string_tokens_;      ///< every String token
+  std::vector<TokenIndex> identifier_tokens_;  ///< every Name token
+  std::vector<std::int32_t> line_of_token_;    ///< -1 for trivia
+  std::vector<std::int32_t> match_;            ///< matching bracket or -1
+  std::vector<std::int32_t> enclosing_;        ///< innermost open bracket or -1
   std::vector<Import> imports_;
   std::vector<Reference> references_;
   std::vector<std::int32_t> reference_of_token_;
