@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -29,6 +28,8 @@ def core_binary() -> str:
     for candidate in sorted(repo.glob("build/*/torchport")) + [repo / "build" / "torchport"]:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
+    import shutil  # only here: the core is found above on every normal install
+
     found = shutil.which("torchport-core")
     if found:
         return found

@@ -6,15 +6,19 @@ Python modules loaded on demand, so `torchport analyze` never imports torch.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import sys
-from typing import Callable, Optional, Sequence
 
 from torchport import __version__
-from torchport._command import guarded
-from torchport._core import CoreNotFoundError, core_binary
+
+# typing only for annotations: not imported at run time (every `torchport analyze` pays its imports first)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional, Sequence
+
+# Imported where used (difflib, torchport._command, torchport._core): `torchport analyze` and `migrate`
+# exec the core after this module, and every import here is paid before the core starts.
 
 # name -> (module, function, one-line description). Each function takes argv (without the
 # subcommand name) and returns an exit code.
@@ -89,6 +93,8 @@ def _usage() -> str:
 
 
 def _exec_core(argv: Sequence[str]) -> int:
+    from torchport._core import CoreNotFoundError, core_binary
+
     try:
         binary = core_binary()
     except CoreNotFoundError as e:
@@ -128,6 +134,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _python_command(f"torchport dev {rest[0]}", PYTHON_DEV_COMMANDS[rest[0]], rest[1:])
     known = [*CORE_COMMANDS, *PYTHON_COMMANDS, "dev"]
     if not name.startswith("-") and name not in known:
+        import difflib
+
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         return usage_error("torchport", f"unknown command '{name}'{hint}")
@@ -137,4 +145,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _python_command(who: str, spec: tuple[str, str, str], argv: list[str]) -> int:
     """Runs a Python subcommand; a defect in torchport is one line and exit code 4, not a traceback
     (TORCHPORT_DEBUG=1 shows it)."""
+    from torchport._command import guarded
+
     return guarded(who, lambda: _load(spec)(argv))

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
+# typing only for annotations: not imported at run time (every `torchport analyze` pays its imports first)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional, Sequence
+
+# tomllib is imported when a configuration file is found (load()): most runs have none, and every
+# `torchport analyze` / `migrate` pays this module's imports before the core starts.
 
 
 class ConfigError(Exception):
@@ -55,10 +56,21 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass
 class Config:
-    path: Path
-    values: dict[str, Any] = field(default_factory=dict)
+    """A configuration file and its checked values (a plain class: dataclasses' import costs every
+    command a few milliseconds before the core starts)."""
+
+    __slots__ = ("path", "values")
+
+    def __init__(self, path: Path, values: Optional[dict[str, Any]] = None) -> None:
+        self.path = path
+        self.values: dict[str, Any] = {} if values is None else values
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and (self.path, self.values) == (other.path, other.values)
+
+    def __repr__(self) -> str:
+        return f"Config(path={self.path!r}, values={self.values!r})"
 
 
 def _header(line: str) -> Optional[str]:
@@ -131,6 +143,10 @@ def load(path: Path) -> Optional[Config]:
         raise ConfigError(
             f"{path}:{line}:{col}: not UTF-8 (byte 0x{raw[e.start]:02x}); TOML files are UTF-8"
         ) from None
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

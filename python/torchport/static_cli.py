@@ -11,14 +11,17 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
 
 from torchport._core import CoreNotFoundError, core_binary
 from torchport.config import ConfigError, input_of
 from torchport.config import apply as apply_config
+
+# typing only for annotations: not imported at run time (every `torchport analyze` pays its imports first)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional, Sequence
 
 
 def _value(args: Sequence[str], *names: str) -> Optional[str]:
@@ -86,6 +89,21 @@ def distributed_alias(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _run_core(binary: str, argv: list[str]) -> int:
+    """Runs the core and returns its exit status (posix_spawn and waitpid: subprocess's import would cost
+    every `migrate -o` a few milliseconds more before the core starts). Ctrl-C reaches the core too (it is
+    in the terminal's process group); this process waits for it to stop instead of leaving it behind."""
+    pid = os.posix_spawn(binary, argv, os.environ)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            return os.waitstatus_to_exitcode(status)
+        except KeyboardInterrupt:
+            continue
+        except ChildProcessError:
+            return 4  # not ours to wait for any more: an internal error, as the exit codes say
+
+
 def main(command: str, argv: Sequence[str]) -> int:
     try:
         args = apply_config(argv)
@@ -98,9 +116,11 @@ def main(command: str, argv: Sequence[str]) -> int:
         args = with_default_env(args)
     storage: Optional[tuple[str, Optional[str]]] = None
     if command == "migrate":
-        from torchport.cloud import cli as cloud
+        from torchport.cloud import wants_storage
 
-        if cloud.wants_storage(args):
+        if wants_storage(args):
+            from torchport.cloud import cli as cloud
+
             try:
                 args, platform, entry = cloud.split(args)
             except cloud.StorageSetupError as e:
@@ -127,7 +147,7 @@ def main(command: str, argv: Sequence[str]) -> int:
     if storage is not None:
         project = cloud.project_of(where, input_of(args) if "--inplace" in args else None)
         kept = cloud.keep_configs(project, storage[0])
-    rc = subprocess.call([binary, command, *args])
+    rc = _run_core(binary, [binary, command, *args])
     # 3 (incomplete: a file not migrated) still leaves a complete output tree and reports.
     if storage is not None and rc in (0, 1, 3) and (where / "report.json").is_file():
         quiet = "-q" in args or "--quiet" in args

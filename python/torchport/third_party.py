@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import os
 import site
-import sysconfig
-from typing import Sequence
+
+# typing only for annotations: not imported at run time (every `torchport analyze` pays its imports first)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Sequence
 
 
 def default_env() -> list[str]:
     """The active environment's site-packages directories, in import order, without duplicates."""
+    import sysconfig  # only for --third-party: every `torchport analyze` imports this module
+
     found: list[str] = []
     candidates: list[str] = []
     for key in ("purelib", "platlib"):

@@ -63,6 +63,46 @@ def test_import_torchport_does_not_import_torch() -> None:
     assert p.stdout.strip() == "False"
 
 
+# What `torchport analyze` and `migrate` must not import before the core takes over (their front end only
+# reads a configuration file and execs the core): each costs every run milliseconds of start-up, which on a
+# small project is longer than the core's own run (docs/benchmarks.md, "console script vs core").
+NOT_BEFORE_THE_CORE = (
+    "torch",
+    "typing",
+    "dataclasses",
+    "subprocess",
+    "difflib",
+    "tomllib",
+    "argparse",
+    "json",
+)
+
+
+def test_analyze_and_migrate_start_the_core_without_heavy_imports(tmp_path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    for args in (
+        ["analyze", str(script), "-t", "npu", "-q"],
+        ["migrate", str(script), "-t", "npu", "-q", "-o", str(tmp_path / "out")],
+    ):
+        # -X importtime prints each import as it completes, so what was imported before the exec is there
+        p = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "torchport", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=tmp_path,
+        )
+        assert p.returncode in (0, 1), p.stderr[-2000:]
+        imported = {
+            line.rsplit("|", 1)[1].strip()
+            for line in p.stderr.splitlines()
+            if line.startswith("import time:")
+        }
+        assert "torchport.cli" in imported, p.stderr[-2000:]  # the check sees the front end's imports
+        assert sorted(set(NOT_BEFORE_THE_CORE) & imported) == [], args
+
+
 def test_python_commands_are_importable() -> None:
     for name, (module, function, _) in {**cli.PYTHON_COMMANDS, **cli.PYTHON_DEV_COMMANDS}.items():
         fn = cli._load((module, function, ""))

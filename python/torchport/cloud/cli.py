@@ -12,13 +12,8 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from torchport.cloud import STORAGE_FLAGS, wants_storage  # noqa: F401 - re-exported: the flags live in cloud/__init__
 from torchport.cloud.generate import LAYOUTS, StorageSetupError, add_storage_support
-
-STORAGE_FLAGS = ("--object-storage", "--modelarts")
-
-
-def wants_storage(argv: Sequence[str]) -> bool:
-    return any(a in STORAGE_FLAGS for a in argv)
 
 
 def split(argv: Sequence[str]) -> tuple[list[str], str, Optional[str]]:
