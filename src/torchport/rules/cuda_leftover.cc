@@ -380,6 +380,8 @@ void run_cuda_leftover(Context& ctx) {
   // cudnn`, `cudnn.benchmark = True` for accelerator) are still CUDA-specific: one row each.
   const semantic::Model& m = ctx.m;
   auto cuda_module = [](std::string_view q) {
+    // Most names are not under torch.cuda / torch.backends: one test of the shortest prefix.
+    if (q.size() < 10 || !q.starts_with("torch.") || (q[6] != 'c' && q[6] != 'b')) return false;
     for (std::string_view p : {"torch.cuda", "torch.backends.cudnn", "torch.backends.cuda"})
       if (q == p || (q.starts_with(p) && q[p.size()] == '.')) return true;
     return false;

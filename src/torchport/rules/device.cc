@@ -62,6 +62,7 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 
 namespace torchport::rules {
 
@@ -798,7 +799,17 @@ std::optional<TokenIndex> host_choice(Context& ctx, TokenIndex i, const semantic
 void device_strings(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
-  for (TokenIndex i = 0; i < n; ++i) {
+  // Without "cuda" in the text no f-string starts with it: only the String tokens (whose escapes
+  // may still spell it) need a look, and most files have no "cuda" at all.
+  const std::span<const TokenIndex> strings = m.string_tokens();
+  const bool strings_only = m.text().find("cuda") == std::string_view::npos;
+  auto step = [&](TokenIndex i) -> TokenIndex {
+    if (!strings_only) return i + 1;
+    auto it = std::upper_bound(strings.begin(), strings.end(), i);
+    return it == strings.end() ? n : *it;
+  };
+  for (TokenIndex i = strings_only ? (strings.empty() ? n : strings.front()) : 0; i < n;
+       i = step(i)) {
     const TokenKind k = m.kind(i);
     if (k == TokenKind::String) {
       auto sv = semantic::string_value(m.text(), m.tokens()[i]);

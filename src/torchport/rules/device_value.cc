@@ -114,10 +114,10 @@ class DeviceValueRule {
                        [&](const auto& f) { return f.first < r.end && r.begin < f.second; });
   }
 
-  std::string qualified(const Node& f) const {
+  std::string_view qualified(const Node& f) const {
     if (f.token() == syntax::kNoToken) return {};
     const semantic::Reference* r = ctx_.m.reference_at(f.token());
-    return r && r->last == f.token() ? r->qualified : std::string();
+    return r && r->last == f.token() ? std::string_view(r->qualified) : std::string_view();
   }
 
   void call(const Node& c) {
@@ -126,7 +126,7 @@ class DeviceValueRule {
     const bool method = f->kind() == NodeKind::Attribute;
     const std::string_view last =
         method || f->kind() == NodeKind::Name ? t_.name(*f) : std::string_view{};
-    const std::string q = qualified(*f);
+    const std::string_view q = qualified(*f);
     auto args = c.args();
     const Node* first = args.empty() ? nullptr : *args.begin();
     if (first && first->kind() != NodeKind::Starred) {
@@ -184,9 +184,16 @@ class DeviceValueRule {
   }
 
   static bool backend_name(std::string_view name) {
-    std::string lower(name);
-    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return lower == "backend" || lower.ends_with("_backend") || lower.starts_with("backend_");
+    // Compared without case, without a lowered copy (this runs for every keyword argument).
+    auto same = [](std::string_view a, std::string_view lower) {
+      return std::equal(a.begin(), a.end(), lower.begin(), lower.end(), [](char x, char y) {
+        return std::tolower(static_cast<unsigned char>(x)) == y;
+      });
+    };
+    constexpr std::size_t k = 8;  // "_backend", "backend_"
+    return same(name, "backend") ||
+           (name.size() >= k && (same(name.substr(name.size() - k), "_backend") ||
+                                 same(name.substr(0, k), "backend_")));
   }
 
   void position(const Node& e, Position where) {

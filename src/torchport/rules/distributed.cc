@@ -528,6 +528,13 @@ void direct_counts(Context& ctx, const CountParams& params) {
 // over gloo, the backend get_default_backend_for_device / TP400 give the CPU); the device
 // targets a guard that says why the script stops.
 void process_count(Context& ctx) {
+  // Every TP403 finding starts from a torch.cuda.device_count() reference: a file without one
+  // (most of them) skips the scans of its lines.
+  const auto& refs = ctx.m.references();
+  if (std::none_of(refs.begin(), refs.end(), [](const semantic::Reference& r) {
+        return r.qualified == "torch.cuda.device_count";
+      }))
+    return;
   const CountParams params = count_params(ctx.m);
   named_counts(ctx, params);
   direct_counts(ctx, params);
@@ -542,7 +549,14 @@ class Nccl {
         backend_(ctx.target.backend.empty() ? "gloo" : ctx.target.backend),
         note_(backend_ == "gloo" && !ctx.target.host && !ctx.accelerator()
                   ? " (" + ctx.target.name + " has no collective backend: gloo runs on the CPU)"
-                  : "") {}
+                  : "") {
+    for (TokenIndex i : m_.string_tokens())
+      if (nccl_string(m_, i)) nccl_.push_back(i);
+  }
+
+  /// True when the file has no "nccl" string and names no init_process_group / new_group (a
+  /// callee's name, or the import an alias comes from, is in the text): nothing to do.
+  bool idle() const { return nccl_.empty() && m_.text().find("_group") == std::string_view::npos; }
 
   /// argparse options whose name mentions "backend": their default and choices, and their dest
   /// names (returned), so that `args.dist_backend` counts as resolved.
@@ -569,7 +583,8 @@ class Nccl {
   const semantic::Model& m_;
   const std::string backend_;
   const std::string note_;
-  std::set<TokenIndex> done_;  // "nccl" string tokens already rewritten
+  std::set<TokenIndex> done_;     // "nccl" string tokens already rewritten
+  std::vector<TokenIndex> nccl_;  // every "nccl" string token, in order
 };
 
 std::string Nccl::accel_backend(const semantic::Reference* callee, std::uint32_t at) {
@@ -607,11 +622,10 @@ void Nccl::rewrite(TokenIndex i, const semantic::Reference* callee, const std::s
 std::size_t Nccl::rewrite_in(TokenIndex first, TokenIndex last, const semantic::Reference* callee,
                              const std::string& how) {
   std::size_t found = 0;
-  for (TokenIndex t = first; t <= last; ++t) {
-    if (nccl_string(m_, t)) {
-      rewrite(t, callee, how);
-      ++found;
-    }
+  for (auto it = std::lower_bound(nccl_.begin(), nccl_.end(), first);
+       it != nccl_.end() && *it <= last; ++it) {
+    rewrite(*it, callee, how);
+    ++found;
   }
   return found;
 }
@@ -732,9 +746,8 @@ void Nccl::backend_arguments(const std::set<std::string, std::less<>>& backend_o
 
 void Nccl::comparisons() {
   const semantic::Model& m = m_;
-  const auto n = static_cast<TokenIndex>(m.tokens().size());
-  for (TokenIndex i = 0; i < n; ++i) {
-    if (!nccl_string(m, i) || done_.contains(i)) continue;
+  for (TokenIndex i : nccl_) {
+    if (done_.contains(i)) continue;
     auto p = m.prev(i);
     if (!p || (m.kind(*p) != TokenKind::EqEqual && m.kind(*p) != TokenKind::NotEqual)) continue;
     auto pp = m.prev(*p);
@@ -776,8 +789,10 @@ void data_parallel(Context& ctx) {
 
 void run_distributed(Context& ctx) {
   Nccl nccl(ctx);  // TP400
-  nccl.backend_arguments(nccl.argparse_options());
-  nccl.comparisons();
+  if (!nccl.idle()) {
+    nccl.backend_arguments(nccl.argparse_options());
+    nccl.comparisons();
+  }
   ddp_device_ids(ctx);  // TP402
   process_count(ctx);   // TP403
   data_parallel(ctx);   // TP401

@@ -363,7 +363,9 @@ const std::string* Context::qualified_spanning(syntax::ByteRange r) const {
     for (const semantic::Reference& ref : m.references())
       if (!ref.qualified.empty())
         q.push_back({tree.tokens()[ref.first].begin, tree.tokens()[ref.last].end, &ref.qualified});
-    std::stable_sort(q.begin(), q.end(), by_range);
+    // References come in source order, so the list is sorted already but for rare cases.
+    if (!std::is_sorted(q.begin(), q.end(), by_range))
+      std::stable_sort(q.begin(), q.end(), by_range);
   }
   // The last of equal ranges, as a map assigned in reference order would keep.
   auto it = std::upper_bound(qualified_->begin(), qualified_->end(),
