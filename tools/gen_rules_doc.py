@@ -90,7 +90,9 @@ class FamilyRow:
 
 
 # The summary may be C++ adjacent string literals ("..." "..."), joined here.
-_CODE_ROW = re.compile(r'\{"(TP\d{3})",\s*"([^"]*)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+),\s*"(\w+)"\}')
+# A registry row: code, name, summary (one or more adjacent literals), family, then the declarations with
+# their defaults (RuleInfo::subject, renames_in_place), which the doc does not show.
+_CODE_ROW = re.compile(r'\{"(TP\d{3})",\s*"([^"]*)",\s*((?:"(?:[^"\\]|\\.)*"\s*)+),\s*"(\w+)"(?:,[^{}"]*)?\}')
 _LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _FAMILY_ROW = re.compile(r'\{"(\w+)",\s*Input::\w+,\s*([\w |\n]+?),\s*\{([^}]*)\},\s*(?:run_\w+|nullptr)\}')
 
@@ -116,6 +118,7 @@ NEED_WORDS = {
     "Project": "project information (the custom CUDA operators)",
     "SupportLists": "the vendor's support lists for the target",
     "Findings": "the other families' findings",
+    "Settled": "a file's lone incidental changes settled first",
 }
 
 
