@@ -112,7 +112,6 @@ def test_rehearsed_losses_verdicts() -> None:
         entry.REHEARSE_DIFFERS.update(saved)
 
 
-@pytest.mark.slow(100)
 @pytest.mark.parametrize("h", entry.HARNESSES, ids=lambda h: h.key)
 def test_entry_script_no_worse(h: entry.Harness) -> None:
     if h.skip:

@@ -48,7 +48,6 @@ def test_committed_table_covers_every_target() -> None:
     assert targets == set(static.TARGETS)
 
 
-@pytest.mark.slow(100)
 @needs_corpus
 def test_no_cell_gets_worse() -> None:
     assert CORPUS is not None

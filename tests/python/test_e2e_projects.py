@@ -111,7 +111,6 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
     return trees
 
 
-@pytest.mark.slow(20)
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_the_migrated_project_trains_on_cpu_and_accelerator(
     name: str, migrated: dict[tuple[str, str], Path]

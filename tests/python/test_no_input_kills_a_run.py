@@ -195,7 +195,6 @@ def test_a_100000_line_function(tmp_path: Path) -> None:
     assert len(changes) == 100_001  # every .cuda() and the import
 
 
-@pytest.mark.slow(300)
 def test_a_million_tiny_files(tmp_path: Path) -> None:
     root = tmp_path / "many"
     try:

@@ -125,7 +125,7 @@ def test_fixtures_and_examples_agree_with_cpython() -> None:
     assert "(100.000%)" in p.stdout
 
 
-@pytest.mark.slow(200)
+@pytest.mark.slow
 def test_whole_standard_library_agrees_with_cpython() -> None:
     """The bar of the Foundation issue: 100% agreement and round trip over the stdlib."""
     p = _parse_check(sysconfig.get_paths()["stdlib"])

@@ -15,8 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from torchrun_testlib import run_ranks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,7 +77,6 @@ def clean_clone(dst: Path) -> Path:
     return dst
 
 
-@pytest.mark.slow(50)
 def test_the_readme_commands_run_as_written(tmp_path: Path) -> None:
     commands = readme_commands()
     assert any(c.startswith("torchport run ") for c in commands), "the run example is included"
