@@ -10,7 +10,7 @@
 #
 # `tools/runtime_tests_torch.sh --download VERSION` only downloads what the venv will install (into
 # build/venv-torch-<version>/wheelhouse), and runs nothing: .ci/run starts it in the background at its
-# beginning, so that the 2.5 GB come over the network while the core compiles. A later run installs from that
+# beginning, so that the 2.9 GB come over the network while the core compiles. A later run installs from that
 # wheelhouse alone (pip --no-index) when the download finished; otherwise from PyPI, as without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,8 +46,12 @@ cons=$venv/constraints.txt
 for f in $("$venv/bin/pip" config list 2>/dev/null | sed -n "s/^[a-z.:]*constraint='\(.*\)'$/\1/p"); do
   [ -f "$f" ] && grep -v -E '^[[:space:]]*(torch|torchvision)[[:space:]]*([<>=!~;[]|$)' "$f" >>"$cons" || true
 done
-# pip warns once per package about index folders this machine lacks; keep every other message.
-quiet_pip() { PIP_CONSTRAINT=$cons "$venv/bin/pip" "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2); }
+# pip warns once per package about index folders this machine lacks; keep every other message. pip's own
+# cache stays out of it: the wheels are 2.9 GB, and a second copy of them in ~/.cache/pip is what filled
+# the disk of one CI machine (stop 42: "No space left on device" while installing)
+quiet_pip() {
+  PIP_NO_CACHE_DIR=1 PIP_CONSTRAINT=$cons "$venv/bin/pip" "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
+}
 wheels=$venv/wheelhouse
 if $download_only; then
   rm -rf "$wheels" "$wheels.done"
@@ -59,6 +63,8 @@ fi
 if [ -f "$wheels.done" ]; then
   # an sdist there would need its build tools from the index: then PyPI, as without the download
   quiet_pip install -q --no-index --find-links "$wheels" -r "$reqs" || quiet_pip install -q -r "$reqs"
+  # installed: the wheels are not needed again, and they are as big as a second torch
+  rm -rf "$wheels" "$wheels.done"
 else
   quiet_pip install -q -r "$reqs"
 fi
