@@ -13,7 +13,7 @@ echo "=== Debian packages ==="
 $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
   g++ cmake ninja-build python3-venv python3-dev \
-  googletest libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev \
+  googletest libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libmimalloc-dev \
   clang-14 libclang-rt-14-dev >/dev/null
 if [ "${1:-}" = "--test" ]; then
   # the report pages' browser tests (tests/python/test_pages_browser.py)

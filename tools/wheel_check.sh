@@ -41,6 +41,11 @@ python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --no-index --no-deps "$WHEEL"
 TP=$VENV/bin/torchport
 "$TP" --version
+# every shared library the core asks for (mimalloc among them, when it was linked) is found: the
+# system's C library, or a copy auditwheel put in the wheel
+core=$("$VENV/bin/python" -c 'from torchport._core import core_binary; print(core_binary())')
+if ldd "$core" | grep "not found"; then echo "the wheel's core misses a library"; exit 1; fi
+ldd "$core" | grep -i mimalloc || echo "the wheel's core allocates with the C library's malloc"
 cd "$OUT"   # not the source tree: the package must not find build/*/torchport of the checkout
 set +e
 "$TP" analyze "$ROOT/examples/cuda_project" --target npu >analyze.txt
