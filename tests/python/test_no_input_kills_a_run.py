@@ -205,13 +205,18 @@ def test_a_million_tiny_files(tmp_path: Path) -> None:
 
 
 def _a_million_tiny_files(root: Path, report: Path) -> None:
+    # os.open/os.write rather than Path.write_text: a third of the time (about 40 s instead of
+    # 2 min in CI, where this was the slowest test), the same million distinct files
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     for i in range(1000):
-        d = root / f"p{i:03d}"
-        d.mkdir(parents=True)
+        d = f"{root}/p{i:03d}"
+        os.makedirs(d)
         for j in range(1000):
-            (d / f"m{j:03d}.py").write_text(
-                "import torch\ny = torch.zeros(1).cuda()\n" if j == 0 else "x = 1\n"
-            )
+            fd = os.open(f"{d}/m{j:03d}.py", flags, 0o644)
+            try:
+                os.write(fd, b"import torch\ny = torch.zeros(1).cuda()\n" if j == 0 else b"x = 1\n")
+            finally:
+                os.close(fd)
     done = torchport("analyze", str(root), "--target", "npu", "-o", str(report), seconds=240, mib=4096)
     assert done.returncode == 1, done.stderr[-2000:]
     assert "1000000 files (1000000 Python): 1000000 success, 0 failure, 0 skipped" in done.stdout
