@@ -94,6 +94,7 @@ Node* Parser::make(NodeKind kind, std::uint32_t first, std::uint32_t last, std::
   std::byte* mem = static_cast<std::byte*>(tree_.arena_.allocate(
       sizeof(Node) + count * sizeof(const Node*) + ecount * sizeof(std::uint32_t), alignof(Node)));
   Node* n = new (mem) Node();
+  ++tree_.made_[static_cast<std::size_t>(kind)];
   n->kind_ = kind;
   n->first_ = first;
   n->last_ = last;
