@@ -4,8 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "lexer_impl.h"
 
@@ -380,10 +385,33 @@ void Lexer::lex_at_eof() {
   emit(TokenKind::EndMarker, size_, size_);
 }
 
+std::uint32_t Lexer::skip_ascii_ident(std::uint32_t p) const {
+#if defined(__SSE2__)
+  // Sixteen bytes at a time while sixteen remain: a byte is an identifier byte when it is a
+  // digit, '_', or a letter (b | 0x20 in 'a'..'z'). The compares are signed, so bytes >= 0x80
+  // (negative) are in no range. The first byte that is not ends the run.
+  const __m128i below_a = _mm_set1_epi8('a' - 1), above_z = _mm_set1_epi8('z' + 1);
+  const __m128i below_0 = _mm_set1_epi8('0' - 1), above_9 = _mm_set1_epi8('9' + 1);
+  const __m128i underscore = _mm_set1_epi8('_'), case_bit = _mm_set1_epi8(0x20);
+  while (size_ - p >= 16) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text_.data() + p));
+    const __m128i lower = _mm_or_si128(b, case_bit);
+    const __m128i letter =
+        _mm_and_si128(_mm_cmpgt_epi8(lower, below_a), _mm_cmplt_epi8(lower, above_z));
+    const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(b, below_0), _mm_cmplt_epi8(b, above_9));
+    const __m128i ident = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(b, underscore));
+    const auto others = static_cast<unsigned>(~_mm_movemask_epi8(ident)) & 0xFFFFu;
+    if (others != 0) return p + static_cast<std::uint32_t>(std::countr_zero(others));
+    p += 16;
+  }
+#endif
+  while (p < size_ && is_ascii_ident_char(text_[p])) ++p;
+  return p;
+}
+
 void Lexer::lex_name_or_string() {
   const std::uint32_t start = pos_;
-  std::uint32_t p = pos_ + 1;
-  while (p < size_ && is_ascii_ident_char(text_[p])) ++p;
+  std::uint32_t p = skip_ascii_ident(pos_ + 1);
   const char next = peek(p);
   if ((next == '\'' || next == '"') && p - start <= 2) {
     bool r = false, b = false, u = false, f = false, t = false, ok = true;
@@ -418,7 +446,7 @@ void Lexer::lex_name_or_string() {
   if (static_cast<unsigned char>(next) >= 0x80) {
     // Non-ASCII identifier characters.
     for (;;) {
-      while (p < size_ && is_ascii_ident_char(text_[p])) ++p;
+      p = skip_ascii_ident(p);
       if (p >= size_ || static_cast<unsigned char>(text_[p]) < 0x80) break;
       std::uint32_t cp;
       const int len = decode_utf8(text_.data() + p, text_.data() + size_, cp);
@@ -426,7 +454,7 @@ void Lexer::lex_name_or_string() {
       p += static_cast<std::uint32_t>(len);
     }
   }
-  emit_real(keyword_kind(text_.substr(start, p - start)), start, p);
+  emit_real(keyword_kind(std::string_view(text_.data() + start, p - start)), start, p);
 }
 
 void Lexer::lex_non_ascii() {
@@ -436,7 +464,7 @@ void Lexer::lex_non_ascii() {
   if (cp != 0xFFFFFFFFu && is_ident_start_cp(cp)) {
     std::uint32_t p = start + static_cast<std::uint32_t>(len);
     for (;;) {
-      while (p < size_ && is_ascii_ident_char(text_[p])) ++p;
+      p = skip_ascii_ident(p);
       if (p >= size_ || static_cast<unsigned char>(text_[p]) < 0x80) break;
       std::uint32_t cp2;
       const int len2 = decode_utf8(text_.data() + p, text_.data() + size_, cp2);

@@ -70,6 +70,8 @@ class Lexer {
     after_continuation_ = false;
     emit(kind, begin, end);
   }
+  /// The first byte at or after `p` that is not an ASCII letter, digit or '_' (or size_).
+  std::uint32_t skip_ascii_ident(std::uint32_t p) const;
   /// The first '\\' or `q` at or after `p`, or size_ (a triple-quoted string's body).
   std::uint32_t skip_to_quote_or_backslash(std::uint32_t p, char q) const;
   void error(std::uint32_t offset, std::string message);
