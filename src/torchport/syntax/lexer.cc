@@ -4,8 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "lexer_impl.h"
 
@@ -39,6 +44,39 @@ constexpr std::array<bool, 256> kAsciiIdentChar = [] {
   return t;
 }();
 bool is_ascii_ident_char(char c) { return kAsciiIdentChar[static_cast<unsigned char>(c)]; }
+
+/// What a byte starts, for lex_normal's dispatch: one table load and one switch per token
+/// instead of a chain of range tests.
+enum class ByteClass : std::uint8_t {
+  Operator,    ///< operators, delimiters and anything else (control characters, NUL, '$', ...)
+  Space,       ///< ' ', '\t', '\f'
+  Newline,     ///< '\n', '\r'
+  Hash,        ///< '#'
+  Backslash,   ///< '\\'
+  Quote,       ///< '\'', '"'
+  Dot,         ///< '.': an operator, or a number such as `.5`
+  IdentStart,  ///< ASCII letters and '_'
+  Digit,       ///< '0'..'9'
+  NonAscii,    ///< bytes >= 0x80
+};
+constexpr std::array<ByteClass, 256> kByteClass = [] {
+  std::array<ByteClass, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    ByteClass k = ByteClass::Operator;
+    if (c == ' ' || c == '\t' || c == '\f') k = ByteClass::Space;
+    if (c == '\n' || c == '\r') k = ByteClass::Newline;
+    if (c == '#') k = ByteClass::Hash;
+    if (c == '\\') k = ByteClass::Backslash;
+    if (c == '\'' || c == '"') k = ByteClass::Quote;
+    if (c == '.') k = ByteClass::Dot;
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') k = ByteClass::IdentStart;
+    if (c >= '0' && c <= '9') k = ByteClass::Digit;
+    if (c >= 0x80) k = ByteClass::NonAscii;
+    t[static_cast<std::size_t>(c)] = k;
+  }
+  return t;
+}();
+ByteClass byte_class(char c) { return kByteClass[static_cast<unsigned char>(c)]; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 /// CPython's is_potential_identifier_char: ASCII letters, digits, '_' and any non-ASCII byte.
 bool is_potential_ident_char(char c) {
@@ -101,8 +139,15 @@ TokenKind keyword_kind(std::string_view s) {
   if (s.size() < 2 || s.size() > 8) return K::Name;
   const auto c = static_cast<unsigned char>(s[0]);
   if (c >= 128) return K::Name;
-  for (std::size_t i = kByFirst[c].first; i < kByFirst[c].second; ++i)
-    if (kKeywords[i].word == s) return kKeywords[i].kind;
+  for (std::size_t i = kByFirst[c].first; i < kByFirst[c].second; ++i) {
+    // Same length, then the bytes after the first (equal by the bucket), compared in line: a
+    // memcmp call for at most seven bytes cost more than the comparison.
+    const std::string_view w = kKeywords[i].word;
+    if (w.size() != s.size()) continue;
+    std::size_t j = 1;
+    while (j < s.size() && w[j] == s[j]) ++j;
+    if (j == s.size()) return kKeywords[i].kind;
+  }
   return K::Name;
 }
 
@@ -198,13 +243,6 @@ LexResult Lexer::run() {
   return std::move(result_);
 }
 
-void Lexer::emit_real(TokenKind kind, std::uint32_t begin, std::uint32_t end) {
-  if (indent_pending_) apply_indentation(begin);
-  line_has_token_ = true;
-  after_continuation_ = false;
-  emit(kind, begin, end);
-}
-
 void Lexer::error(std::uint32_t offset, std::string message) {
   result_.diagnostics.push_back(
       text::Diagnostic{text::Severity::Error, offset, std::move(message)});
@@ -249,58 +287,59 @@ std::uint32_t Lexer::skip_to_quote_or_backslash(std::uint32_t p, char q) const {
 }
 
 void Lexer::lex_normal() {
-  const std::uint32_t start = pos_;
-  const char c = text_[pos_];
-  switch (c) {
-    case ' ':
-    case '\t':
-    case '\f': {
-      std::uint32_t p = pos_ + 1;
-      while (p < size_ && (text_[p] == ' ' || text_[p] == '\t' || text_[p] == '\f')) ++p;
-      emit(TokenKind::Whitespace, start, p);
-      return;
-    }
-    case '\n':
-    case '\r':
-      lex_newline();
-      return;
-    case '#': {
-      // Up to the line break: '\n' by memchr, then a lone '\r' before it (rare).
-      const char* b = text_.data() + pos_ + 1;
-      const char* e = text_.data() + size_;
-      if (const void* nl = std::memchr(b, '\n', static_cast<std::size_t>(e - b)))
-        e = static_cast<const char*>(nl);
-      if (const void* cr = std::memchr(b, '\r', static_cast<std::size_t>(e - b)))
-        e = static_cast<const char*>(cr);
-      emit(TokenKind::Comment, start, static_cast<std::uint32_t>(e - text_.data()));
-      return;
-    }
-    case '\\':
-      lex_backslash();
-      return;
-    case '\'':
-    case '"':
-      lex_string(start, start, false, false, false);
-      return;
-    case '.':
-      if (is_digit(peek(pos_ + 1))) {
-        lex_number();
-        return;
+  // One token per iteration, for as long as run() has nothing to do: it takes over at the
+  // start of each line (indentation), at the end of the text, and while an f-string is open.
+  do {
+    const std::uint32_t start = pos_;
+    const char c = text_[pos_];
+    switch (byte_class(c)) {
+      case ByteClass::Space: {
+        std::uint32_t p = pos_ + 1;
+        while (p < size_ && byte_class(text_[p]) == ByteClass::Space) ++p;
+        emit(TokenKind::Whitespace, start, p);
+        break;
       }
-      lex_operator();
-      return;
-    default:
-      break;
-  }
-  if (is_ascii_ident_start(c)) {
-    lex_name_or_string();
-  } else if (is_digit(c)) {
-    lex_number();
-  } else if (static_cast<unsigned char>(c) >= 0x80) {
-    lex_non_ascii();
-  } else {
-    lex_operator();
-  }
+      case ByteClass::Newline:
+        lex_newline();
+        break;
+      case ByteClass::Hash: {
+        // Up to the line break: '\n' by memchr, then a lone '\r' before it (rare).
+        const char* b = text_.data() + pos_ + 1;
+        const char* e = text_.data() + size_;
+        if (const void* nl = std::memchr(b, '\n', static_cast<std::size_t>(e - b)))
+          e = static_cast<const char*>(nl);
+        if (const void* cr = std::memchr(b, '\r', static_cast<std::size_t>(e - b)))
+          e = static_cast<const char*>(cr);
+        emit(TokenKind::Comment, start, static_cast<std::uint32_t>(e - text_.data()));
+        break;
+      }
+      case ByteClass::Backslash:
+        lex_backslash();
+        break;
+      case ByteClass::Quote:
+        lex_string(start, start, false, false, false);
+        break;
+      case ByteClass::Dot:
+        if (is_digit(peek(pos_ + 1))) {
+          lex_number();
+        } else {
+          lex_operator();
+        }
+        break;
+      case ByteClass::IdentStart:
+        lex_name_or_string();
+        break;
+      case ByteClass::Digit:
+        lex_number();
+        break;
+      case ByteClass::NonAscii:
+        lex_non_ascii();
+        break;
+      case ByteClass::Operator:
+        lex_operator();
+        break;
+    }
+  } while (!at_line_start_ && pos_ < size_ && fstrings_.empty());
 }
 
 void Lexer::lex_newline() {
@@ -346,10 +385,33 @@ void Lexer::lex_at_eof() {
   emit(TokenKind::EndMarker, size_, size_);
 }
 
+std::uint32_t Lexer::skip_ascii_ident(std::uint32_t p) const {
+#if defined(__SSE2__)
+  // Sixteen bytes at a time while sixteen remain: a byte is an identifier byte when it is a
+  // digit, '_', or a letter (b | 0x20 in 'a'..'z'). The compares are signed, so bytes >= 0x80
+  // (negative) are in no range. The first byte that is not ends the run.
+  const __m128i below_a = _mm_set1_epi8('a' - 1), above_z = _mm_set1_epi8('z' + 1);
+  const __m128i below_0 = _mm_set1_epi8('0' - 1), above_9 = _mm_set1_epi8('9' + 1);
+  const __m128i underscore = _mm_set1_epi8('_'), case_bit = _mm_set1_epi8(0x20);
+  while (size_ - p >= 16) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text_.data() + p));
+    const __m128i lower = _mm_or_si128(b, case_bit);
+    const __m128i letter =
+        _mm_and_si128(_mm_cmpgt_epi8(lower, below_a), _mm_cmplt_epi8(lower, above_z));
+    const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(b, below_0), _mm_cmplt_epi8(b, above_9));
+    const __m128i ident = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(b, underscore));
+    const auto others = static_cast<unsigned>(~_mm_movemask_epi8(ident)) & 0xFFFFu;
+    if (others != 0) return p + static_cast<std::uint32_t>(std::countr_zero(others));
+    p += 16;
+  }
+#endif
+  while (p < size_ && is_ascii_ident_char(text_[p])) ++p;
+  return p;
+}
+
 void Lexer::lex_name_or_string() {
   const std::uint32_t start = pos_;
-  std::uint32_t p = pos_ + 1;
-  while (p < size_ && is_ascii_ident_char(text_[p])) ++p;
+  std::uint32_t p = skip_ascii_ident(pos_ + 1);
   const char next = peek(p);
   if ((next == '\'' || next == '"') && p - start <= 2) {
     bool r = false, b = false, u = false, f = false, t = false, ok = true;
@@ -384,7 +446,7 @@ void Lexer::lex_name_or_string() {
   if (static_cast<unsigned char>(next) >= 0x80) {
     // Non-ASCII identifier characters.
     for (;;) {
-      while (p < size_ && is_ascii_ident_char(text_[p])) ++p;
+      p = skip_ascii_ident(p);
       if (p >= size_ || static_cast<unsigned char>(text_[p]) < 0x80) break;
       std::uint32_t cp;
       const int len = decode_utf8(text_.data() + p, text_.data() + size_, cp);
@@ -392,7 +454,7 @@ void Lexer::lex_name_or_string() {
       p += static_cast<std::uint32_t>(len);
     }
   }
-  emit_real(keyword_kind(text_.substr(start, p - start)), start, p);
+  emit_real(keyword_kind(std::string_view(text_.data() + start, p - start)), start, p);
 }
 
 void Lexer::lex_non_ascii() {
@@ -402,7 +464,7 @@ void Lexer::lex_non_ascii() {
   if (cp != 0xFFFFFFFFu && is_ident_start_cp(cp)) {
     std::uint32_t p = start + static_cast<std::uint32_t>(len);
     for (;;) {
-      while (p < size_ && is_ascii_ident_char(text_[p])) ++p;
+      p = skip_ascii_ident(p);
       if (p >= size_ || static_cast<unsigned char>(text_[p]) < 0x80) break;
       std::uint32_t cp2;
       const int len2 = decode_utf8(text_.data() + p, text_.data() + size_, cp2);
@@ -667,7 +729,22 @@ void Lexer::lex_operator() {
   const char c = text_[s];
   const char c1 = peek(s + 1);
   const char c2 = peek(s + 2);
-  auto op = [&](K kind, std::uint32_t len) { emit_real(kind, s, s + len); };
+  // Brackets go to their own functions; every other case sets `kind` and `len` and breaks to
+  // the one emit_real at the end (one inlined copy of it, not one per operator).
+  K kind = K::Error;
+  std::uint32_t len = 1;
+  auto op = [&](K k, std::uint32_t n) {
+    kind = k;
+    len = n;
+  };
+  /// `x` or, followed by '=', `x=` (`+` or `+=`, ...).
+  auto op_or_eq = [&](K plain, K with_eq) {
+    if (c1 == '=') {
+      op(with_eq, 2);
+    } else {
+      op(plain, 1);
+    }
+  };
   switch (c) {
     case '(':
       return open_bracket('(', K::LPar);
@@ -681,69 +758,108 @@ void Lexer::lex_operator() {
       return close_bracket(']', K::RSqb);
     case '}':
       return close_bracket('}', K::RBrace);
-    case ':': {
+    case ':':
       if (!fstrings_.empty() && !fstrings_.back().in_middle &&
           brackets_.size() > fstrings_.back().paren_base && brackets_.back() == kFieldBrace) {
-        op(K::Colon, 1);
+        emit_real(K::Colon, s, s + 1);
         fstrings_.back().in_middle = true;  // the format spec
         return;
       }
-      return c1 == '=' ? op(K::ColonEqual, 2) : op(K::Colon, 1);
-    }
+      op_or_eq(K::Colon, K::ColonEqual);
+      break;
     case ',':
-      return op(K::Comma, 1);
+      op(K::Comma, 1);
+      break;
     case ';':
-      return op(K::Semi, 1);
+      op(K::Semi, 1);
+      break;
     case '.':
-      return (c1 == '.' && c2 == '.') ? op(K::Ellipsis, 3) : op(K::Dot, 1);
+      if (c1 == '.' && c2 == '.') {
+        op(K::Ellipsis, 3);
+      } else {
+        op(K::Dot, 1);
+      }
+      break;
     case '~':
-      return op(K::Tilde, 1);
+      op(K::Tilde, 1);
+      break;
     case '`':
-      return op(K::Backtick, 1);
+      op(K::Backtick, 1);
+      break;
     case '!':
-      return c1 == '=' ? op(K::NotEqual, 2) : op(K::Exclamation, 1);
+      op_or_eq(K::Exclamation, K::NotEqual);
+      break;
     case '+':
-      return c1 == '=' ? op(K::PlusEqual, 2) : op(K::Plus, 1);
+      op_or_eq(K::Plus, K::PlusEqual);
+      break;
     case '-':
-      if (c1 == '>') return op(K::RArrow, 2);
-      return c1 == '=' ? op(K::MinusEqual, 2) : op(K::Minus, 1);
+      if (c1 == '>') {
+        op(K::RArrow, 2);
+      } else {
+        op_or_eq(K::Minus, K::MinusEqual);
+      }
+      break;
     case '*':
-      if (c1 == '*') return c2 == '=' ? op(K::DoubleStarEqual, 3) : op(K::DoubleStar, 2);
-      return c1 == '=' ? op(K::StarEqual, 2) : op(K::Star, 1);
+      if (c1 == '*') {
+        op(c2 == '=' ? K::DoubleStarEqual : K::DoubleStar, c2 == '=' ? 3 : 2);
+      } else {
+        op_or_eq(K::Star, K::StarEqual);
+      }
+      break;
     case '/':
-      if (c1 == '/') return c2 == '=' ? op(K::DoubleSlashEqual, 3) : op(K::DoubleSlash, 2);
-      return c1 == '=' ? op(K::SlashEqual, 2) : op(K::Slash, 1);
+      if (c1 == '/') {
+        op(c2 == '=' ? K::DoubleSlashEqual : K::DoubleSlash, c2 == '=' ? 3 : 2);
+      } else {
+        op_or_eq(K::Slash, K::SlashEqual);
+      }
+      break;
     case '%':
-      return c1 == '=' ? op(K::PercentEqual, 2) : op(K::Percent, 1);
+      op_or_eq(K::Percent, K::PercentEqual);
+      break;
     case '@':
-      return c1 == '=' ? op(K::AtEqual, 2) : op(K::At, 1);
+      op_or_eq(K::At, K::AtEqual);
+      break;
     case '|':
-      return c1 == '=' ? op(K::VBarEqual, 2) : op(K::VBar, 1);
+      op_or_eq(K::VBar, K::VBarEqual);
+      break;
     case '&':
-      return c1 == '=' ? op(K::AmperEqual, 2) : op(K::Amper, 1);
+      op_or_eq(K::Amper, K::AmperEqual);
+      break;
     case '^':
-      return c1 == '=' ? op(K::CircumflexEqual, 2) : op(K::Circumflex, 1);
+      op_or_eq(K::Circumflex, K::CircumflexEqual);
+      break;
     case '=':
-      return c1 == '=' ? op(K::EqEqual, 2) : op(K::Equal, 1);
+      op_or_eq(K::Equal, K::EqEqual);
+      break;
     case '<':
-      if (c1 == '<') return c2 == '=' ? op(K::LeftShiftEqual, 3) : op(K::LeftShift, 2);
-      if (c1 == '>') return op(K::LessGreater, 2);
-      return c1 == '=' ? op(K::LessEqual, 2) : op(K::Less, 1);
+      if (c1 == '<') {
+        op(c2 == '=' ? K::LeftShiftEqual : K::LeftShift, c2 == '=' ? 3 : 2);
+      } else if (c1 == '>') {
+        op(K::LessGreater, 2);
+      } else {
+        op_or_eq(K::Less, K::LessEqual);
+      }
+      break;
     case '>':
-      if (c1 == '>') return c2 == '=' ? op(K::RightShiftEqual, 3) : op(K::RightShift, 2);
-      return c1 == '=' ? op(K::GreaterEqual, 2) : op(K::Greater, 1);
+      if (c1 == '>') {
+        op(c2 == '=' ? K::RightShiftEqual : K::RightShift, c2 == '=' ? 3 : 2);
+      } else {
+        op_or_eq(K::Greater, K::GreaterEqual);
+      }
+      break;
     default:
+      if (c != '\0') {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7F) {
+          error(s, "invalid non-printable character " + format_cp(u));
+        } else {
+          error(s, "invalid syntax");
+        }
+      }
+      op(K::Error, 1);
       break;
   }
-  if (c != '\0') {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7F) {
-      error(s, "invalid non-printable character " + format_cp(u));
-    } else {
-      error(s, "invalid syntax");
-    }
-  }
-  op(K::Error, 1);
+  emit_real(kind, s, s + len);
 }
 
 }  // namespace detail

@@ -57,13 +57,23 @@ class Lexer {
   void unterminated_fstring(std::uint32_t detected_at);
 
   // ---- helpers ----
+  // emit and emit_real are inline: every token goes through one of them, and as calls their
+  // register saves cost more than their bodies.
   void emit(TokenKind kind, std::uint32_t begin, std::uint32_t end) {
     result_.tokens.push_back(Token{kind, begin, end});
     pos_ = end;
   }
+  /// Emits a token the grammar sees: the pending indentation of its line comes first.
+  void emit_real(TokenKind kind, std::uint32_t begin, std::uint32_t end) {
+    if (indent_pending_) apply_indentation(begin);
+    line_has_token_ = true;
+    after_continuation_ = false;
+    emit(kind, begin, end);
+  }
+  /// The first byte at or after `p` that is not an ASCII letter, digit or '_' (or size_).
+  std::uint32_t skip_ascii_ident(std::uint32_t p) const;
   /// The first '\\' or `q` at or after `p`, or size_ (a triple-quoted string's body).
   std::uint32_t skip_to_quote_or_backslash(std::uint32_t p, char q) const;
-  void emit_real(TokenKind kind, std::uint32_t begin, std::uint32_t end);
   void error(std::uint32_t offset, std::string message);
   void warning(std::uint32_t offset, std::string message);
   std::uint32_t line_of(std::uint32_t offset);  ///< 1-based; offsets must not decrease much

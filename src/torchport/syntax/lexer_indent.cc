@@ -1,6 +1,8 @@
 // Indentation: the Whitespace token at the start of a line and the INDENT/DEDENT tokens, computed
 // as CPython does (tabs to the next multiple of 8, form feed resets the column, and a second
 // column with tab size 1 to detect inconsistent tabs and spaces).
+#include <cstring>
+
 #include "lexer_impl.h"
 
 namespace torchport::syntax::detail {
@@ -16,11 +18,17 @@ void Lexer::lex_line_start() {
   std::uint32_t col = 0;
   std::uint32_t altcol = 0;
   std::uint32_t p = pos_;
-  for (; p < size_; ++p) {
+  for (;;) {
+    // A run of spaces (most indentation is nothing else), counted at once: eight at a time,
+    // then one at a time.
+    const std::uint32_t spaces = p;
+    while (size_ - p >= 8 && std::memcmp(text_.data() + p, "        ", 8) == 0) p += 8;
+    while (p < size_ && text_[p] == ' ') ++p;
+    col += p - spaces;
+    altcol += p - spaces;
+    if (p >= size_) break;
     const char c = text_[p];
-    if (c == ' ') {
-      ++col, ++altcol;
-    } else if (c == '\t') {
+    if (c == '\t') {
       col = (col / kTabSize + 1) * kTabSize;
       altcol = (altcol / kAltTabSize + 1) * kAltTabSize;
     } else if (c == '\f') {
@@ -28,6 +36,7 @@ void Lexer::lex_line_start() {
     } else {
       break;
     }
+    ++p;
   }
   if (p > start) emit(TokenKind::Whitespace, start, p);
   if (p >= size_) return;

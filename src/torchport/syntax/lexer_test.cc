@@ -179,6 +179,28 @@ TEST(LexerTest, DeepNestingIsDiagnosedNotACrash) {
   EXPECT_EQ(messages(src), "too many nested parentheses");
 }
 
+// Names are scanned sixteen bytes at a time where sixteen remain: every length around the block
+// size, every identifier byte class in the name, and every byte that can end a name.
+TEST(LexerTest, NameEndsAtTheFirstNonIdentifierByte) {
+  const std::string pattern = "aZ_09zA9_b";
+  for (int end = 0; end < 256; ++end) {
+    const char c = static_cast<char>(end);
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')
+      continue;
+    for (std::size_t n = 1; n <= 40; ++n) {
+      std::string name;
+      for (std::size_t i = 0; i < n; ++i) name += pattern[i % pattern.size()];
+      for (const std::string& tail : {std::string(), std::string(24, ' ')}) {
+        const std::string src = name + c + tail;
+        const LexResult r = lex(src);
+        ASSERT_FALSE(r.tokens.empty());
+        EXPECT_EQ(r.tokens[0].kind, TokenKind::Name) << "byte " << end << ", length " << n;
+        EXPECT_EQ(r.tokens[0].size(), n) << "byte " << end << ", length " << n;
+      }
+    }
+  }
+}
+
 TEST(LexerTest, AnyByteSequenceTiles) {
   // A small deterministic fuzz: every prefix of a nasty input must tile.
   const std::string nasty =

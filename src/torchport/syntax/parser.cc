@@ -16,13 +16,20 @@ Parser::Parser(Tree& tree) : tree_(tree), toks_(tree.tokens_), src_(tree.source_
   // Filled in one pass through pointers (dense code has more significant tokens than trivia,
   // and a push_back per token was a visible part of parsing); END_MARKER is always last, so
   // there is at least one.
-  sig_.reset(new std::uint32_t[toks_.size()]);
-  sig_kind_.reset(new TokenKind[toks_.size()]);
+  // The loop reads and writes through local pointers: a TokenKind is a byte, and a store of a
+  // byte may alias anything, so with members the compiler reloaded toks_'s size and both
+  // arrays' addresses after every store.
+  const Token* const toks = toks_.data();
+  const auto count = static_cast<std::uint32_t>(toks_.size());
+  std::uint32_t* const sig = new std::uint32_t[count];
+  TokenKind* const sig_kind = new TokenKind[count];
+  sig_.reset(sig);
+  sig_kind_.reset(sig_kind);
   std::uint32_t n = 0;
-  for (std::uint32_t i = 0; i < toks_.size(); ++i) {
-    const TokenKind k = toks_[i].kind;
-    sig_[n] = i;
-    sig_kind_[n] = k;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const TokenKind k = toks[i].kind;
+    sig[n] = i;
+    sig_kind[n] = k;
     n += is_trivia(k) ? 0 : 1;
   }
   sig_size_ = n;
@@ -87,6 +94,7 @@ Node* Parser::make(NodeKind kind, std::uint32_t first, std::uint32_t last, std::
   std::byte* mem = static_cast<std::byte*>(tree_.arena_.allocate(
       sizeof(Node) + count * sizeof(const Node*) + ecount * sizeof(std::uint32_t), alignof(Node)));
   Node* n = new (mem) Node();
+  ++tree_.made_[static_cast<std::size_t>(kind)];
   n->kind_ = kind;
   n->first_ = first;
   n->last_ = last;
@@ -106,18 +114,7 @@ Node* Parser::make(NodeKind kind, std::uint32_t first, std::uint32_t last, std::
     // Loops build some trees without recursing (a + b + ..., x.f().g()...): the bound on the
     // tree's height is checked here, where every node is made, so that no walk over any tree
     // the parser returns can exhaust its stack (tree.h, kMaxNesting).
-    if (n->height_ > kMaxNesting) {
-      // Reported at the deepest leaf: where a loop-built tree (the first term of a long sum,
-      // the receiver of a long chain) is nested deepest.
-      const Node* deepest = n;
-      while (deepest->child_count_ != 0)
-        for (std::uint32_t i = 0; i < deepest->child_count_; ++i)
-          if (deepest->children_[i]->height_ + 1 == deepest->height_) {
-            deepest = deepest->children_[i];
-            break;
-          }
-      fail(deepest->first_, kTooDeep);
-    }
+    if (n->height_ > kMaxNesting) fail_too_deep(n);
   }
   if (ecount != 0) {
     auto* ex = reinterpret_cast<std::uint32_t*>(mem + sizeof(Node) + count * sizeof(const Node*));
@@ -128,6 +125,19 @@ Node* Parser::make(NodeKind kind, std::uint32_t first, std::uint32_t last, std::
     extra_scratch_.resize(extra_mark);
   }
   return n;
+}
+
+void Parser::fail_too_deep(const Node* n) {
+  // Reported at the deepest leaf: where a loop-built tree (the first term of a long sum, the
+  // receiver of a long chain) is nested deepest.
+  const Node* deepest = n;
+  while (deepest->child_count_ != 0)
+    for (std::uint32_t i = 0; i < deepest->child_count_; ++i)
+      if (deepest->children_[i]->height_ + 1 == deepest->height_) {
+        deepest = deepest->children_[i];
+        break;
+      }
+  fail(deepest->first_, kTooDeep);
 }
 
 void Parser::warn(std::uint32_t token, std::string message) {

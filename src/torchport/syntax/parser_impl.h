@@ -113,6 +113,9 @@ class Parser {
   Node* leaf(NodeKind kind, std::uint32_t first, std::uint32_t last) {
     return make(kind, first, last, scratch_.size());
   }
+  /// make()'s error when node `n` is higher than kMaxNesting. Out of line and cold, so that
+  /// make(), which runs for every node, does not carry its registers.
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_too_deep(const Node* n);
 
   // ---- depth guard ----
   struct DepthGuard {

@@ -120,27 +120,19 @@ std::string Tree::format(const text::Diagnostic& d) const {
 const std::vector<const Node*>& Tree::find_all(NodeKind kind) const {
   std::call_once(kinds_->once, [this] {
     if (root_ == nullptr) return;
-    // Every node in pre-order into one array (an explicit stack, children pushed last first),
-    // then each kind's list sized once and filled in that order: no list grows node by node.
+    // One pre-order walk (an explicit stack, children pushed last first) appends each node to
+    // its kind's list. The parser counted the nodes of each kind it made, so each list is
+    // reserved once and no list grows node by node.
     auto& lists = kinds_->nodes;
-    std::array<std::uint32_t, std::tuple_size_v<std::remove_reference_t<decltype(lists)>>> count{};
-    std::vector<const Node*> order, stack{root_};
-    order.reserve(tokens_.size() / 2 + 1);
+    for (std::size_t k = 0; k < lists.size(); ++k) lists[k].reserve(made_[k]);
+    std::vector<const Node*> stack{root_};
+    stack.reserve(64);
     while (!stack.empty()) {
       const Node* n = stack.back();
       stack.pop_back();
-      order.push_back(n);
-      ++count[static_cast<std::size_t>(n->kind())];
+      lists[static_cast<std::size_t>(n->kind())].push_back(n);
       const auto children = n->children();
       for (std::size_t i = children.size(); i-- > 0;) stack.push_back(children[i]);
-    }
-    for (std::size_t k = 0; k < count.size(); ++k) {
-      lists[k].resize(count[k]);
-      count[k] = 0;
-    }
-    for (const Node* n : order) {
-      const auto k = static_cast<std::size_t>(n->kind());
-      lists[k][count[k]++] = n;
     }
   });
   return kinds_->nodes[static_cast<std::size_t>(kind)];

@@ -26,6 +26,7 @@
 #include <torchport/text/line_index.h>
 #include <torchport/text/source.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -124,6 +125,10 @@ class Tree {
   std::vector<text::Diagnostic> diagnostics_;
   struct KindIndex;  ///< the nodes by kind, filled by the first find_all
   std::unique_ptr<KindIndex> kinds_;
+  /// Nodes of each kind the parser made, counted by Parser::make: the capacity find_all
+  /// reserves for each kind's list (at least enough; a failed speculative parse or a syntax
+  /// error discards some).
+  std::array<std::uint32_t, static_cast<std::size_t>(NodeKind::TypeVarTuple) + 1> made_{};
 };
 
 /// Pre-order walk from `n`. `visit(const Node&)` may return void, or bool: false skips the

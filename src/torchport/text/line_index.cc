@@ -2,33 +2,42 @@
 #include <torchport/text/line_index.h>
 
 #include <algorithm>
-#include <cstring>
+#include <bit>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace torchport::text {
 
 LineIndex::LineIndex(std::string_view text) {
   starts_.reserve(text.size() / 32 + 1);
   starts_.push_back(0);
+  const char* const base = text.data();
   const std::size_t n = text.size();
-  if (std::memchr(text.data(), '\r', n) == nullptr) {
-    // Only LF endings: find them with memchr.
-    const char* const base = text.data();
-    const char* p = base;
-    const char* const end = base + n;
-    while (p < end) {
-      const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(end - p));
-      if (nl == nullptr) break;
-      p = static_cast<const char*>(nl) + 1;
-      starts_.push_back(static_cast<std::uint32_t>(p - base));
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  // Sixteen bytes at a time while there is no '\r' (most files have none): one compare gives a
+  // bit per '\n', and each set bit is a line start. A block with a '\r' in it, and the tail
+  // shorter than a block, go to the byte loop below, which knows CRLF and lone CR.
+  const __m128i lf = _mm_set1_epi8('\n');
+  const __m128i cr = _mm_set1_epi8('\r');
+  for (; n - i >= 16; i += 16) {
+    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(block, cr)) != 0) break;
+    auto lfs = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(block, lf)));
+    while (lfs != 0) {
+      starts_.push_back(static_cast<std::uint32_t>(i + std::countr_zero(lfs) + 1));
+      lfs &= lfs - 1;
     }
-    return;
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    const char c = text[i];
+#endif
+  for (; i < n; ++i) {
+    const char c = base[i];
     if (c == '\n') {
       starts_.push_back(static_cast<std::uint32_t>(i + 1));
     } else if (c == '\r') {
-      if (i + 1 < n && text[i + 1] == '\n') ++i;
+      if (i + 1 < n && base[i + 1] == '\n') ++i;
       starts_.push_back(static_cast<std::uint32_t>(i + 1));
     }
   }

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 #include <torchport/text/line_index.h>
 
+#include <string>
+#include <vector>
+
 namespace torchport::text {
 namespace {
 
@@ -51,6 +54,33 @@ TEST(LineIndexTest, OutOfRangeLinesClamp) {
   const LineIndex idx("a\nb\n");
   EXPECT_EQ(idx.line_start(0), 0u);
   EXPECT_EQ(idx.line_start(99), 4u);
+}
+
+// The index is built sixteen bytes at a time until a '\r' appears: long texts with every kind
+// of line break at every offset around a block boundary give the same line starts as a plain
+// byte-by-byte scan.
+TEST(LineIndexTest, LongTextsMatchAByteScan) {
+  auto byte_scan = [](const std::string& t) {
+    std::vector<std::uint32_t> starts{0};
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (t[i] == '\r' && i + 1 < t.size() && t[i + 1] == '\n') ++i;
+      if (t[i] == '\n' || t[i] == '\r') starts.push_back(static_cast<std::uint32_t>(i + 1));
+    }
+    return starts;
+  };
+  const std::string breaks[] = {"\n", "\r\n", "\r", "\n\n", "\r\r\n"};
+  for (const std::string& br : breaks) {
+    for (std::size_t at = 0; at < 40; ++at) {
+      std::string t;
+      for (int k = 0; k < 5; ++k) t += "x = 1\n";  // LF lines before the break under test
+      t += std::string(at, 'a') + br + std::string(37, 'b') + "\n" + std::string(at % 17, 'c');
+      const LineIndex idx(t);
+      const std::vector<std::uint32_t> want = byte_scan(t);
+      ASSERT_EQ(idx.line_count(), want.size()) << "break " << br.size() << " at " << at;
+      for (std::uint32_t line = 1; line <= want.size(); ++line)
+        EXPECT_EQ(idx.line_start(line), want[line - 1]) << "line " << line << " at " << at;
+    }
+  }
 }
 
 }  // namespace
