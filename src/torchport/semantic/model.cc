@@ -137,6 +137,10 @@ void Model::bind(std::uint32_t scope, std::string_view name, Binding b) {
   // Small scopes are searched linearly; from kIndexFrom names on, through an index.
   constexpr std::size_t kIndexFrom = 16;
   Scope& sc = scopes_[scope];
+  if (b.kind != Binding::Kind::Other) {
+    const std::uint32_t h = name_hash(name);
+    meaningful_[h / 64] |= std::uint64_t{1} << (h % 64);
+  }
   sc.names.emplace_back(name, std::move(b));
   if (sc.index.empty() && sc.names.size() < kIndexFrom) return;
   const auto first =
@@ -428,7 +432,7 @@ class Binder {
   /// The qualified name a Name/Attribute chain stands for, or "".
   std::string chain_target(const Node& e, std::uint32_t scope, const Binding** head) const {
     if (e.kind() == NodeKind::Name) {
-      const Binding* b = m_.find_binding(m_.token_text(e.token()), scope);
+      const Binding* b = m_.find_meaningful(m_.token_text(e.token()), scope);
       if (head) *head = b;
       if (b && b->kind == Binding::Kind::Qualified) return b->target;
       return {};
@@ -478,7 +482,7 @@ class Binder {
   int device_kind(const Node& e, std::uint32_t scope) const {
     switch (e.kind()) {
       case NodeKind::Name: {
-        const Binding* b = m_.find_binding(m_.token_text(e.token()), scope);
+        const Binding* b = m_.find_meaningful(m_.token_text(e.token()), scope);
         return b && b->kind == Binding::Kind::Device ? 2 : 0;
       }
       case NodeKind::Call:
@@ -513,7 +517,7 @@ class Binder {
       // compared with "cuda" as a device is).
       if (v.kind() == NodeKind::Attribute && m_.token_text(v.token()) == "type" && v.value() &&
           v.value()->kind() == NodeKind::Name) {
-        const Binding* b = m_.find_binding(m_.token_text(v.value()->token()), scope);
+        const Binding* b = m_.find_meaningful(m_.token_text(v.value()->token()), scope);
         if (b && b->kind == Binding::Kind::Device) return Binding{Binding::Kind::Device, {}};
       }
     }
@@ -720,7 +724,7 @@ void Model::build_references() {
       ref.last = t[q];
       ref.scope = scope_of_[t[p]];
       ref.store = store_[ref.last] != 0 && q > p;
-      const Binding* b = find_binding(token_text(t[p]), ref.scope);
+      const Binding* b = find_meaningful(token_text(t[p]), ref.scope);
       if (b && b->kind == Binding::Kind::Qualified) {
         std::size_t size = b->target.size();
         for (std::size_t r = 1; r < ref.names.size(); ++r) size += 1 + tokens_[ref.names[r]].size();

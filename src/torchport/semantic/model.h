@@ -21,6 +21,7 @@
 #include <torchport/syntax/token.h>
 #include <torchport/syntax/tree.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -169,6 +170,24 @@ class Model {
   /// lookup() without copying: the binding, or a shared Device/Other binding for merged or
   /// conflicting ones; nullptr if unbound.
   const Binding* find_binding(std::string_view name, std::uint32_t scope) const;
+  /// find_binding() where only a Qualified or Device answer matters: nullptr at once when no
+  /// binding of `name` made so far in the file is either (then find_binding() could only
+  /// answer an Other binding, or none). Most names (locals, builtins, parameters) are never
+  /// bound to a qualified name or a device: their references skip the scope walk and the hash.
+  const Binding* find_meaningful(std::string_view name, std::uint32_t scope) const {
+    const std::uint32_t h = name_hash(name);
+    if ((meaningful_[h / 64] & (std::uint64_t{1} << (h % 64))) == 0) return nullptr;
+    return find_binding(name, scope);
+  }
+  /// A cheap hash of a name, for meaningful_.
+  static std::uint32_t name_hash(std::string_view name) {
+    if (name.empty()) return 0;
+    std::uint32_t h = static_cast<std::uint32_t>(name.size());
+    h = h * 131 + static_cast<unsigned char>(name.front());
+    h = h * 131 + static_cast<unsigned char>(name[name.size() / 2]);
+    h = h * 131 + static_cast<unsigned char>(name.back());
+    return h % kMeaningfulBits;
+  }
   std::uint32_t line_end_offset(std::uint32_t line) const;
 
   std::string_view text_;
@@ -205,6 +224,10 @@ class Model {
     std::unordered_map<std::string_view, Merged> index;
   };
   std::vector<Scope> scopes_;
+  /// A filter of the names that have a Qualified or Device binding somewhere in the file
+  /// (bit name_hash(name)), set by bind(): see find_meaningful().
+  static constexpr std::uint32_t kMeaningfulBits = 2048;
+  std::array<std::uint64_t, kMeaningfulBits / 64> meaningful_{};
   std::string_view newline_ = "\n";
 };
 
