@@ -155,6 +155,14 @@ class Walker {
   void string(const Node& n, bool compare) {
     std::optional<std::string> v;
     if (n.kind() == NodeKind::Constant) {
+      // Most strings are none of these: a one-token literal without escapes is its own value
+      // (semantic::string_value), read without decoding it into a new string. Its value starts
+      // with "cuda" or is "nccl" whenever the decoded one does (decoding it only turns "\r" or
+      // "\r\n" into "\n"), so what it rejects the decoded value would reject.
+      if (n.first_token() == n.last_token()) {
+        const auto sv = semantic::string_value(ctx_.m.text(), ctx_.m.tokens()[n.first_token()]);
+        if (sv && !sv->value.starts_with("cuda") && sv->value != "nccl") return;
+      }
       v = t_.string_value(n);
     } else if (n.kind() == NodeKind::JoinedStr) {
       // f"cuda:{rank}": the literal text before the first replacement field.
