@@ -143,8 +143,9 @@ struct DeviceValues::Impl {
     std::string module;
     std::string name;
   };
-  /// Per (scope, name); a name imported twice in a scope is its last import.
-  FlatMultimap<Key, ImportRef, KeyLess> imports;
+  /// The import aliases per (scope, name), when the analysis knows the project; read into an
+  /// ImportRef only when asked (import_ref).
+  FlatMultimap<Key, const Node*, KeyLess> imports;
   ModuleContext where;
 
   mutable std::unordered_map<const Node*, Value> memo;
@@ -266,21 +267,20 @@ struct DeviceValues::Impl {
   /// An import's binding, when the analysis knows the project (project_values.h): `import a.b`
   /// binds the module a, `import a.b as x` the module a.b, `from m import x` the name x of m
   /// (which may itself be a module of the package m).
-  void import_ref(const Node& alias, const Node* scope, std::string_view bound) {
-    if (!where.project) return;
+  /// nullopt for an alias that binds nothing known (`*`, a relative import above the top).
+  std::optional<ImportRef> import_ref(const Node& alias, std::string_view bound) const {
     const Node* stmt = alias.parent();
-    if (!stmt) return;
+    if (!stmt) return std::nullopt;
     std::string dotted = t.alias_name(alias);
-    if (dotted.empty() || dotted == "*") return;
-    if (stmt->kind() == NodeKind::Import) {
-      imports.add({scope, bound}, {t.name(alias).empty() ? std::string(bound) : dotted, ""});
-    } else if (stmt->kind() == NodeKind::ImportFrom) {
-      std::string mod = t.module(*stmt);
-      if (const std::uint32_t level = t.level(*stmt); level > 0)
-        mod = ProjectValues::resolve_relative(where.module, where.is_package, level, mod);
-      if (mod.empty()) return;
-      imports.add({scope, bound}, {std::move(mod), std::move(dotted)});
-    }
+    if (dotted.empty() || dotted == "*") return std::nullopt;
+    if (stmt->kind() == NodeKind::Import)
+      return ImportRef{t.name(alias).empty() ? std::string(bound) : dotted, ""};
+    if (stmt->kind() != NodeKind::ImportFrom) return std::nullopt;
+    std::string mod = t.module(*stmt);
+    if (const std::uint32_t level = t.level(*stmt); level > 0)
+      mod = ProjectValues::resolve_relative(where.module, where.is_package, level, mod);
+    if (mod.empty()) return std::nullopt;
+    return ImportRef{std::move(mod), std::move(dotted)};
   }
 
   void call(const Node& c) {
@@ -345,7 +345,7 @@ struct DeviceValues::Impl {
           bound = t.token_text(n.extra_tokens().empty() ? n.first_token() : n.extra_tokens()[0]);
         }
         binds.add({scope, bound}, nullptr);
-        import_ref(n, scope, bound);
+        if (where.project) imports.add({scope, bound}, &n);
         break;
       }
       case NodeKind::ExceptHandler:
@@ -405,17 +405,20 @@ struct DeviceValues::Impl {
     }
   }
 
-  /// The import that alone binds the name `n` where Python resolves it, if any.
-  const ImportRef* import_of(const Node& n) const {
-    if (imports.empty()) return nullptr;  // no project, or no import: every name's usual path
+  /// The import that alone binds the name `n` where Python resolves it, if any (of a name
+  /// imported twice in its scope, the last import that binds something known).
+  std::optional<ImportRef> import_of(const Node& n) const {
+    if (imports.empty()) return std::nullopt;  // no project, or no import: the usual path
     const std::string_view id = t.name(n);
-    const ImportRef* found = nullptr;
+    std::optional<ImportRef> found;
     for_scopes_of(n, [&](const Node* scope) {
       const auto b = binds.find({scope, id});
       const bool param = !params.find({scope, id}).empty();
       if (b.empty() && !param) return false;
       if (param || b.size() != 1) return true;
-      if (const auto it = imports.find({scope, id}); !it.empty()) found = &it.back().second;
+      const auto aliases = imports.find({scope, id});
+      for (auto it = aliases.rbegin(); it != aliases.rend() && !found; ++it)
+        found = import_ref(*it->second, id);
       return true;
     });
     return found;
@@ -429,7 +432,7 @@ struct DeviceValues::Impl {
 
   Value name(const Node& n, int steps) const {
     const std::string_view id = t.name(n);
-    if (const ImportRef* ref = import_of(n); ref && !ref->name.empty()) {
+    if (const auto ref = import_of(n); ref && !ref->name.empty()) {
       if (auto v = from_project(ref->module, ref->name)) return *v;
       return unknown_;
     }
@@ -528,7 +531,7 @@ struct DeviceValues::Impl {
     // `config.GPU_ID` with `config` a project module; else `args.gpu` with the parser built
     // in another module (opts.py): the project's options of that dest.
     const std::string_view head = t.name(*n.value());
-    if (const ImportRef* ref = import_of(*n.value())) {
+    if (const auto ref = import_of(*n.value())) {
       const std::string module = ref->name.empty() ? ref->module : ref->module + "." + ref->name;
       if (auto mv = from_project(module, attr)) return *mv;
       return unknown_;
