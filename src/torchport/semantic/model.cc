@@ -14,13 +14,6 @@ bool significant(TokenKind k) {
          k != TokenKind::Dedent && k != TokenKind::EndMarker;
 }
 
-bool is_open(TokenKind k) {
-  return k == TokenKind::LPar || k == TokenKind::LSqb || k == TokenKind::LBrace;
-}
-bool is_close(TokenKind k) {
-  return k == TokenKind::RPar || k == TokenKind::RSqb || k == TokenKind::RBrace;
-}
-
 }  // namespace
 
 bool is_cuda_device_string(std::string_view s) {
@@ -65,9 +58,9 @@ Model::Model(const syntax::Tree& tree) : text_(tree.text()), tokens_(tree.tokens
 
 void Model::build_lines() {
   const auto n = static_cast<TokenIndex>(tokens_.size());
-  line_of_token_.assign(n, -1);
+  line_of_token_.reset(new std::int32_t[n]);
   match_.assign(n, -1);
-  enclosing_.assign(n, -1);
+  enclosing_.reset(new std::int32_t[n]);
   std::vector<TokenIndex> open;
   std::uint32_t depth = 0;
   Line cur;
@@ -95,38 +88,56 @@ void Model::build_lines() {
     cur = Line{};
   };
 
+  // One switch per token; `line` is the index the current line gets when finish() pushes it.
+  auto line = static_cast<std::int32_t>(lines_.size());
   for (TokenIndex i = 0; i < n; ++i) {
     const TokenKind k = tokens_[i].kind;
-    if (!open.empty()) enclosing_[i] = static_cast<std::int32_t>(open.back());
-    if (k == TokenKind::Indent) {
-      ++depth;
-      continue;
+    enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
+    line_of_token_[i] = -1;
+    switch (k) {
+      case TokenKind::Indent:
+        ++depth;
+        continue;
+      case TokenKind::Dedent:
+        if (depth > 0) --depth;
+        continue;
+      case TokenKind::Newline:
+      case TokenKind::EndMarker:
+        finish(tokens_[i].end);
+        line = static_cast<std::int32_t>(lines_.size());
+        open.clear();
+        continue;
+      case TokenKind::Whitespace:
+      case TokenKind::Comment:
+      case TokenKind::Continuation:
+      case TokenKind::NonLogicalNewline:
+        continue;
+      case TokenKind::LPar:
+      case TokenKind::LSqb:
+      case TokenKind::LBrace:
+        open.push_back(i);
+        break;
+      case TokenKind::RPar:
+      case TokenKind::RSqb:
+      case TokenKind::RBrace:
+        if (!open.empty()) {
+          match_[open.back()] = static_cast<std::int32_t>(i);
+          match_[i] = static_cast<std::int32_t>(open.back());
+          open.pop_back();
+          enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
+        }
+        break;
+      case TokenKind::String:
+        string_tokens_.push_back(i);
+        break;
+      case TokenKind::Name:
+        identifier_tokens_.push_back(i);
+        break;
+      default:
+        break;
     }
-    if (k == TokenKind::Dedent) {
-      if (depth > 0) --depth;
-      continue;
-    }
-    if (k == TokenKind::Newline || k == TokenKind::EndMarker) {
-      finish(tokens_[i].end);
-      open.clear();
-      continue;
-    }
-    if (!significant(k)) continue;
-    if (is_open(k)) {
-      open.push_back(i);
-    } else if (is_close(k) && !open.empty()) {
-      match_[open.back()] = static_cast<std::int32_t>(i);
-      match_[i] = static_cast<std::int32_t>(open.back());
-      open.pop_back();
-      enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
-    }
-    // The line this token is on gets the next index: finish() pushes it, as it has a token.
-    line_of_token_[i] = static_cast<std::int32_t>(lines_.size());
+    line_of_token_[i] = line;
     line_tokens_.push_back(i);
-    if (k == TokenKind::String)
-      string_tokens_.push_back(i);
-    else if (k == TokenKind::Name)
-      identifier_tokens_.push_back(i);
   }
   finish(static_cast<std::uint32_t>(text_.size()));
   for (std::size_t li = 0; li < lines_.size(); ++li)
@@ -252,9 +263,8 @@ class Binder {
 
   void run() {
     const std::size_t n = m_.tokens_.size();
-    m_.store_.assign(n, 0);
-    m_.load_.assign(n, 0);
-    m_.scope_of_.assign(n, 0);
+    m_.context_.assign(n, 0);
+    m_.scope_of_.reset(new std::uint32_t[n]);
     line_set_.assign(m_.lines_.size(), 0);
     for (const Node* c : t_.root().children()) node(*c, 0);
   }
@@ -296,7 +306,7 @@ class Binder {
 
   void bind_token(std::uint32_t scope, std::uint32_t tok, Binding b) {
     if (tok == syntax::kNoToken) return;
-    m_.store_[tok] = 1;
+    m_.context_[tok] |= Model::kStore;
     m_.scope_of_[tok] = scope;
     const std::string_view name = m_.token_text(tok);
     m_.bind(binding_scope(scope, name), name, std::move(b));
@@ -316,7 +326,7 @@ class Binder {
         return;
       case NodeKind::Attribute:
         if (const Node* v = t.value()) expr(*v, scope);
-        if (t.token() != syntax::kNoToken) m_.store_[t.token()] = 1;
+        if (t.token() != syntax::kNoToken) m_.context_[t.token()] |= Model::kStore;
         return;
       default:
         expr(t, scope);
@@ -386,7 +396,7 @@ class Binder {
     switch (e.kind()) {
       case NodeKind::Name:
         if (e.token() != syntax::kNoToken) {
-          m_.load_[e.token()] = 1;
+          m_.context_[e.token()] |= Model::kLoad;
           m_.scope_of_[e.token()] = scope;
         }
         return;
@@ -565,7 +575,7 @@ class Binder {
         if (al->token() != syntax::kNoToken) {
           bound = m_.token_text(al->token());
           im.target = im.module;
-          m_.store_[al->token()] = 1;
+          m_.context_[al->token()] |= Model::kStore;
         } else {
           bound = m_.token_text(names.front());
           im.target = std::string(bound);
@@ -602,7 +612,7 @@ class Binder {
       std::string_view bound = m_.token_text(names.front());
       if (al->token() != syntax::kNoToken) {
         bound = m_.token_text(al->token());
-        m_.store_[al->token()] = 1;
+        m_.context_[al->token()] |= Model::kStore;
       }
       im.bound = std::string(bound);
       im.target = module + "." + im.name;
@@ -709,7 +719,7 @@ void Model::build_references() {
     for (std::size_t p = 0; p < t.size(); ++p) {
       // Only a name in load context heads a reference: never a name being bound, a
       // parameter, a keyword argument's name, an attribute name or an imported name.
-      if (kind(t[p]) != TokenKind::Name || !load_[t[p]]) continue;
+      if (kind(t[p]) != TokenKind::Name || (context_[t[p]] & kLoad) == 0) continue;
       std::size_t q = p;
       while (q + 2 < t.size() && kind(t[q + 1]) == TokenKind::Dot &&
              kind(t[q + 2]) == TokenKind::Name) {
@@ -723,7 +733,7 @@ void Model::build_references() {
       ref.names = {name_tokens_.data() + names_at, name_tokens_.size() - names_at};
       ref.last = t[q];
       ref.scope = scope_of_[t[p]];
-      ref.store = store_[ref.last] != 0 && q > p;
+      ref.store = (context_[ref.last] & kStore) != 0 && q > p;
       const Binding* b = find_meaningful(token_text(t[p]), ref.scope);
       if (b && b->kind == Binding::Kind::Qualified) {
         std::size_t size = b->target.size();
@@ -741,6 +751,7 @@ void Model::build_references() {
       p = q;
     }
   }
+  scope_of_.reset();  // only the references needed it
 }
 
 std::optional<TokenIndex> Model::next(TokenIndex i) const {

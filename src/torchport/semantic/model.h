@@ -23,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -108,7 +109,7 @@ class Model {
 
   /// The line a significant token belongs to, or nullopt for trivia.
   std::optional<std::uint32_t> line_of(TokenIndex i) const {
-    if (i >= line_of_token_.size() || line_of_token_[i] < 0) return std::nullopt;
+    if (i >= tokens_.size() || line_of_token_[i] < 0) return std::nullopt;
     return static_cast<std::uint32_t>(line_of_token_[i]);
   }
 
@@ -116,7 +117,7 @@ class Model {
   /// walrus target, a parameter, a capture, an `as` name, a def/class name) and for the attribute
   /// name of an assigned attribute (`is_cuda` in `self.is_cuda = x`). Such tokens are never
   /// rewritten.
-  bool is_store(TokenIndex i) const { return i < store_.size() && store_[i] != 0; }
+  bool is_store(TokenIndex i) const { return i < context_.size() && (context_[i] & kStore) != 0; }
 
   /// Resolves `name` as seen from code in `scope` (innermost function scope, then module).
   std::optional<Binding> lookup(std::string_view name, std::uint32_t scope) const;
@@ -142,7 +143,7 @@ class Model {
   }
   /// The innermost unclosed `(`, `[` or `{` that encloses token `i`, if any.
   std::optional<TokenIndex> enclosing_open(TokenIndex i) const {
-    if (i >= enclosing_.size() || enclosing_[i] < 0) return std::nullopt;
+    if (i >= tokens_.size() || enclosing_[i] < 0) return std::nullopt;
     return static_cast<TokenIndex>(enclosing_[i]);
   }
 
@@ -197,15 +198,19 @@ class Model {
   std::vector<TokenIndex> name_tokens_;        ///< the references' name chains
   std::vector<TokenIndex> string_tokens_;      ///< every String token
   std::vector<TokenIndex> identifier_tokens_;  ///< every Name token
-  std::vector<std::int32_t> line_of_token_;    ///< -1 for trivia
-  std::vector<std::int32_t> match_;            ///< matching bracket or -1
-  std::vector<std::int32_t> enclosing_;        ///< innermost open bracket or -1
+  // Per token, every entry written by build_lines (so not filled before):
+  std::unique_ptr<std::int32_t[]> line_of_token_;  ///< -1 for trivia
+  std::vector<std::int32_t> match_;                ///< matching bracket or -1
+  std::unique_ptr<std::int32_t[]> enclosing_;      ///< innermost open bracket or -1
   std::vector<Import> imports_;
   std::vector<Reference> references_;
   std::vector<std::int32_t> reference_of_token_;
-  std::vector<std::uint8_t> store_;      ///< per token: 1 = store context (see is_store)
-  std::vector<std::uint8_t> load_;       ///< per token: 1 = a Name node in load context
-  std::vector<std::uint32_t> scope_of_;  ///< per Name token: the scope it is resolved in
+  static constexpr std::uint8_t kStore = 1;  ///< store context (see is_store)
+  static constexpr std::uint8_t kLoad = 2;   ///< a Name node in load context
+  std::vector<std::uint8_t> context_;        ///< per token: kStore | kLoad
+  /// Per Name token in load context: the scope it is resolved in (other entries are never
+  /// written nor read; released once the references are built).
+  std::unique_ptr<std::uint32_t[]> scope_of_;
   enum class ScopeKind : std::uint8_t { Module, Function, Class, Comprehension };
   struct Scope {
     std::uint32_t parent = 0;
