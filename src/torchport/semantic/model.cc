@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 
 namespace torchport::semantic {
 
@@ -144,6 +145,41 @@ void Model::build_lines() {
     lines_[li].tokens = {line_tokens_.data() + runs[li].first, runs[li].second};
 }
 
+const Model::Scope::Merged* Model::Scope::Index::find(std::string_view name,
+                                                      const Scope& sc) const {
+  if (slots.empty()) return nullptr;
+  const std::size_t mask = slots.size() - 1;
+  for (std::size_t h = std::hash<std::string_view>{}(name)&mask;; h = (h + 1) & mask) {
+    if (slots[h] == 0) return nullptr;
+    const Merged& m = merged[slots[h] - 1];
+    if (sc.names[m.first].first == name) return &m;
+  }
+}
+
+std::pair<Model::Scope::Merged*, bool> Model::Scope::Index::insert(std::uint32_t idx,
+                                                                   const Scope& sc) {
+  // At most half full: a probe meets a free slot soon.
+  if ((merged.size() + 1) * 2 > slots.size()) {
+    slots.assign(std::max<std::size_t>(64, slots.size() * 2), 0);
+    const std::size_t mask = slots.size() - 1;
+    for (std::uint32_t i = 0; i < merged.size(); ++i) {
+      std::size_t h = std::hash<std::string_view>{}(sc.names[merged[i].first].first) & mask;
+      while (slots[h] != 0) h = (h + 1) & mask;
+      slots[h] = i + 1;
+    }
+  }
+  const std::string_view name = sc.names[idx].first;
+  const std::size_t mask = slots.size() - 1;
+  std::size_t h = std::hash<std::string_view>{}(name)&mask;
+  for (; slots[h] != 0; h = (h + 1) & mask) {
+    Merged& m = merged[slots[h] - 1];
+    if (sc.names[m.first].first == name) return {&m, false};
+  }
+  merged.push_back(Merged{idx});
+  slots[h] = static_cast<std::uint32_t>(merged.size());
+  return {&merged.back(), true};
+}
+
 void Model::bind(std::uint32_t scope, std::string_view name, Binding b) {
   // Small scopes are searched linearly; from kIndexFrom names on, through an index.
   constexpr std::size_t kIndexFrom = 16;
@@ -157,10 +193,10 @@ void Model::bind(std::uint32_t scope, std::string_view name, Binding b) {
   const auto first =
       sc.index.empty() ? std::uint32_t{0} : static_cast<std::uint32_t>(sc.names.size() - 1);
   for (auto idx = first; idx < sc.names.size(); ++idx) {
-    auto [it, inserted] = sc.index.try_emplace(sc.names[idx].first, Scope::Merged{idx});
+    auto [entry, inserted] = sc.index.insert(idx, sc);
     if (inserted) continue;
     // The same steps as Merge::add, on indexes (`names` may move as it grows).
-    Scope::Merged& m = it->second;
+    Scope::Merged& m = *entry;
     const Binding& added = sc.names[idx].second;
     const Binding& found = sc.names[m.first].second;
     if (m.device || added.kind == Binding::Kind::Device || found.kind == Binding::Kind::Device)
@@ -207,8 +243,8 @@ const Binding* Model::find_binding(std::string_view name, std::uint32_t scope) c
     if (at.index.empty()) {
       for (const auto& [n, b] : at.names)
         if (n == name) m.add(b);
-    } else if (auto it = at.index.find(name); it != at.index.end()) {
-      const Scope::Merged& x = it->second;
+    } else if (const Scope::Merged* found = at.index.find(name, at)) {
+      const Scope::Merged& x = *found;
       return x.conflict ? &kConflict : x.device ? &kMergedDevice : &at.names[x.first].second;
     }
     if (m.found) return m.result();

@@ -225,8 +225,19 @@ class Model {
       bool device = false;      ///< merged into a Device binding
       bool conflict = false;    ///< bindings of different kinds or targets
     };
-    /// name -> its merged bindings (only for scopes with many names).
-    std::unordered_map<std::string_view, Merged> index;
+    /// name -> its merged bindings (only for scopes with many names): open addressing over a
+    /// power-of-two table of indexes into `merged`, no node per name. A name is read back as
+    /// names[merged[i].first].first.
+    struct Index {
+      std::vector<std::uint32_t> slots;  ///< 1 + an index into `merged`; 0 = free
+      std::vector<Merged> merged;        ///< one per distinct name, in binding order
+      bool empty() const { return merged.empty(); }
+      /// The entry of `name`, or nullptr.
+      const Merged* find(std::string_view name, const Scope& sc) const;
+      /// The entry of the name of sc.names[idx]: a new one (second: true) or the name's.
+      std::pair<Merged*, bool> insert(std::uint32_t idx, const Scope& sc);
+    };
+    Index index;
   };
   std::vector<Scope> scopes_;
   /// A filter of the names that have a Qualified or Device binding somewhere in the file

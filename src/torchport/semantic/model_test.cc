@@ -344,5 +344,32 @@ TEST(SemanticModel, ReferencesAgreeWithLookupWhateverTheNumberOfNames) {
   EXPECT_EQ(qualified(p, "m3", 4), "<other>");  // f3's parameter
 }
 
+// A scope of many names answers from an index kept as names are bound; a small one by reading
+// its names. Both merge a name's bindings the same way: rebound to another target or to a value
+// is not trusted, the same target twice is, and a device binding makes a device.
+TEST(SemanticModel, ManyNamesMergeAsFewDo) {
+  const std::string tail =
+      "import os as a\nimport sys as a\n"
+      "import os as b\nimport os as b\n"
+      "import os as c\nc = 3\n"
+      "d = torch.device('cuda')\nimport os as d\n"
+      "e = 1\n";
+  for (int fillers : {0, 40, 3000}) {
+    std::string src = "import torch\n";
+    for (int i = 0; i < fillers; ++i) src += "n" + std::to_string(i) + " = 1\n";
+    Parsed p(src + tail);
+    EXPECT_EQ(qualified(p, "a"), "<other>") << fillers;
+    EXPECT_EQ(qualified(p, "b"), "os") << fillers;
+    EXPECT_EQ(qualified(p, "c"), "<other>") << fillers;
+    EXPECT_EQ(qualified(p, "d"), "<device>") << fillers;
+    EXPECT_EQ(qualified(p, "e"), "<other>") << fillers;
+    EXPECT_EQ(qualified(p, "torch"), "torch") << fillers;
+    EXPECT_EQ(qualified(p, "zz"), "<unbound>") << fillers;
+    if (fillers > 0) {
+      EXPECT_EQ(qualified(p, "n" + std::to_string(fillers - 1)), "<other>");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace torchport::semantic
