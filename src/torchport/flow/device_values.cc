@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -46,6 +49,54 @@ bool rank_variable(std::string_view v) {
   return std::find(kNames.begin(), kNames.end(), v) != kNames.end();
 }
 
+/// A multimap filled once, then only read: entries are appended in source order and grouped by
+/// key on the first lookup (a stable sort, so each key's values keep their source order). One
+/// vector instead of a hash node and a vector per key: the index of a module costs a few
+/// allocations, and most of its keys are never looked up.
+/// An order of names for grouping them, not for showing them: by length first, so that most
+/// comparisons need no memcmp.
+struct NameLess {
+  bool operator()(std::string_view a, std::string_view b) const {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  }
+};
+
+template <class K, class V, class Less>
+class FlatMultimap {
+ public:
+  using Entry = std::pair<K, V>;
+  void add(K key, V value) {
+    entries_.emplace_back(std::move(key), std::move(value));
+    sorted_ = false;
+  }
+  /// The last entry added (to complete it before any lookup).
+  V& back() { return entries_.back().second; }
+  bool empty() const { return entries_.empty(); }
+  /// The values of `key`, in the order they were added.
+  std::span<const Entry> find(const K& key) const {
+    sort();
+    const auto [lo, hi] =
+        std::equal_range(entries_.begin(), entries_.end(), Entry{key, V{}},
+                         [](const Entry& a, const Entry& b) { return Less{}(a.first, b.first); });
+    return {lo, hi};
+  }
+  /// Every entry, grouped by key.
+  std::span<const Entry> grouped() const {
+    sort();
+    return entries_;
+  }
+
+ private:
+  void sort() const {
+    if (sorted_) return;
+    std::stable_sort(entries_.begin(), entries_.end(),
+                     [](const Entry& a, const Entry& b) { return Less{}(a.first, b.first); });
+    sorted_ = true;
+  }
+  mutable std::vector<Entry> entries_;
+  mutable bool sorted_ = true;
+};
+
 // Calls whose result is a rank or a device index, by the called attribute's name:
 // torch.distributed.get_rank() / get_node_local_rank(), torch.cuda.current_device().
 bool index_call(std::string_view attr) {
@@ -58,32 +109,33 @@ bool index_call(std::string_view attr) {
 struct DeviceValues::Impl {
   const syntax::Tree& t;
   using Key = std::pair<const Node*, std::string_view>;  // (scope, name)
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const {
-      return std::hash<const void*>()(k.first) ^ (std::hash<std::string_view>()(k.second) << 1);
+  struct KeyLess {
+    bool operator()(const Key& a, const Key& b) const {
+      if (a.first != b.first) return std::less<const Node*>{}(a.first, b.first);
+      return NameLess{}(a.second, b.second);
     }
   };
+  using NodeLess = std::less<const Node*>;
+  using Nodes = std::span<const std::pair<std::string_view, const Node*>>;
   /// Bound values per (scope, name); nullptr = a binding whose value is not an expression
   /// (a loop target, an import, a tuple unpacked from a call...).
-  std::unordered_map<Key, std::vector<const Node*>, KeyHash> binds;
+  FlatMultimap<Key, const Node*, KeyLess> binds;
   struct Param {
     const Node* def = nullptr;
     std::size_t position = 0;  ///< among the positional parameters; SIZE_MAX for keyword-only
     const Node* default_value = nullptr;
   };
-  std::unordered_map<Key, Param, KeyHash> params;
+  /// The parameters per (function, name); a name given twice is its last parameter.
+  FlatMultimap<Key, Param, KeyLess> params;
   /// Values assigned to `X.attr` anywhere in the module, by attribute name; argparse defaults.
-  std::unordered_map<std::string_view, std::vector<const Node*>> attrs;
-  std::unordered_map<std::string_view, std::vector<const Node*>> attr_targets;  ///< `X.a = `
-  std::unordered_set<std::string> int_options;  ///< argparse dests with type=int
-  std::unordered_map<std::string_view, std::vector<const Node*>> defs;  ///< name -> defs
-  /// Every call of the module with its callee's name, in source order; grouped by name into
-  /// `calls` on the first question about a function's call sites (most modules are asked none).
-  std::vector<std::pair<std::string_view, const Node*>> call_list;
-  mutable std::unordered_map<std::string_view, std::vector<const Node*>> calls;
-  mutable bool calls_grouped = false;
-  std::unordered_set<std::string_view> spawned;  ///< functions started by mp.spawn
-  std::unordered_map<const Node*, std::vector<const Node*>> returns;  ///< def -> return values
+  FlatMultimap<std::string_view, const Node*, NameLess> attrs;
+  FlatMultimap<std::string_view, const Node*, NameLess> attr_targets;  ///< `X.a = `
+  std::unordered_set<std::string> int_options;                 ///< argparse dests with type=int
+  FlatMultimap<std::string_view, const Node*, NameLess> defs;  ///< name -> defs
+  /// Every call of the module by its callee's name.
+  FlatMultimap<std::string_view, const Node*, NameLess> calls;
+  std::unordered_set<std::string_view> spawned;              ///< functions started by mp.spawn
+  FlatMultimap<const Node*, const Node*, NodeLess> returns;  ///< def -> return values
   std::unordered_map<std::string, std::vector<const Node*>> option_values;  ///< dest -> defaults
   std::vector<OptionFact> option_facts;
   /// What an import binds: the absolute module, and the imported name ("" for the module).
@@ -91,13 +143,16 @@ struct DeviceValues::Impl {
     std::string module;
     std::string name;
   };
-  std::unordered_map<Key, ImportRef, KeyHash> imports;
+  /// The import aliases per (scope, name), when the analysis knows the project; read into an
+  /// ImportRef only when asked (import_ref).
+  FlatMultimap<Key, const Node*, KeyLess> imports;
   ModuleContext where;
 
   mutable std::unordered_map<const Node*, Value> memo;
   mutable bool cut = false;                                   ///< the current walk hit a cut
   mutable std::unordered_map<const Node*, Value> query_memo;  ///< cut values, this query only
-  mutable std::unordered_set<const Node*> active;
+  /// The nodes being evaluated, outermost first (at most kMaxSteps: a linear search).
+  mutable std::vector<const Node*> active;
   Value unknown_;
 
   Impl(const syntax::Tree& tree, ModuleContext w) : t(tree), where(std::move(w)) {
@@ -110,11 +165,11 @@ struct DeviceValues::Impl {
   void bind(const Node* scope, const Node& target, const Node* value) {
     switch (target.kind()) {
       case NodeKind::Name:
-        binds[{scope, t.name(target)}].push_back(value);
+        binds.add({scope, t.name(target)}, value);
         break;
       case NodeKind::Attribute:
-        attrs[t.name(target)].push_back(value);
-        attr_targets[t.name(target)].push_back(&target);
+        attrs.add(t.name(target), value);
+        attr_targets.add(t.name(target), &target);
         break;
       case NodeKind::Tuple:
       case NodeKind::List: {
@@ -143,24 +198,26 @@ struct DeviceValues::Impl {
     const Node* args = def.arguments();
     if (!args) return;
     std::size_t position = 0;
-    Param* last = nullptr;  // the parameter a default that follows belongs to
+    bool last = false;  // a default that follows belongs to the last parameter added
     for (const Node* c : args->children()) {
       switch (c->role()) {
         case Role::PosOnlyArg:
         case Role::PlainArg:
-          last = &(params[{&def, t.name(*c)}] = Param{&def, position++, nullptr});
+          params.add({&def, t.name(*c)}, Param{&def, position++, nullptr});
+          last = true;
           break;
         case Role::KwOnlyArg:
-          last = &(params[{&def, t.name(*c)}] = Param{&def, SIZE_MAX, nullptr});
+          params.add({&def, t.name(*c)}, Param{&def, SIZE_MAX, nullptr});
+          last = true;
           break;
         case Role::VarArg:
         case Role::KwArg:
-          binds[{&def, t.name(*c)}].push_back(nullptr);
-          last = nullptr;
+          binds.add({&def, t.name(*c)}, nullptr);
+          last = false;
           break;
         case Role::Default:
         case Role::KwDefault:
-          if (last) last->default_value = c;
+          if (last) params.back().default_value = c;
           break;
         default:
           break;
@@ -210,21 +267,20 @@ struct DeviceValues::Impl {
   /// An import's binding, when the analysis knows the project (project_values.h): `import a.b`
   /// binds the module a, `import a.b as x` the module a.b, `from m import x` the name x of m
   /// (which may itself be a module of the package m).
-  void import_ref(const Node& alias, const Node* scope, std::string_view bound) {
-    if (!where.project) return;
+  /// nullopt for an alias that binds nothing known (`*`, a relative import above the top).
+  std::optional<ImportRef> import_ref(const Node& alias, std::string_view bound) const {
     const Node* stmt = alias.parent();
-    if (!stmt) return;
+    if (!stmt) return std::nullopt;
     std::string dotted = t.alias_name(alias);
-    if (dotted.empty() || dotted == "*") return;
-    if (stmt->kind() == NodeKind::Import) {
-      imports[{scope, bound}] = {t.name(alias).empty() ? std::string(bound) : dotted, ""};
-    } else if (stmt->kind() == NodeKind::ImportFrom) {
-      std::string mod = t.module(*stmt);
-      if (const std::uint32_t level = t.level(*stmt); level > 0)
-        mod = ProjectValues::resolve_relative(where.module, where.is_package, level, mod);
-      if (mod.empty()) return;
-      imports[{scope, bound}] = {std::move(mod), std::move(dotted)};
-    }
+    if (dotted.empty() || dotted == "*") return std::nullopt;
+    if (stmt->kind() == NodeKind::Import)
+      return ImportRef{t.name(alias).empty() ? std::string(bound) : dotted, ""};
+    if (stmt->kind() != NodeKind::ImportFrom) return std::nullopt;
+    std::string mod = t.module(*stmt);
+    if (const std::uint32_t level = t.level(*stmt); level > 0)
+      mod = ProjectValues::resolve_relative(where.module, where.is_package, level, mod);
+    if (mod.empty()) return std::nullopt;
+    return ImportRef{std::move(mod), std::move(dotted)};
   }
 
   void call(const Node& c) {
@@ -233,7 +289,7 @@ struct DeviceValues::Impl {
     std::string_view name;
     if (f->kind() == NodeKind::Name || f->kind() == NodeKind::Attribute) name = t.name(*f);
     if (name.empty()) return;
-    call_list.emplace_back(name, &c);
+    calls.add(name, &c);
     // argparse's add_argument, and configargparse's group.add (OpenNMT-py and others)
     if ((name == "add_argument" || name == "add") && f->kind() == NodeKind::Attribute)
       argparse_option(c, name == "add_argument");
@@ -249,8 +305,8 @@ struct DeviceValues::Impl {
     switch (n.kind()) {
       case NodeKind::FunctionDef:
       case NodeKind::AsyncFunctionDef:
-        binds[{scope, t.name(n)}].push_back(nullptr);
-        defs[t.name(n)].push_back(&n);
+        binds.add({scope, t.name(n)}, nullptr);
+        defs.add(t.name(n), &n);
         parameters(n);
         for (const Node* c : n.children()) {
           const bool inner = c->role() == Role::Body;
@@ -262,7 +318,7 @@ struct DeviceValues::Impl {
         for (const Node* c : n.children()) index(*c, c->role() == Role::Body ? &n : scope, def);
         return;
       case NodeKind::ClassDef:
-        binds[{scope, t.name(n)}].push_back(nullptr);
+        binds.add({scope, t.name(n)}, nullptr);
         for (const Node* c : n.children()) index(*c, c->role() == Role::Body ? &n : scope, def);
         return;
       case NodeKind::Assign:
@@ -288,15 +344,15 @@ struct DeviceValues::Impl {
         if (bound.empty()) {
           bound = t.token_text(n.extra_tokens().empty() ? n.first_token() : n.extra_tokens()[0]);
         }
-        binds[{scope, bound}].push_back(nullptr);
-        import_ref(n, scope, bound);
+        binds.add({scope, bound}, nullptr);
+        if (where.project) imports.add({scope, bound}, &n);
         break;
       }
       case NodeKind::ExceptHandler:
-        if (!t.name(n).empty()) binds[{scope, t.name(n)}].push_back(nullptr);
+        if (!t.name(n).empty()) binds.add({scope, t.name(n)}, nullptr);
         break;
       case NodeKind::Return:
-        if (def) returns[def].push_back(n.value());
+        if (def) returns.add(def, n.value());
         break;
       case NodeKind::Call:
         call(n);
@@ -316,41 +372,56 @@ struct DeviceValues::Impl {
     return v;
   }
 
-  Value values(const std::vector<const Node*>& nodes, int steps) const {
+  /// The merged values of some nodes, or of the nodes of a FlatMultimap range (nullptr: Unknown).
+  template <class Entries>
+  Value values(const Entries& nodes, int steps) const {
     Value v;
-    for (const Node* n : nodes) v.merge(n ? eval(*n, steps) : unknown_);
+    for (const auto& e : nodes) {
+      const Node* n = nullptr;
+      if constexpr (std::is_same_v<std::decay_t<decltype(e)>, const Node*>)
+        n = e;
+      else
+        n = e.second;
+      v.merge(n ? eval(*n, steps) : unknown_);
+    }
     if (nodes.empty()) v.add(Source::Unknown);
     return v;
   }
 
   /// The scopes a name in `n` is resolved in, innermost first (class bodies only when they are
   /// the innermost: methods do not see them).
-  std::vector<const Node*> scopes_of(const Node& n) const {
-    std::vector<const Node*> out;
+  /// Calls `visit(scope)` on each until it returns true.
+  template <class Visit>
+  void for_scopes_of(const Node& n, Visit&& visit) const {
+    bool first = true;
     const Node* child = &n;
     for (const Node* p = n.parent(); p; child = p, p = p->parent()) {
       if (!is_scope(*p)) continue;
       // A default, decorator or annotation is evaluated in the enclosing scope.
       if (p->kind() != NodeKind::Module && child->role() != Role::Body) continue;
-      if (p->kind() == NodeKind::ClassDef && !out.empty()) continue;
-      out.push_back(p);
+      if (p->kind() == NodeKind::ClassDef && !first) continue;
+      first = false;
+      if (visit(p)) return;
     }
-    return out;
   }
 
-  /// The import that alone binds the name `n` where Python resolves it, if any.
-  const ImportRef* import_of(const Node& n) const {
-    if (imports.empty()) return nullptr;  // no project, or no import: every name's usual path
+  /// The import that alone binds the name `n` where Python resolves it, if any (of a name
+  /// imported twice in its scope, the last import that binds something known).
+  std::optional<ImportRef> import_of(const Node& n) const {
+    if (imports.empty()) return std::nullopt;  // no project, or no import: the usual path
     const std::string_view id = t.name(n);
-    for (const Node* scope : scopes_of(n)) {
-      auto b = binds.find({scope, id});
-      const bool param = params.contains({scope, id});
-      if (b == binds.end() && !param) continue;
-      if (param || b->second.size() != 1) return nullptr;
-      auto it = imports.find({scope, id});
-      return it == imports.end() ? nullptr : &it->second;
-    }
-    return nullptr;
+    std::optional<ImportRef> found;
+    for_scopes_of(n, [&](const Node* scope) {
+      const auto b = binds.find({scope, id});
+      const bool param = !params.find({scope, id}).empty();
+      if (b.empty() && !param) return false;
+      if (param || b.size() != 1) return true;
+      const auto aliases = imports.find({scope, id});
+      for (auto it = aliases.rbegin(); it != aliases.rend() && !found; ++it)
+        found = import_ref(*it->second, id);
+      return true;
+    });
+    return found;
   }
 
   /// The value of a name another module of the project defines (nullopt: not known there).
@@ -361,24 +432,24 @@ struct DeviceValues::Impl {
 
   Value name(const Node& n, int steps) const {
     const std::string_view id = t.name(n);
-    if (const ImportRef* ref = import_of(n); ref && !ref->name.empty()) {
+    if (const auto ref = import_of(n); ref && !ref->name.empty()) {
       if (auto v = from_project(ref->module, ref->name)) return *v;
       return unknown_;
     }
-    for (const Node* scope : scopes_of(n)) {
-      Value v;
-      bool found = false;
-      if (auto it = binds.find({scope, id}); it != binds.end()) {
-        v.merge(values(it->second, steps));
+    Value v;
+    bool found = false;
+    for_scopes_of(n, [&](const Node* scope) {
+      if (const auto b = binds.find({scope, id}); !b.empty()) {
+        v.merge(values(b, steps));
         found = true;
       }
-      if (auto it = params.find({scope, id}); it != params.end()) {
-        v.merge(parameter(it->second, id, steps));
+      if (const auto p = params.find({scope, id}); !p.empty()) {
+        v.merge(parameter(p.back().second, id, steps));
         found = true;
       }
-      if (found) return v;
-    }
-    return unknown_;
+      return found;
+    });
+    return found ? v : unknown_;
   }
 
   Value parameter(const Param& p, std::string_view id, int steps) const {
@@ -398,39 +469,33 @@ struct DeviceValues::Impl {
       }
     }
     bool any_call = false;
-    if (!calls_grouped) {
-      for (const auto& [callee, c] : call_list) calls[callee].push_back(c);
-      calls_grouped = true;
-    }
-    if (auto it = calls.find(fn); it != calls.end()) {
-      for (const Node* c : it->second) {
-        if (c->func() && c->func()->kind() == NodeKind::Attribute && t.name(*c->func()) == "spawn")
-          continue;
-        any_call = true;
-        const bool through_attr = c->func()->kind() == NodeKind::Attribute;
-        std::size_t pos = p.position;
-        if (method && through_attr) {
-          if (pos == 0) return unknown_;  // `self`
-          --pos;
-        }
-        const Node* arg = nullptr;
-        bool starred = false;
-        std::size_t i = 0;
-        for (const Node* a : c->args()) {
-          if (a->kind() == NodeKind::Starred) starred = true;
-          if (i++ == pos && !starred) arg = a;
-        }
-        for (const Node* k : c->keywords()) {
-          if (t.name(*k).empty()) starred = true;  // **kwargs
-          if (t.name(*k) == id) arg = k->value();
-        }
-        if (arg) {
-          v.merge(eval(*arg, steps));
-        } else if (starred) {
-          v.add(Source::Unknown);
-        }
-        // neither: the default, merged above
+    for (const auto& [callee, c] : calls.find(fn)) {
+      if (c->func() && c->func()->kind() == NodeKind::Attribute && t.name(*c->func()) == "spawn")
+        continue;
+      any_call = true;
+      const bool through_attr = c->func()->kind() == NodeKind::Attribute;
+      std::size_t pos = p.position;
+      if (method && through_attr) {
+        if (pos == 0) return unknown_;  // `self`
+        --pos;
       }
+      const Node* arg = nullptr;
+      bool starred = false;
+      std::size_t i = 0;
+      for (const Node* a : c->args()) {
+        if (a->kind() == NodeKind::Starred) starred = true;
+        if (i++ == pos && !starred) arg = a;
+      }
+      for (const Node* k : c->keywords()) {
+        if (t.name(*k).empty()) starred = true;  // **kwargs
+        if (t.name(*k) == id) arg = k->value();
+      }
+      if (arg) {
+        v.merge(eval(*arg, steps));
+      } else if (starred) {
+        v.add(Source::Unknown);
+      }
+      // neither: the default, merged above
     }
     if (!any_call && !p.default_value && !(p.position == 0 && spawned.contains(fn)))
       v.add(Source::Unknown);
@@ -443,7 +508,9 @@ struct DeviceValues::Impl {
     if (attr == "index" && n.role() != Role::Func) return one(Source::Index);
     Value v;
     bool found = false;
-    if (auto it = option_values.find(std::string(attr)); it != option_values.end()) {
+    if (auto it =
+            option_values.empty() ? option_values.end() : option_values.find(std::string(attr));
+        it != option_values.end()) {
       found = true;
       if (int_options.contains(std::string(attr))) {
         v.add(Source::Index);
@@ -455,16 +522,16 @@ struct DeviceValues::Impl {
         v.merge(values(it->second, steps));
       }
     }
-    if (auto it = attrs.find(attr); it != attrs.end()) {
+    if (const auto a = attrs.find(attr); !a.empty()) {
       found = true;
-      v.merge(values(it->second, steps));
+      v.merge(values(a, steps));
     }
     if (found || !where.project || !n.value() || n.value()->kind() != NodeKind::Name)
       return found ? v : unknown_;
     // `config.GPU_ID` with `config` a project module; else `args.gpu` with the parser built
     // in another module (opts.py): the project's options of that dest.
     const std::string_view head = t.name(*n.value());
-    if (const ImportRef* ref = import_of(*n.value())) {
+    if (const auto ref = import_of(*n.value())) {
       const std::string module = ref->name.empty() ? ref->module : ref->module + "." + ref->name;
       if (auto mv = from_project(module, attr)) return *mv;
       return unknown_;
@@ -514,13 +581,13 @@ struct DeviceValues::Impl {
       return unknown_;
     }
     if (f->kind() == NodeKind::Name) {
-      auto it = defs.find(t.name(*f));
-      if (it == defs.end()) return unknown_;
+      const auto ds = defs.find(t.name(*f));
+      if (ds.empty()) return unknown_;
       Value v;
-      for (const Node* def : it->second) {
-        auto r = returns.find(def);
-        if (r == returns.end()) return unknown_;  // falls off the end: None, or a generator
-        v.merge(values(r->second, steps));
+      for (const auto& [name, def] : ds) {
+        const auto r = returns.find(def);
+        if (r.empty()) return unknown_;  // falls off the end: None, or a generator
+        v.merge(values(r, steps));
       }
       return v.sources ? v : unknown_;
     }
@@ -609,16 +676,17 @@ struct DeviceValues::Impl {
   /// every query gets the same answer and no query walks a node twice.
   const Value& eval(const Node& e, int steps) const {
     if (auto it = memo.find(&e); it != memo.end()) return it->second;
-    if (auto it = query_memo.find(&e); it != query_memo.end()) return it->second;
-    if (steps >= kMaxSteps || active.contains(&e)) {
+    if (!query_memo.empty())
+      if (auto it = query_memo.find(&e); it != query_memo.end()) return it->second;
+    if (steps >= kMaxSteps || std::find(active.begin(), active.end(), &e) != active.end()) {
       cut = true;
       return unknown_;
     }
     const bool outer_cut = cut;
     cut = false;
-    active.insert(&e);
+    active.push_back(&e);
     Value v = compute(e, steps + 1);
-    active.erase(&e);
+    active.pop_back();
     const bool this_cut = cut;
     cut = outer_cut || this_cut;
     if (!this_cut) return memo.emplace(&e, std::move(v)).first->second;
@@ -637,11 +705,11 @@ const Node* enclosing_class(const Node& n) {
 bool DeviceValues::user_attribute(const syntax::Node& a) const {
   if (a.kind() != NodeKind::Attribute || !a.value()) return false;
   const syntax::Tree& t = impl_->t;
-  auto it = impl_->attr_targets.find(t.name(a));
-  if (it == impl_->attr_targets.end()) return false;
+  const auto targets = impl_->attr_targets.find(t.name(a));
+  if (targets.empty()) return false;
   const std::string_view head = t.text(*a.value());
   const bool own = head == "self" || head == "cls";
-  for (const Node* target : it->second) {
+  for (const auto& [name, target] : targets) {
     if (!target->value() || t.text(*target->value()) != head) continue;
     if (!own || enclosing_class(*target) == enclosing_class(a)) return true;
   }
@@ -655,9 +723,14 @@ DeviceValues::~DeviceValues() = default;
 std::vector<std::pair<std::string, Value>> DeviceValues::module_values() const {
   std::vector<std::pair<std::string, Value>> out;
   const Node* root = &impl_->t.root();
-  for (const auto& [key, values] : impl_->binds) {
+  const auto all = impl_->binds.grouped();
+  for (std::size_t i = 0, j = 0; i < all.size(); i = j) {
+    const Impl::Key& key = all[i].first;
+    for (j = i + 1; j < all.size() && all[j].first == key;) ++j;
     if (key.first != root) continue;
-    if (std::any_of(values.begin(), values.end(), [](const Node* v) { return v == nullptr; }))
+    const auto values = all.subspan(i, j - i);
+    if (std::any_of(values.begin(), values.end(),
+                    [](const auto& e) { return e.second == nullptr; }))
       continue;  // an import, a def, a loop variable...
     Value v = impl_->values(values, 0);
     impl_->query_memo.clear();

@@ -155,6 +155,14 @@ class Walker {
   void string(const Node& n, bool compare) {
     std::optional<std::string> v;
     if (n.kind() == NodeKind::Constant) {
+      // Most strings are none of these: a one-token literal without escapes is its own value
+      // (semantic::string_value), read without decoding it into a new string. Its value starts
+      // with "cuda" or is "nccl" whenever the decoded one does (decoding it only turns "\r" or
+      // "\r\n" into "\n"), so what it rejects the decoded value would reject.
+      if (n.first_token() == n.last_token()) {
+        const auto sv = semantic::string_value(ctx_.m.text(), ctx_.m.tokens()[n.first_token()]);
+        if (sv && !sv->value.starts_with("cuda") && sv->value != "nccl") return;
+      }
       v = t_.string_value(n);
     } else if (n.kind() == NodeKind::JoinedStr) {
       // f"cuda:{rank}": the literal text before the first replacement field.
@@ -321,12 +329,16 @@ class Walker {
   void snapshot() {
     ranges_.clear();
     ranges_.reserve(ctx_.result.findings.size());
+    lines_covered_.clear();
+    // Findings that are not about CUDA (float64, torch version changes) do not say it.
+    const auto cuda = [](const Finding& f) { return subject_of(f) == Subject::Cuda; };
+    if (std::none_of(ctx_.result.findings.begin(), ctx_.result.findings.end(), cuda))
+      return;  // no line is covered: line_free() without a table
     // Lines are numbered from 1 (LineCol::line); one slot more for the line after the last.
     const std::size_t n = static_cast<std::size_t>(t_.lines().line_count()) + 2;
     std::vector<std::int64_t> delta(n + 1, 0);
     for (const Finding& f : ctx_.result.findings) {
-      // Findings that are not about CUDA (float64, torch version changes) do not say it.
-      if (subject_of(f) != Subject::Cuda) continue;
+      if (!cuda(f)) continue;
       ranges_.emplace_back(f.begin, std::max(f.end, f.begin + 1));
       std::uint32_t a = t_.lines().locate(f.begin).line;
       std::uint32_t z = t_.lines().locate(std::max(f.end, f.begin + 1) - 1).line;
@@ -353,8 +365,9 @@ class Walker {
   }
   /// An import or a reference of a CUDA module on a line that has a finding already is said
   /// by it (the module path rewritten, a keyword inserted at the decorator). lines_covered_[k]
-  /// counts the covered lines before line k, so a query costs O(1).
+  /// counts the covered lines before line k, so a query costs O(1); empty when no line is.
   bool line_free(std::uint32_t b, std::uint32_t e) const {
+    if (lines_covered_.empty()) return true;
     std::uint32_t lb = t_.lines().locate(b).line, le = t_.lines().locate(e).line;
     if (lb > le) std::swap(lb, le);
     const std::size_t last = lines_covered_.size() - 1;
@@ -367,7 +380,7 @@ class Walker {
   Context& ctx_;
   const syntax::Tree& t_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges_;  ///< [begin, end), merged
-  std::vector<std::uint32_t> lines_covered_ = std::vector<std::uint32_t>(2, 0);
+  std::vector<std::uint32_t> lines_covered_;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 
 namespace torchport::semantic {
 
@@ -12,13 +13,6 @@ namespace {
 bool significant(TokenKind k) {
   return !syntax::is_trivia(k) && k != TokenKind::Newline && k != TokenKind::Indent &&
          k != TokenKind::Dedent && k != TokenKind::EndMarker;
-}
-
-bool is_open(TokenKind k) {
-  return k == TokenKind::LPar || k == TokenKind::LSqb || k == TokenKind::LBrace;
-}
-bool is_close(TokenKind k) {
-  return k == TokenKind::RPar || k == TokenKind::RSqb || k == TokenKind::RBrace;
 }
 
 }  // namespace
@@ -65,9 +59,9 @@ Model::Model(const syntax::Tree& tree) : text_(tree.text()), tokens_(tree.tokens
 
 void Model::build_lines() {
   const auto n = static_cast<TokenIndex>(tokens_.size());
-  line_of_token_.assign(n, -1);
+  line_of_token_.reset(new std::int32_t[n]);
   match_.assign(n, -1);
-  enclosing_.assign(n, -1);
+  enclosing_.reset(new std::int32_t[n]);
   std::vector<TokenIndex> open;
   std::uint32_t depth = 0;
   Line cur;
@@ -95,57 +89,114 @@ void Model::build_lines() {
     cur = Line{};
   };
 
+  // One switch per token; `line` is the index the current line gets when finish() pushes it.
+  auto line = static_cast<std::int32_t>(lines_.size());
   for (TokenIndex i = 0; i < n; ++i) {
     const TokenKind k = tokens_[i].kind;
-    if (!open.empty()) enclosing_[i] = static_cast<std::int32_t>(open.back());
-    if (k == TokenKind::Indent) {
-      ++depth;
-      continue;
+    enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
+    line_of_token_[i] = -1;
+    switch (k) {
+      case TokenKind::Indent:
+        ++depth;
+        continue;
+      case TokenKind::Dedent:
+        if (depth > 0) --depth;
+        continue;
+      case TokenKind::Newline:
+      case TokenKind::EndMarker:
+        finish(tokens_[i].end);
+        line = static_cast<std::int32_t>(lines_.size());
+        open.clear();
+        continue;
+      case TokenKind::Whitespace:
+      case TokenKind::Comment:
+      case TokenKind::Continuation:
+      case TokenKind::NonLogicalNewline:
+        continue;
+      case TokenKind::LPar:
+      case TokenKind::LSqb:
+      case TokenKind::LBrace:
+        open.push_back(i);
+        break;
+      case TokenKind::RPar:
+      case TokenKind::RSqb:
+      case TokenKind::RBrace:
+        if (!open.empty()) {
+          match_[open.back()] = static_cast<std::int32_t>(i);
+          match_[i] = static_cast<std::int32_t>(open.back());
+          open.pop_back();
+          enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
+        }
+        break;
+      case TokenKind::String:
+        string_tokens_.push_back(i);
+        break;
+      case TokenKind::Name:
+        identifier_tokens_.push_back(i);
+        break;
+      default:
+        break;
     }
-    if (k == TokenKind::Dedent) {
-      if (depth > 0) --depth;
-      continue;
-    }
-    if (k == TokenKind::Newline || k == TokenKind::EndMarker) {
-      finish(tokens_[i].end);
-      open.clear();
-      continue;
-    }
-    if (!significant(k)) continue;
-    if (is_open(k)) {
-      open.push_back(i);
-    } else if (is_close(k) && !open.empty()) {
-      match_[open.back()] = static_cast<std::int32_t>(i);
-      match_[i] = static_cast<std::int32_t>(open.back());
-      open.pop_back();
-      enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
-    }
-    // The line this token is on gets the next index: finish() pushes it, as it has a token.
-    line_of_token_[i] = static_cast<std::int32_t>(lines_.size());
+    line_of_token_[i] = line;
     line_tokens_.push_back(i);
-    if (k == TokenKind::String)
-      string_tokens_.push_back(i);
-    else if (k == TokenKind::Name)
-      identifier_tokens_.push_back(i);
   }
   finish(static_cast<std::uint32_t>(text_.size()));
   for (std::size_t li = 0; li < lines_.size(); ++li)
     lines_[li].tokens = {line_tokens_.data() + runs[li].first, runs[li].second};
 }
 
+const Model::Scope::Merged* Model::Scope::Index::find(std::string_view name,
+                                                      const Scope& sc) const {
+  if (slots.empty()) return nullptr;
+  const std::size_t mask = slots.size() - 1;
+  for (std::size_t h = std::hash<std::string_view>{}(name)&mask;; h = (h + 1) & mask) {
+    if (slots[h] == 0) return nullptr;
+    const Merged& m = merged[slots[h] - 1];
+    if (sc.names[m.first].first == name) return &m;
+  }
+}
+
+std::pair<Model::Scope::Merged*, bool> Model::Scope::Index::insert(std::uint32_t idx,
+                                                                   const Scope& sc) {
+  // At most half full: a probe meets a free slot soon.
+  if ((merged.size() + 1) * 2 > slots.size()) {
+    slots.assign(std::max<std::size_t>(64, slots.size() * 2), 0);
+    const std::size_t mask = slots.size() - 1;
+    for (std::uint32_t i = 0; i < merged.size(); ++i) {
+      std::size_t h = std::hash<std::string_view>{}(sc.names[merged[i].first].first) & mask;
+      while (slots[h] != 0) h = (h + 1) & mask;
+      slots[h] = i + 1;
+    }
+  }
+  const std::string_view name = sc.names[idx].first;
+  const std::size_t mask = slots.size() - 1;
+  std::size_t h = std::hash<std::string_view>{}(name)&mask;
+  for (; slots[h] != 0; h = (h + 1) & mask) {
+    Merged& m = merged[slots[h] - 1];
+    if (sc.names[m.first].first == name) return {&m, false};
+  }
+  merged.push_back(Merged{idx});
+  slots[h] = static_cast<std::uint32_t>(merged.size());
+  return {&merged.back(), true};
+}
+
 void Model::bind(std::uint32_t scope, std::string_view name, Binding b) {
   // Small scopes are searched linearly; from kIndexFrom names on, through an index.
   constexpr std::size_t kIndexFrom = 16;
   Scope& sc = scopes_[scope];
+  if (b.kind != Binding::Kind::Other) {
+    const std::uint32_t h = name_hash(name);
+    meaningful_[h / 64] |= std::uint64_t{1} << (h % 64);
+  }
   sc.names.emplace_back(name, std::move(b));
   if (sc.index.empty() && sc.names.size() < kIndexFrom) return;
   const auto first =
       sc.index.empty() ? std::uint32_t{0} : static_cast<std::uint32_t>(sc.names.size() - 1);
   for (auto idx = first; idx < sc.names.size(); ++idx) {
-    auto [it, inserted] = sc.index.try_emplace(sc.names[idx].first, Scope::Merged{idx});
+    auto [entry, inserted] = sc.index.insert(idx, sc);
     if (inserted) continue;
     // The same steps as Merge::add, on indexes (`names` may move as it grows).
-    Scope::Merged& m = it->second;
+    Scope::Merged& m = *entry;
     const Binding& added = sc.names[idx].second;
     const Binding& found = sc.names[m.first].second;
     if (m.device || added.kind == Binding::Kind::Device || found.kind == Binding::Kind::Device)
@@ -192,8 +243,8 @@ const Binding* Model::find_binding(std::string_view name, std::uint32_t scope) c
     if (at.index.empty()) {
       for (const auto& [n, b] : at.names)
         if (n == name) m.add(b);
-    } else if (auto it = at.index.find(name); it != at.index.end()) {
-      const Scope::Merged& x = it->second;
+    } else if (const Scope::Merged* found = at.index.find(name, at)) {
+      const Scope::Merged& x = *found;
       return x.conflict ? &kConflict : x.device ? &kMergedDevice : &at.names[x.first].second;
     }
     if (m.found) return m.result();
@@ -248,9 +299,8 @@ class Binder {
 
   void run() {
     const std::size_t n = m_.tokens_.size();
-    m_.store_.assign(n, 0);
-    m_.load_.assign(n, 0);
-    m_.scope_of_.assign(n, 0);
+    m_.context_.assign(n, 0);
+    m_.scope_of_.reset(new std::uint32_t[n]);
     line_set_.assign(m_.lines_.size(), 0);
     for (const Node* c : t_.root().children()) node(*c, 0);
   }
@@ -292,7 +342,7 @@ class Binder {
 
   void bind_token(std::uint32_t scope, std::uint32_t tok, Binding b) {
     if (tok == syntax::kNoToken) return;
-    m_.store_[tok] = 1;
+    m_.context_[tok] |= Model::kStore;
     m_.scope_of_[tok] = scope;
     const std::string_view name = m_.token_text(tok);
     m_.bind(binding_scope(scope, name), name, std::move(b));
@@ -312,7 +362,7 @@ class Binder {
         return;
       case NodeKind::Attribute:
         if (const Node* v = t.value()) expr(*v, scope);
-        if (t.token() != syntax::kNoToken) m_.store_[t.token()] = 1;
+        if (t.token() != syntax::kNoToken) m_.context_[t.token()] |= Model::kStore;
         return;
       default:
         expr(t, scope);
@@ -382,7 +432,7 @@ class Binder {
     switch (e.kind()) {
       case NodeKind::Name:
         if (e.token() != syntax::kNoToken) {
-          m_.load_[e.token()] = 1;
+          m_.context_[e.token()] |= Model::kLoad;
           m_.scope_of_[e.token()] = scope;
         }
         return;
@@ -428,7 +478,7 @@ class Binder {
   /// The qualified name a Name/Attribute chain stands for, or "".
   std::string chain_target(const Node& e, std::uint32_t scope, const Binding** head) const {
     if (e.kind() == NodeKind::Name) {
-      const Binding* b = m_.find_binding(m_.token_text(e.token()), scope);
+      const Binding* b = m_.find_meaningful(m_.token_text(e.token()), scope);
       if (head) *head = b;
       if (b && b->kind == Binding::Kind::Qualified) return b->target;
       return {};
@@ -478,7 +528,7 @@ class Binder {
   int device_kind(const Node& e, std::uint32_t scope) const {
     switch (e.kind()) {
       case NodeKind::Name: {
-        const Binding* b = m_.find_binding(m_.token_text(e.token()), scope);
+        const Binding* b = m_.find_meaningful(m_.token_text(e.token()), scope);
         return b && b->kind == Binding::Kind::Device ? 2 : 0;
       }
       case NodeKind::Call:
@@ -513,7 +563,7 @@ class Binder {
       // compared with "cuda" as a device is).
       if (v.kind() == NodeKind::Attribute && m_.token_text(v.token()) == "type" && v.value() &&
           v.value()->kind() == NodeKind::Name) {
-        const Binding* b = m_.find_binding(m_.token_text(v.value()->token()), scope);
+        const Binding* b = m_.find_meaningful(m_.token_text(v.value()->token()), scope);
         if (b && b->kind == Binding::Kind::Device) return Binding{Binding::Kind::Device, {}};
       }
     }
@@ -561,7 +611,7 @@ class Binder {
         if (al->token() != syntax::kNoToken) {
           bound = m_.token_text(al->token());
           im.target = im.module;
-          m_.store_[al->token()] = 1;
+          m_.context_[al->token()] |= Model::kStore;
         } else {
           bound = m_.token_text(names.front());
           im.target = std::string(bound);
@@ -598,7 +648,7 @@ class Binder {
       std::string_view bound = m_.token_text(names.front());
       if (al->token() != syntax::kNoToken) {
         bound = m_.token_text(al->token());
-        m_.store_[al->token()] = 1;
+        m_.context_[al->token()] |= Model::kStore;
       }
       im.bound = std::string(bound);
       im.target = module + "." + im.name;
@@ -705,7 +755,7 @@ void Model::build_references() {
     for (std::size_t p = 0; p < t.size(); ++p) {
       // Only a name in load context heads a reference: never a name being bound, a
       // parameter, a keyword argument's name, an attribute name or an imported name.
-      if (kind(t[p]) != TokenKind::Name || !load_[t[p]]) continue;
+      if (kind(t[p]) != TokenKind::Name || (context_[t[p]] & kLoad) == 0) continue;
       std::size_t q = p;
       while (q + 2 < t.size() && kind(t[q + 1]) == TokenKind::Dot &&
              kind(t[q + 2]) == TokenKind::Name) {
@@ -719,8 +769,8 @@ void Model::build_references() {
       ref.names = {name_tokens_.data() + names_at, name_tokens_.size() - names_at};
       ref.last = t[q];
       ref.scope = scope_of_[t[p]];
-      ref.store = store_[ref.last] != 0 && q > p;
-      const Binding* b = find_binding(token_text(t[p]), ref.scope);
+      ref.store = (context_[ref.last] & kStore) != 0 && q > p;
+      const Binding* b = find_meaningful(token_text(t[p]), ref.scope);
       if (b && b->kind == Binding::Kind::Qualified) {
         std::size_t size = b->target.size();
         for (std::size_t r = 1; r < ref.names.size(); ++r) size += 1 + tokens_[ref.names[r]].size();
@@ -737,6 +787,7 @@ void Model::build_references() {
       p = q;
     }
   }
+  scope_of_.reset();  // only the references needed it
 }
 
 std::optional<TokenIndex> Model::next(TokenIndex i) const {

@@ -21,7 +21,9 @@
 #include <torchport/syntax/token.h>
 #include <torchport/syntax/tree.h>
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -107,7 +109,7 @@ class Model {
 
   /// The line a significant token belongs to, or nullopt for trivia.
   std::optional<std::uint32_t> line_of(TokenIndex i) const {
-    if (i >= line_of_token_.size() || line_of_token_[i] < 0) return std::nullopt;
+    if (i >= tokens_.size() || line_of_token_[i] < 0) return std::nullopt;
     return static_cast<std::uint32_t>(line_of_token_[i]);
   }
 
@@ -115,7 +117,7 @@ class Model {
   /// walrus target, a parameter, a capture, an `as` name, a def/class name) and for the attribute
   /// name of an assigned attribute (`is_cuda` in `self.is_cuda = x`). Such tokens are never
   /// rewritten.
-  bool is_store(TokenIndex i) const { return i < store_.size() && store_[i] != 0; }
+  bool is_store(TokenIndex i) const { return i < context_.size() && (context_[i] & kStore) != 0; }
 
   /// Resolves `name` as seen from code in `scope` (innermost function scope, then module).
   std::optional<Binding> lookup(std::string_view name, std::uint32_t scope) const;
@@ -141,7 +143,7 @@ class Model {
   }
   /// The innermost unclosed `(`, `[` or `{` that encloses token `i`, if any.
   std::optional<TokenIndex> enclosing_open(TokenIndex i) const {
-    if (i >= enclosing_.size() || enclosing_[i] < 0) return std::nullopt;
+    if (i >= tokens_.size() || enclosing_[i] < 0) return std::nullopt;
     return static_cast<TokenIndex>(enclosing_[i]);
   }
 
@@ -169,6 +171,24 @@ class Model {
   /// lookup() without copying: the binding, or a shared Device/Other binding for merged or
   /// conflicting ones; nullptr if unbound.
   const Binding* find_binding(std::string_view name, std::uint32_t scope) const;
+  /// find_binding() where only a Qualified or Device answer matters: nullptr at once when no
+  /// binding of `name` made so far in the file is either (then find_binding() could only
+  /// answer an Other binding, or none). Most names (locals, builtins, parameters) are never
+  /// bound to a qualified name or a device: their references skip the scope walk and the hash.
+  const Binding* find_meaningful(std::string_view name, std::uint32_t scope) const {
+    const std::uint32_t h = name_hash(name);
+    if ((meaningful_[h / 64] & (std::uint64_t{1} << (h % 64))) == 0) return nullptr;
+    return find_binding(name, scope);
+  }
+  /// A cheap hash of a name, for meaningful_.
+  static std::uint32_t name_hash(std::string_view name) {
+    if (name.empty()) return 0;
+    std::uint32_t h = static_cast<std::uint32_t>(name.size());
+    h = h * 131 + static_cast<unsigned char>(name.front());
+    h = h * 131 + static_cast<unsigned char>(name[name.size() / 2]);
+    h = h * 131 + static_cast<unsigned char>(name.back());
+    return h % kMeaningfulBits;
+  }
   std::uint32_t line_end_offset(std::uint32_t line) const;
 
   std::string_view text_;
@@ -178,15 +198,19 @@ class Model {
   std::vector<TokenIndex> name_tokens_;        ///< the references' name chains
   std::vector<TokenIndex> string_tokens_;      ///< every String token
   std::vector<TokenIndex> identifier_tokens_;  ///< every Name token
-  std::vector<std::int32_t> line_of_token_;    ///< -1 for trivia
-  std::vector<std::int32_t> match_;            ///< matching bracket or -1
-  std::vector<std::int32_t> enclosing_;        ///< innermost open bracket or -1
+  // Per token, every entry written by build_lines (so not filled before):
+  std::unique_ptr<std::int32_t[]> line_of_token_;  ///< -1 for trivia
+  std::vector<std::int32_t> match_;                ///< matching bracket or -1
+  std::unique_ptr<std::int32_t[]> enclosing_;      ///< innermost open bracket or -1
   std::vector<Import> imports_;
   std::vector<Reference> references_;
   std::vector<std::int32_t> reference_of_token_;
-  std::vector<std::uint8_t> store_;      ///< per token: 1 = store context (see is_store)
-  std::vector<std::uint8_t> load_;       ///< per token: 1 = a Name node in load context
-  std::vector<std::uint32_t> scope_of_;  ///< per Name token: the scope it is resolved in
+  static constexpr std::uint8_t kStore = 1;  ///< store context (see is_store)
+  static constexpr std::uint8_t kLoad = 2;   ///< a Name node in load context
+  std::vector<std::uint8_t> context_;        ///< per token: kStore | kLoad
+  /// Per Name token in load context: the scope it is resolved in (other entries are never
+  /// written nor read; released once the references are built).
+  std::unique_ptr<std::uint32_t[]> scope_of_;
   enum class ScopeKind : std::uint8_t { Module, Function, Class, Comprehension };
   struct Scope {
     std::uint32_t parent = 0;
@@ -201,10 +225,25 @@ class Model {
       bool device = false;      ///< merged into a Device binding
       bool conflict = false;    ///< bindings of different kinds or targets
     };
-    /// name -> its merged bindings (only for scopes with many names).
-    std::unordered_map<std::string_view, Merged> index;
+    /// name -> its merged bindings (only for scopes with many names): open addressing over a
+    /// power-of-two table of indexes into `merged`, no node per name. A name is read back as
+    /// names[merged[i].first].first.
+    struct Index {
+      std::vector<std::uint32_t> slots;  ///< 1 + an index into `merged`; 0 = free
+      std::vector<Merged> merged;        ///< one per distinct name, in binding order
+      bool empty() const { return merged.empty(); }
+      /// The entry of `name`, or nullptr.
+      const Merged* find(std::string_view name, const Scope& sc) const;
+      /// The entry of the name of sc.names[idx]: a new one (second: true) or the name's.
+      std::pair<Merged*, bool> insert(std::uint32_t idx, const Scope& sc);
+    };
+    Index index;
   };
   std::vector<Scope> scopes_;
+  /// A filter of the names that have a Qualified or Device binding somewhere in the file
+  /// (bit name_hash(name)), set by bind(): see find_meaningful().
+  static constexpr std::uint32_t kMeaningfulBits = 2048;
+  std::array<std::uint64_t, kMeaningfulBits / 64> meaningful_{};
   std::string_view newline_ = "\n";
 };
 

@@ -304,5 +304,72 @@ TEST(SemanticModel, DeviceStrings) {
   EXPECT_EQ(values, (std::vector<std::string>{"cuda", "cuda:1"}));
 }
 
+// References skip the scope walk for names that no binding of the file makes a qualified name
+// or a device (a filter of the names, set as bindings are made, with collisions past its 2048
+// bits). The filter must never hide one: with thousands of names (so that many share a bit),
+// every reference's qualified name is what lookup() says of its head, and a device alias of a
+// device alias is still a device.
+TEST(SemanticModel, ReferencesAgreeWithLookupWhateverTheNumberOfNames) {
+  std::string src = "import torch\nimport torch.cuda as tc\n";
+  for (int i = 0; i < 600; ++i) {
+    const std::string n = std::to_string(i);
+    src += "import pkg" + n + ".sub as m" + n + "\n";
+    src += "v" + n + " = m" + n + ".api\n";
+    src += "dev" + n + " = torch.device(\"cuda:" + n + "\")\n";
+    src += "device_b" + n + " = dev" + n + "\n";
+    src += "def f" + n + "(x" + n + ", m" + n + "):\n";
+    src += "    y" + n + " = x" + n + " + v" + n + ".call(m" + n + ".a, tc.synchronize)\n";
+    src += "    return m" + (i > 0 ? std::to_string(i - 1) : n) + ".b.c, device_b" + n + "\n";
+  }
+  Parsed p(src);
+  ASSERT_TRUE(p.tree.ok());
+  std::size_t qualified_refs = 0;
+  for (const Reference& r : p.model.references()) {
+    std::string expected;
+    if (auto b = p.model.lookup(p.model.token_text(r.first), r.scope);
+        b && b->kind == Binding::Kind::Qualified) {
+      expected = b->target;
+      for (std::size_t k = 1; k < r.names.size(); ++k)
+        expected += "." + std::string(p.model.token_text(r.names[k]));
+    }
+    EXPECT_EQ(r.qualified, expected) << p.model.token_text(r.first);
+    if (!expected.empty()) ++qualified_refs;
+  }
+  // Each i: m<i>.api, torch.device, v<i>.call, tc.synchronize and (but in f0, whose parameter
+  // m0 shadows the import) m<i-1>.b.c; m<i>.a is the parameter's.
+  EXPECT_EQ(qualified_refs, 600u * 5 - 1);
+  EXPECT_EQ(qualified(p, "v7"), "pkg7.sub.api");
+  EXPECT_EQ(qualified(p, "dev599"), "<device>");
+  EXPECT_EQ(qualified(p, "device_b599"), "<device>");
+  EXPECT_EQ(qualified(p, "m3", 4), "<other>");  // f3's parameter
+}
+
+// A scope of many names answers from an index kept as names are bound; a small one by reading
+// its names. Both merge a name's bindings the same way: rebound to another target or to a value
+// is not trusted, the same target twice is, and a device binding makes a device.
+TEST(SemanticModel, ManyNamesMergeAsFewDo) {
+  const std::string tail =
+      "import os as a\nimport sys as a\n"
+      "import os as b\nimport os as b\n"
+      "import os as c\nc = 3\n"
+      "d = torch.device('cuda')\nimport os as d\n"
+      "e = 1\n";
+  for (int fillers : {0, 40, 3000}) {
+    std::string src = "import torch\n";
+    for (int i = 0; i < fillers; ++i) src += "n" + std::to_string(i) + " = 1\n";
+    Parsed p(src + tail);
+    EXPECT_EQ(qualified(p, "a"), "<other>") << fillers;
+    EXPECT_EQ(qualified(p, "b"), "os") << fillers;
+    EXPECT_EQ(qualified(p, "c"), "<other>") << fillers;
+    EXPECT_EQ(qualified(p, "d"), "<device>") << fillers;
+    EXPECT_EQ(qualified(p, "e"), "<other>") << fillers;
+    EXPECT_EQ(qualified(p, "torch"), "torch") << fillers;
+    EXPECT_EQ(qualified(p, "zz"), "<unbound>") << fillers;
+    if (fillers > 0) {
+      EXPECT_EQ(qualified(p, "n" + std::to_string(fillers - 1)), "<other>");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace torchport::semantic
