@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -60,9 +61,23 @@ def enabled(target: Any = "cpu", **kw: Any) -> Iterator[Any]:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free TCP port for a test's rendezvous (MASTER_PORT), taken below Linux's ephemeral range.
+
+    `bind(("127.0.0.1", 0))` hands out a port from the ephemeral range (32768-60999), which every
+    outgoing connection on the machine draws from too: between this call and the script's own listen,
+    another test's connection could take it, and the store failed with EADDRINUSE (seen once in a full
+    run, on two pytest workers). A random port in 20000-32767 that binds now is not handed out that way.
+    """
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(20000, 32768)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free TCP port in 20000-32767")
 
 
 def sites(session: Any) -> list[Any]:

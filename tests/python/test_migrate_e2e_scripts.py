@@ -16,12 +16,13 @@ import hashlib
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from runtime_testlib import free_port
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = HERE.parent / "fixtures" / "e2e_scripts"
@@ -50,12 +51,6 @@ def torchport(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "torchport", *args], capture_output=True, text=True, check=False
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def run_script(path: Path, ckpt: Path) -> subprocess.CompletedProcess[str]:
