@@ -155,6 +155,22 @@ TEST_F(Driver, AFileOverTheSizeLimitIsNotMigratedAndMakesTheRunIncomplete) {
             std::string::npos);
 }
 
+TEST_F(Driver, TheSizeLimitAppliesToFilesThatAreNotReadToo) {
+  // discover does not measure a header no rule reads: admit_file does, for the limit.
+  put("big.h", "#pragma once\n" + std::string(1200, '/') + "\n");
+  put("small.h", "#pragma once\n");
+  Options o = opts();
+  o.max_bytes = 1000;
+  RunResult r = go(o);
+  EXPECT_EQ(r.exit_code, kExitIncomplete);
+  std::string csv = get(result() / "torchport-report/not_migrated.csv");
+  EXPECT_NE(csv.find("big.h,Skip,\"big.h: 1214 bytes, larger than --max-file-size (1000 bytes)"),
+            std::string::npos)
+      << csv;
+  EXPECT_EQ(csv.find("small.h"), std::string::npos) << csv;
+  EXPECT_EQ(r.report.count_not_migrated(), 1u);
+}
+
 TEST_F(Driver, WithoutALimitALargeFileIsMigrated) {
   std::string big = "import torch\n";
   while (big.size() < (11u << 20)) big += "x = torch.zeros(1).cuda()  # padding padding\n";

@@ -1,4 +1,8 @@
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <torchport/project/files.h>
+#include <torchport/rules/engine.h>
 #include <torchport/text/file.h>
 #include <unistd.h>
 
@@ -28,31 +32,45 @@ FileKind classify(const fs::path& name) {
   return FileKind::Other;
 }
 
-bool default_excluded(const fs::path& dir) {
-  static const char* const kNames[] = {".git",         ".hg",   ".svn", "__pycache__",
-                                       "node_modules", "build", "dist"};
-  std::string name = dir.filename().string();
-  for (const char* n : kNames)
+bool default_excluded_name(std::string_view name) {
+  static constexpr std::string_view kNames[] = {".git",         ".hg",   ".svn", "__pycache__",
+                                                "node_modules", "build", "dist"};
+  for (std::string_view n : kNames)
     if (name == n) return true;
-  if (name.ends_with(".egg-info")) return true;
+  return name.ends_with(".egg-info");
+}
+
+bool default_excluded(const fs::path& dir) {
+  if (default_excluded_name(dir.filename().string())) return true;
   std::error_code ec;
   return fs::is_regular_file(dir / "pyvenv.cfg", ec);
 }
 
 namespace {
 
-/// `p` relative to `input`, for a path the walk made by joining `input` with names: the rest
-/// of its text after `input` and one '/' (lexically_relative splits both paths into elements,
-/// some 4,000 instructions a file). Where `input` ends with a separator, lexically_relative.
-std::string relative_to(const fs::path& p, const fs::path& input) {
-  const std::string& s = p.native();
-  const std::string& in = input.native();
-  const std::size_t n = in.size();
-  if (n > 0 && in.back() != '/' && s.size() > n + 1 && s.compare(0, n, in) == 0 && s[n] == '/' &&
-      s[n + 1] != '/')
-    return s.substr(n + 1);
-  return p.lexically_relative(input).generic_string();
-}
+/// A directory open for reading, closed when it goes out of scope.
+class Dir {
+ public:
+  explicit Dir(const char* path) : dir_(::opendir(path)) {}
+  Dir(const Dir&) = delete;
+  Dir& operator=(const Dir&) = delete;
+  ~Dir() {
+    if (dir_) ::closedir(dir_);
+  }
+  explicit operator bool() const { return dir_ != nullptr; }
+  int fd() const { return ::dirfd(dir_); }
+  const dirent* next() { return ::readdir(dir_); }
+
+ private:
+  DIR* dir_;
+};
+
+/// A directory the walk still has to list: its path as the walk names it (the input joined with
+/// names) and its path relative to the input ("" for the input itself).
+struct Pending {
+  fs::path path;
+  std::string rel;
+};
 
 }  // namespace
 
@@ -60,59 +78,101 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
                                   bool default_excludes, std::vector<std::string>* excluded) {
   std::vector<ProjectFile> out;
   std::error_code ec;
-  // `link`: whether `p` is a symbolic link (the walk's entry knows it without a system call).
-  auto add = [&](const fs::path& p, const std::string& rel, bool link) {
-    ProjectFile f;
-    f.path = p;
-    f.rel = rel;
-    std::error_code fec;  // not the walk's: a file's error must not end the walk
-    if (link) {
-      f.kind = FileKind::Symlink;
-    } else {
-      f.kind = classify(p);
-      f.size = fs::file_size(p, fec);
-      if (fec) f.size = 0;
-    }
-    out.push_back(std::move(f));
-  };
   if (!fs::is_directory(input, ec)) {
     std::error_code fec;
-    add(input, input.filename().generic_string(), fs::is_symlink(fs::symlink_status(input, fec)));
+    ProjectFile f;
+    f.path = input;
+    f.rel = input.filename().generic_string();
+    if (fs::is_symlink(fs::symlink_status(input, fec))) {
+      f.kind = FileKind::Symlink;
+    } else {
+      f.kind = classify(input);
+      f.size = fs::file_size(input, fec);
+      if (fec) f.size = 0;
+      if (f.kind == FileKind::Scanned && ::access(input.c_str(), R_OK) != 0) f.read_error = errno;
+    }
+    out.push_back(std::move(f));
     return out;
   }
   std::vector<fs::path> excl;
   for (const fs::path& e : exclude) excl.push_back(fs::weakly_canonical(e, ec));
   // The walk follows no link, so a directory it reaches is the input's resolved path joined
-  // with its relative path: one resolution, not one per directory (a readlink per component).
+  // with its relative path: one resolution, not one per directory.
   std::error_code rec;
   const fs::path root = fs::weakly_canonical(input, rec);
-  auto resolved = [&](const fs::directory_entry& entry, std::error_code& lec) {
-    if (rec) return fs::weakly_canonical(entry.path(), lec);
-    return root / entry.path().lexically_relative(input);
-  };
-  fs::recursive_directory_iterator it(input, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const fs::directory_entry& entry = *it;
-    std::error_code lec;  // an entry's own error must not end the walk
-    // The entry's type as the directory listing gave it (no system call); a symbolic link is
-    // never followed. Where the listing gives no type, the entry asks (lstat, then stat).
-    const bool link = entry.is_symlink(lec);
-    const fs::file_type type = link                         ? fs::file_type::symlink
-                               : entry.is_directory(lec)    ? fs::file_type::directory
-                               : entry.is_regular_file(lec) ? fs::file_type::regular
-                                                            : fs::file_type::unknown;
-    if (type == fs::file_type::directory) {
-      if (!excl.empty() &&
-          std::find(excl.begin(), excl.end(), resolved(entry, lec)) != excl.end()) {
-        it.disable_recursion_pending();
-      } else if (default_excludes && default_excluded(entry.path())) {
-        it.disable_recursion_pending();
-        if (excluded) excluded->push_back(relative_to(entry.path(), input) + "/");
+  // Each directory is opened once, by its path; everything asked about the entries in it (a
+  // file's size, whether it can be read, a directory's pyvenv.cfg) is asked relative to that
+  // open directory, so the kernel looks up one name, not the whole path again. A directory
+  // that cannot be listed (no permission, or gone meanwhile) is passed over, as before.
+  std::vector<Pending> todo{{input, ""}};
+  while (!todo.empty()) {
+    Pending d = std::move(todo.back());
+    todo.pop_back();
+    Dir dir(d.path.c_str());
+    if (!dir) continue;
+    const int dfd = dir.fd();
+    if (!d.rel.empty() && default_excludes) {
+      // a virtualenv: a directory holding pyvenv.cfg
+      struct stat st {};
+      if (::fstatat(dfd, "pyvenv.cfg", &st, 0) == 0 && S_ISREG(st.st_mode)) {
+        if (excluded) excluded->push_back(d.rel + "/");
+        continue;
       }
-      continue;
     }
-    if (type == fs::file_type::unknown) continue;  // sockets, fifos, devices
-    add(entry.path(), relative_to(entry.path(), input), link);
+    const std::string prefix = d.rel.empty() ? std::string() : d.rel + "/";
+    while (const dirent* e = dir.next()) {
+      const std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      unsigned char type = e->d_type;
+      if (type == DT_UNKNOWN) {  // a file system whose listing gives no type: ask
+        struct stat st {};
+        if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        type = S_ISLNK(st.st_mode)   ? DT_LNK
+               : S_ISDIR(st.st_mode) ? DT_DIR
+               : S_ISREG(st.st_mode) ? DT_REG
+                                     : DT_UNKNOWN;
+      }
+      std::string rel = prefix;
+      rel += name;
+      if (type == DT_DIR) {
+        fs::path sub = d.path / name;
+        if (!excl.empty()) {
+          std::error_code lec;
+          const fs::path resolved = rec ? fs::weakly_canonical(sub, lec) : root / rel;
+          if (std::find(excl.begin(), excl.end(), resolved) != excl.end()) continue;
+        }
+        if (default_excludes && default_excluded_name(name)) {
+          if (excluded) excluded->push_back(rel + "/");
+          continue;
+        }
+        todo.push_back({std::move(sub), std::move(rel)});
+        continue;
+      }
+      if (type != DT_REG && type != DT_LNK) continue;  // sockets, fifos, devices
+      ProjectFile f;
+      f.path = d.path / name;
+      f.rel = std::move(rel);
+      if (type == DT_LNK) {
+        f.kind = FileKind::Symlink;
+      } else {
+        f.kind = classify(name);
+        // The size orders the work (largest first) and is checked against --max-file-size.
+        // A file that is never read (copied unchanged, or a Scanned file no rule reads) is not
+        // measured here: admit_file asks for its size only if --max-file-size is given.
+        const bool unread = f.kind == FileKind::Other ||
+                            (f.kind == FileKind::Scanned && !rules::other_file_read(f.rel));
+        if (!unread) {
+          struct stat st {};
+          if (::fstatat(dfd, e->d_name, &st, 0) == 0 && st.st_size > 0)
+            f.size = static_cast<std::uintmax_t>(st.st_size);
+        } else {
+          f.size_known = false;
+        }
+        if (f.kind == FileKind::Scanned && ::faccessat(dfd, e->d_name, R_OK, 0) != 0)
+          f.read_error = errno;
+      }
+      out.push_back(std::move(f));
+    }
   }
   std::sort(out.begin(), out.end(),
             [](const ProjectFile& a, const ProjectFile& b) { return a.rel < b.rel; });
@@ -122,12 +182,6 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
 
 bool read_file(const fs::path& p, std::string& out, std::string& error) {
   return text::read_whole_file(p.c_str(), out, error);
-}
-
-bool readable(const fs::path& p, std::string& error) {
-  if (::access(p.c_str(), R_OK) == 0) return true;
-  error = std::strerror(errno);
-  return false;
 }
 
 bool write_atomic(const fs::path& p, const std::string& bytes, std::string& error,

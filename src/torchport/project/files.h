@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace torchport::project {
@@ -20,11 +21,21 @@ struct ProjectFile {
   std::filesystem::path path;  ///< absolute (as found under the input)
   std::string rel;             ///< relative to the input root, '/' separators
   FileKind kind = FileKind::Other;
-  std::uintmax_t size = 0;
+  std::uintmax_t size = 0;  ///< 0 for symlinks, and where !size_known
+  /// False for a file discover did not measure, because nothing reads it (Other, and Scanned
+  /// files no rule reads): admit_file asks only when --max-file-size needs the size.
+  bool size_known = true;
+  /// For a Scanned file: the errno of asking whether it can be read (0: it can). Asked during the
+  /// walk, relative to its open directory; a Scanned file that no rule reads is only asked this.
+  int read_error = 0;
 };
 
 /// The kind of a file from its name.
 FileKind classify(const std::filesystem::path& name);
+
+/// True for a directory name that is not part of a project's sources by default: .git .hg .svn
+/// __pycache__ node_modules *.egg-info build dist (default_excluded() also asks for pyvenv.cfg).
+bool default_excluded_name(std::string_view name);
 
 /// True for a directory that is not part of a project's sources by default (ruff's convention):
 /// .git .hg .svn __pycache__ node_modules *.egg-info build dist, and virtualenvs (a directory
@@ -41,10 +52,6 @@ std::vector<ProjectFile> discover(const std::filesystem::path& input,
 
 /// Reads a whole file; false (and `error`) on failure.
 bool read_file(const std::filesystem::path& p, std::string& out, std::string& error);
-
-/// Whether read_file could open `p` (without reading it); false (and `error`, as read_file
-/// says it) when not.
-bool readable(const std::filesystem::path& p, std::string& error);
 
 /// Writes `bytes` to `p` atomically: a temporary file in the same directory, then rename. The
 /// permissions of `mode_from` (if it exists) are copied. False (and `error`) on failure.

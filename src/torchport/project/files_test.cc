@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 
 namespace torchport::project {
 namespace {
@@ -51,6 +52,38 @@ TEST(Files, DiscoverIsSortedSkipsExcludedDirsAndListsSymlinks) {
   EXPECT_EQ(files[1].size, 6u);
   EXPECT_EQ(files[2].rel, "link.txt");
   EXPECT_EQ(files[2].kind, FileKind::Symlink);
+  fs::remove_all(base);
+}
+
+TEST(Files, DiscoverMeasuresOnlyTheFilesThatAreRead) {
+  // Python files and Scanned files a rule reads are measured (the work is ordered by size);
+  // a file copied unchanged and a header no rule reads are not, and admit_file measures them
+  // only for --max-file-size. Whether a Scanned file can be read is asked for every one.
+  fs::path base = fs::temp_directory_path() / ("tp_discover_size_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "csrc");
+  std::ofstream(base / "m.py") << "x = 1\n";
+  std::ofstream(base / "requirements.txt") << "torch\n";
+  std::ofstream(base / "csrc" / "k.h") << "#pragma once\n";
+  std::ofstream(base / "csrc" / "k.cu") << "int x;\n";
+  std::ofstream(base / "data.bin") << "0123456789";
+  std::map<std::string, ProjectFile> by_rel;
+  for (ProjectFile& f : discover(base)) by_rel[f.rel] = f;
+  ASSERT_EQ(by_rel.size(), 5u);
+  EXPECT_TRUE(by_rel["m.py"].size_known);
+  EXPECT_EQ(by_rel["m.py"].size, 6u);
+  EXPECT_TRUE(by_rel["requirements.txt"].size_known);
+  EXPECT_EQ(by_rel["requirements.txt"].size, 6u);
+  EXPECT_TRUE(by_rel["csrc/k.cu"].size_known) << "a CUDA source is read (TP901)";
+  EXPECT_EQ(by_rel["csrc/k.cu"].size, 7u);
+  EXPECT_FALSE(by_rel["csrc/k.h"].size_known);
+  EXPECT_FALSE(by_rel["data.bin"].size_known);
+  for (const auto& [rel, f] : by_rel) EXPECT_EQ(f.read_error, 0) << rel;
+  // A single file given as the input is measured as before.
+  const auto one = discover(base / "csrc" / "k.h");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_TRUE(one[0].size_known);
+  EXPECT_EQ(one[0].size, 13u);
   fs::remove_all(base);
 }
 

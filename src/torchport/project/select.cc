@@ -1,6 +1,8 @@
 #include <torchport/project/select.h>
 #include <torchport/rules/engine.h>
 
+#include <cstring>
+
 namespace torchport::project {
 
 namespace fs = std::filesystem;
@@ -43,7 +45,7 @@ void admit_link(const ProjectFile& f, const Options& opts, FileWork& w) {
 
 }  // namespace
 
-Admitted admit_file(const ProjectFile& f, const Options& opts) {
+Admitted admit_file(const ProjectFile& f, const Options& opts, const flow::ProjectValues* values) {
   Admitted a;
   FileWork& w = a.work;
   w.entry.file = f.rel;
@@ -69,23 +71,34 @@ Admitted admit_file(const ProjectFile& f, const Options& opts) {
     w.entry.reason = "not Python: copied unchanged";
     return a;
   }
-  if (opts.max_bytes && f.size > opts.max_bytes) {
+  std::uintmax_t size = f.size;
+  if (opts.max_bytes && !f.size_known) {
+    std::error_code ec;
+    size = fs::file_size(f.path, ec);
+    if (ec) size = 0;
+  }
+  if (opts.max_bytes && size > opts.max_bytes) {
     w.entry.outcome = Outcome::Skip;
     w.entry.not_migrated = true;
-    w.entry.reason = f.rel + ": " + std::to_string(f.size) +
-                     " bytes, larger than --max-file-size (" + std::to_string(opts.max_bytes) +
-                     " bytes): copied unchanged";
+    w.entry.reason = f.rel + ": " + std::to_string(size) + " bytes, larger than --max-file-size (" +
+                     std::to_string(opts.max_bytes) + " bytes): copied unchanged";
     return a;
   }
   if (f.kind == FileKind::Scanned && !rules::other_file_read(f.rel)) {
     // No rule reads it (a C/C++ header): scanned, with nothing to find. Whether it could be
-    // read is still asked, as reading it would have.
-    if (std::string error; !readable(f.path, error)) {
-      fail(w, f.rel + ": cannot read: " + error);
+    // read was still asked (by discover), as reading it would have.
+    if (f.read_error != 0) {
+      fail(w, f.rel + ": cannot read: " + std::strerror(f.read_error));
       return a;
     }
     w.entry.outcome = Outcome::Success;
     return a;
+  }
+  if (values && f.kind == FileKind::Python) {
+    if (std::optional<std::string> kept = values->take_text(f.rel)) {
+      a.bytes = std::move(kept);
+      return a;
+    }
   }
   std::string bytes, error;
   if (!read_file(f.path, bytes, error)) {
