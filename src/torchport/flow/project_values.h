@@ -33,6 +33,11 @@
 
 namespace torchport::flow {
 
+/// Whether `text` may define an argparse option: it has `add_argument`, or `.add(` whose first
+/// argument is a string starting with '-' (configargparse's group.add). Only such files are
+/// parsed by the option scan.
+bool may_define_options(std::string_view text);
+
 class ProjectValues {
  public:
   /// `root`: the project's directory; `python_files`: its Python modules, relative to `root`

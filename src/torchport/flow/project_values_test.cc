@@ -129,6 +129,58 @@ TEST_F(Project, OptionsOfAnotherModuleCarryWhatTheirOwnFileMakesOfThem) {
   EXPECT_FALSE(pv.option("lr"));
 }
 
+/// The search as it was written before the one-pass scan: the judge of may_define_options.
+bool two_searches(std::string_view text) {
+  if (text.find("add_argument") != std::string_view::npos) return true;
+  for (std::size_t at = text.find(".add("); at != std::string_view::npos;
+       at = text.find(".add(", at + 5)) {
+    std::size_t i = at + 5;
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    if (i + 1 < text.size() && (text[i] == '"' || text[i] == '\'') && text[i + 1] == '-')
+      return true;
+  }
+  return false;
+}
+
+TEST(ProjectValues, MayDefineOptionsAgreesWithTwoPlainSearchesAtEveryOffset) {
+  // Each call at every offset in and across the 16-byte blocks, and at the end of the text
+  // (where the byte loop takes over), with text after it or not.
+  const std::vector<std::pair<std::string, bool>> calls = {{"p.add_argument('--a')", true},
+                                                           {"g.add( '-a')", true},
+                                                           {"g.add(\n    \"--a\")", true},
+                                                           {"add_argument", true},
+                                                           {"g.add(x)", false},
+                                                           {"add_argumen", false},
+                                                           {"padding.address", false},
+                                                           {".add('a')", false},
+                                                           {"g.add(  ", false},
+                                                           {".add('", false},
+                                                           {"g.add(\"-", true},
+                                                           {"aadd_argument", true}};
+  std::size_t checked = 0;
+  for (const auto& [call, want] : calls) {
+    for (std::size_t before = 0; before < 40; ++before) {
+      for (std::size_t after : {0, 1, 2, 3, 15, 16, 17, 33}) {
+        const std::string text = std::string(before, 'd') + call + std::string(after, 'a');
+        ASSERT_EQ(may_define_options(text), want) << '"' << text << '"';
+        ASSERT_EQ(two_searches(text), want) << '"' << text << '"';
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, calls.size() * 40 * 8);
+  // Random texts over the bytes that matter.
+  std::mt19937 rng(35);
+  const std::string_view pieces[] = {"a", "d", "dd", "add",       ".", "(",     "'",          "\"",
+                                     "-", " ", "\n", "_argument", "x", ".add(", "add_argumen"};
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    const std::size_t parts = rng() % 24;
+    for (std::size_t k = 0; k < parts; ++k) text += pieces[rng() % std::size(pieces)];
+    ASSERT_EQ(may_define_options(text), two_searches(text)) << '"' << text << '"';
+  }
+}
+
 TEST_F(Project, TheOptionScanHandsItsTextsToTheMainPassOnce) {
   write("opts.py", "def build(p):\n    p.add_argument('--gpu', type=int, default=0)\n");
   write("train.py", "x = 1\n");
