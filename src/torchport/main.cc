@@ -4,11 +4,6 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-#if defined(TORCHPORT_WITH_MIMALLOC)
-#include <mimalloc.h>
-
-#include <cstdlib>
-#endif
 
 int main(int argc, char** argv) {
 #if defined(__GLIBC__)
@@ -19,13 +14,6 @@ int main(int argc, char** argv) {
   // (docs/benchmarks.md). The allocator still returns memory when the process exits.
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
-#endif
-#if defined(TORCHPORT_WITH_MIMALLOC)
-  // mimalloc asks the kernel for transparent huge pages for its segments (madvise; where THP is
-  // off it changes nothing): fewer page faults and TLB misses for the trees and models of a
-  // large project. On the torch tree this took about 3 % less CPU (docs/benchmarks.md). The
-  // environment's MIMALLOC_LARGE_OS_PAGES, when set, decides instead.
-  if (std::getenv("MIMALLOC_LARGE_OS_PAGES") == nullptr) mi_option_enable(mi_option_large_os_pages);
 #endif
   // The command runs on a thread whose stack holds the deepest tree the parser accepts in every
   // recursive walk (syntax/limits.h); the default 8 MiB main stack is not enough for that under
