@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <torchport/project/driver.h>
 #include <torchport/project/files.h>
+#include <torchport/project/select.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <map>
 
@@ -84,6 +88,45 @@ TEST(Files, DiscoverMeasuresOnlyTheFilesThatAreRead) {
   ASSERT_EQ(one.size(), 1u);
   EXPECT_TRUE(one[0].size_known);
   EXPECT_EQ(one[0].size, 13u);
+  fs::remove_all(base);
+}
+
+TEST(Files, AFileThatCannotBeReadIsAFailureRowWhetherOrNotARuleReadsIt) {
+  // A header no rule reads is only asked about (discover, relative to its directory); a source
+  // a rule reads and a Python file are read. Each that cannot be read is a Failure with the
+  // system's reason. Root reads whatever the mode, so as root the check runs in a child that
+  // has given up root for the nobody user.
+  // As root, under /tmp: the nobody user must be able to walk down to it (TMPDIR may be private).
+  const fs::path tmp = ::geteuid() == 0 ? fs::path("/tmp") : fs::temp_directory_path();
+  fs::path base = tmp / ("tp_unreadable_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "csrc");
+  for (const char* rel : {"csrc/k.h", "csrc/k.cu", "m.py"}) {
+    std::ofstream(base / rel) << "x\n";
+    fs::permissions(base / rel, fs::perms::none);
+  }
+  std::ofstream(base / "ok.h") << "x\n";
+  fs::permissions(base, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+    const std::vector<ProjectFile> files = discover(base);
+    if (files.size() != 4) ::_exit(2);  // the walk itself must reach them
+    int bad = 0;
+    for (const ProjectFile& f : files) {
+      const Admitted a = admit_file(f, Options{});
+      const bool failed = a.work.entry.outcome == report::Outcome::Failure;
+      const bool said = a.work.entry.reason == f.rel + ": cannot read: Permission denied";
+      if (f.rel == "ok.h" ? failed : !(failed && said && !a.bytes)) ++bad;
+      if (f.rel == "csrc/k.h" && f.read_error != EACCES) ++bad;
+    }
+    ::_exit(bad == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   fs::remove_all(base);
 }
 
