@@ -82,13 +82,17 @@ Applied apply_findings(const std::string& rel, std::string_view text,
       fixes.push_back(std::move(*findings[i].fix));
     }
   }
-  fix::ApplyResult ar = fix::apply_fixes(text, fixes, opts.fixes);
+  // Without a fix (analyze, or a file with nothing to rewrite) the text stays as it is: no copy
+  // of it is made, and none is compared with it later.
+  fix::ApplyResult ar;
+  if (!fixes.empty()) ar = fix::apply_fixes(text, fixes, opts.fixes);
   w.rows.reserve(w.rows.size() + findings.size());  // no doubling: a row per finding
   for (std::size_t i = 0; i < findings.size(); ++i) {
     Row row = located_row(rel, text, findings[i], *lines, where);
     if (fix_of[i] != SIZE_MAX) fix_outcome(row, findings[i], ar.outcomes[fix_of[i]]);
     w.rows.push_back(std::move(row));
   }
+  if (ar.edits.empty() || ar.text == text) return {std::nullopt, std::move(ar.edits)};
   return {std::move(ar.text), std::move(ar.edits)};
 }
 

@@ -24,10 +24,11 @@ struct Locate {
   bool generated = false;
 };
 
-/// Output of apply_findings: the new text (== `text` when nothing was applied) and the edits
+/// Output of apply_findings: the new text, or nullopt when it is `text` unchanged (no fix, none
+/// applied, or edits that give the same text: no copy of the file is made), and the edits
 /// applied, sorted.
 struct Applied {
-  std::string text;
+  std::optional<std::string> text;
   std::vector<fix::AppliedEdit> edits;
 };
 
@@ -41,7 +42,7 @@ Applied apply_findings(const std::string& rel, std::string_view text,
 /// Output of apply_fixes: the Python file and its text with the first pass's fixes.
 struct Fixed {
   PythonText file;
-  std::string after;
+  std::optional<std::string> after;       ///< nullopt: file.text unchanged
   std::vector<fix::AppliedEdit> applied;  ///< on file.text
 };
 

@@ -88,7 +88,8 @@ std::vector<notebook::MovedInsertion> write_notebook(const ProjectFile& f,
                                                      const std::string& bytes, OutputPassed passed,
                                                      const Options& opts, FileWork& w) {
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
-  const bool edited = passed.after != passed.file.text;
+  const std::string& after = passed.after ? *passed.after : passed.file.text;
+  const bool edited = after != passed.file.text;
   if (!edited && !opts.clear_outputs) return {};
   std::vector<notebook::ModuleEdit> edits;
   if (edited)
@@ -105,7 +106,7 @@ std::vector<notebook::MovedInsertion> write_notebook(const ProjectFile& f,
   notebook::ReadError err;
   const std::optional<notebook::Notebook> again = notebook::read(rw.bytes, err);
   if (!again) return keep_original("the rewritten notebook cannot be read (" + err.message + ")");
-  if (again->module != passed.after)
+  if (again->module != after)
     return keep_original("the rewritten notebook's cells are not the rewritten module");
   if (edited) {
     const syntax::Tree check =

@@ -17,7 +17,9 @@ OutputPassed output_pass(const ProjectFile& f, Fixed fixed, const FileContext& c
     return out;
   }
   out.ran = true;
-  syntax::Tree t2 = syntax::parse(f.rel, fixed.after);
+  // The first pass's output: its own text, or the file's where it changed nothing.
+  const std::string& first = fixed.after ? *fixed.after : out.file.text;
+  syntax::Tree t2 = syntax::parse(f.rel, first);
   std::vector<rules::Finding> fs;
   if (t2.ok()) {
     const semantic::Model m2(t2);
@@ -31,7 +33,7 @@ OutputPassed output_pass(const ProjectFile& f, Fixed fixed, const FileContext& c
     return out;
   }
   const std::size_t first_rows = w.rows.size();
-  Applied second = apply_findings(f.rel, fixed.after, fs, ctx.opts, w,
+  Applied second = apply_findings(f.rel, first, fs, ctx.opts, w,
                                   {.lines = &*out.file.lines, .earlier = &out.applied});
   // The second pass's rows join the first's in source order (the report lists a file's rows as
   // they come in the file).
@@ -39,12 +41,13 @@ OutputPassed output_pass(const ProjectFile& f, Fixed fixed, const FileContext& c
                      w.rows.end(), [](const report::Row& a, const report::Row& b) {
                        return std::tie(a.start_line, a.column) < std::tie(b.start_line, b.column);
                      });
-  if (second.text != fixed.after) {
-    out.applied = fix::compose(out.applied, second.edits, second.text);
+  if (second.text) {
+    out.applied = fix::compose(out.applied, second.edits, *second.text);
+    out.after = std::move(second.text);
   } else {
     out.tree.emplace(std::move(t2));  // every fix was left out: the text is the one parsed
+    out.after = std::move(fixed.after);
   }
-  out.after = std::move(second.text);
   return out;
 }
 

@@ -14,7 +14,7 @@ namespace torchport::project {
 /// Output of output_pass: the file with both passes' fixes.
 struct OutputPassed {
   PythonText file;
-  std::string after;
+  std::optional<std::string> after;       ///< nullopt: file.text unchanged
   std::vector<fix::AppliedEdit> applied;  ///< both passes' edits, composed, on file.text
   std::optional<syntax::Tree> tree;       ///< the parse of `after`, when the pass made it (reused)
   bool ran = false;                       ///< the pass looked at the text

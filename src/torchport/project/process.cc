@@ -39,9 +39,9 @@ FileWork process_scanned(const ProjectFile& f, FileWork w, const std::string& by
   std::vector<rules::Finding> findings = run_rules_other(f, bytes, opts, w);
   Applied a = apply_findings(f.rel, bytes, findings, opts, w);
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
-  if (a.text != bytes) {
+  if (a.text) {
     w.entry.changed = true;
-    w.output = std::move(a.text);
+    w.output = std::move(*a.text);
     if (opts.diff) w.diff = unified_diff(f.rel, bytes, w.output, a.edits);
   }
   return w;

@@ -34,10 +34,10 @@ void follow_requirements(const ProjectFile& f, const catalogue::Target& target,
   if (found.empty()) return;
   Applied a = apply_findings(f.rel, current, found, opts, w);
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
-  if (a.text == current) return;
-  if (opts.diff && !w.entry.changed) w.diff = unified_diff(f.rel, current, a.text, a.edits);
+  if (!a.text) return;
+  if (opts.diff && !w.entry.changed) w.diff = unified_diff(f.rel, current, *a.text, a.edits);
   w.entry.changed = true;
-  w.output = std::move(a.text);
+  w.output = std::move(*a.text);
 }
 
 }  // namespace

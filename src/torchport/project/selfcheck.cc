@@ -102,12 +102,12 @@ std::string does_not_parse(const ProjectFile& f, const syntax::Tree& check) {
 
 void self_check(const ProjectFile& f, OutputPassed passed, const FileContext& ctx, FileWork& w) {
   const PythonText& p = passed.file;
-  const std::string& after = passed.after;
   w.entry.findings = static_cast<std::uint32_t>(w.rows.size());
-  if (after == p.text) {
+  if (!passed.after || *passed.after == p.text) {
     w.imports_package = p.imports_package;
     return;
   }
+  const std::string& after = *passed.after;
   // Without a tree of the output pass, the edited module-level statements are parsed on their
   // own first; the whole text is parsed when that proves nothing (or its model is needed).
   const bool proven = !passed.ran && ctx.package.empty() &&
