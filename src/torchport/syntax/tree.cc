@@ -117,23 +117,34 @@ std::string Tree::format(const text::Diagnostic& d) const {
          d.message;
 }
 
+namespace {
+
+/// Appends `n` and its subtree, in pre-order, to the lists whose ends `out` holds (one per
+/// kind, each with room for every node of its kind). Recursive: the parser bounds the tree's
+/// height (kMaxNesting), and each frame holds two pointers.
+void index_kinds(const Node* n, const Node*** out) {
+  *out[static_cast<std::size_t>(n->kind())]++ = n;
+  for (const Node* c : n->children()) index_kinds(c, out);
+}
+
+}  // namespace
+
 const std::vector<const Node*>& Tree::find_all(NodeKind kind) const {
   std::call_once(kinds_->once, [this] {
     if (root_ == nullptr) return;
-    // One pre-order walk (an explicit stack, children pushed last first) appends each node to
-    // its kind's list. The parser counted the nodes of each kind it made, so each list is
-    // reserved once and no list grows node by node.
+    // One pre-order walk appends each node to its kind's list. The parser counted the nodes
+    // of each kind it made (at least as many as the tree holds), so each list is sized once
+    // and written through a plain pointer, without a capacity check per node, then cut to
+    // the nodes written.
     auto& lists = kinds_->nodes;
-    for (std::size_t k = 0; k < lists.size(); ++k) lists[k].reserve(made_[k]);
-    std::vector<const Node*> stack{root_};
-    stack.reserve(64);
-    while (!stack.empty()) {
-      const Node* n = stack.back();
-      stack.pop_back();
-      lists[static_cast<std::size_t>(n->kind())].push_back(n);
-      const auto children = n->children();
-      for (std::size_t i = children.size(); i-- > 0;) stack.push_back(children[i]);
+    std::array<const Node**, std::tuple_size_v<std::remove_reference_t<decltype(lists)>>> out;
+    for (std::size_t k = 0; k < lists.size(); ++k) {
+      lists[k].resize(made_[k]);
+      out[k] = lists[k].data();
     }
+    index_kinds(root_, out.data());
+    for (std::size_t k = 0; k < lists.size(); ++k)
+      lists[k].resize(static_cast<std::size_t>(out[k] - lists[k].data()));
   });
   return kinds_->nodes[static_cast<std::size_t>(kind)];
 }
