@@ -153,11 +153,23 @@ void Model::build_lines() {
   identifier_count_ = static_cast<std::size_t>(ids - identifier_tokens_.get());
 }
 
+namespace {
+
+/// The scope index's hash of a name: FNV-1a, inline (names are short: std::hash's out-of-line
+/// call cost more than the bytes), its high bits folded into the low ones the mask keeps.
+std::size_t index_hash(std::string_view name) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return static_cast<std::size_t>(h ^ (h >> 32));
+}
+
+}  // namespace
+
 const Model::Scope::Merged* Model::Scope::Index::find(std::string_view name,
                                                       const Scope& sc) const {
   if (slots.empty()) return nullptr;
   const std::size_t mask = slots.size() - 1;
-  for (std::size_t h = std::hash<std::string_view>{}(name)&mask;; h = (h + 1) & mask) {
+  for (std::size_t h = index_hash(name) & mask;; h = (h + 1) & mask) {
     if (slots[h] == 0) return nullptr;
     const Merged& m = merged[slots[h] - 1];
     if (sc.names[m.first].first == name) return &m;
@@ -171,14 +183,14 @@ std::pair<Model::Scope::Merged*, bool> Model::Scope::Index::insert(std::uint32_t
     slots.assign(std::max<std::size_t>(64, slots.size() * 2), 0);
     const std::size_t mask = slots.size() - 1;
     for (std::uint32_t i = 0; i < merged.size(); ++i) {
-      std::size_t h = std::hash<std::string_view>{}(sc.names[merged[i].first].first) & mask;
+      std::size_t h = index_hash(sc.names[merged[i].first].first) & mask;
       while (slots[h] != 0) h = (h + 1) & mask;
       slots[h] = i + 1;
     }
   }
   const std::string_view name = sc.names[idx].first;
   const std::size_t mask = slots.size() - 1;
-  std::size_t h = std::hash<std::string_view>{}(name)&mask;
+  std::size_t h = index_hash(name) & mask;
   for (; slots[h] != 0; h = (h + 1) & mask) {
     Merged& m = merged[slots[h] - 1];
     if (sc.names[m.first].first == name) return {&m, false};
@@ -378,7 +390,9 @@ class Binder {
   }
 
   void node(const Node& n, std::uint32_t scope) {
-    if (syntax::is_statement(n.kind())) {
+    if (syntax::is_expression(n.kind())) {
+      expr(n, scope);
+    } else if (syntax::is_statement(n.kind())) {
       stmt(n, scope);
     } else if (is_pattern(n.kind())) {
       pattern(n, scope);
@@ -472,7 +486,13 @@ class Binder {
         return;
       }
       default:
-        for (const Node* c : e.children()) node(*c, scope);
+        // Most children of an expression are expressions: expr() at once, not through node().
+        for (const Node* c : e.children()) {
+          if (syntax::is_expression(c->kind()))
+            expr(*c, scope);
+          else
+            node(*c, scope);
+        }
     }
   }
 
@@ -741,7 +761,12 @@ class Binder {
         }
         return;
       default:
-        for (const Node* c : n.children()) node(*c, scope);
+        for (const Node* c : n.children()) {
+          if (syntax::is_expression(c->kind()))
+            expr(*c, scope);
+          else
+            node(*c, scope);
+        }
     }
   }
 
