@@ -149,30 +149,12 @@ const std::vector<const Node*>& Tree::find_all(NodeKind kind) const {
   return kinds_->nodes[static_cast<std::size_t>(kind)];
 }
 
-std::string_view Tree::name(const Node& n) const {
-  switch (n.kind()) {
-    case NodeKind::Name:
-    case NodeKind::Attribute:
-    case NodeKind::keyword:
-    case NodeKind::FunctionDef:
-    case NodeKind::AsyncFunctionDef:
-    case NodeKind::ClassDef:
-    case NodeKind::arg:
-    case NodeKind::TypeVar:
-    case NodeKind::ParamSpec:
-    case NodeKind::TypeVarTuple:
-    case NodeKind::ExceptHandler:
-    case NodeKind::MatchAs:
-    case NodeKind::MatchStar:
-    case NodeKind::alias:
-      return n.token() == kNoToken ? std::string_view() : token_text(n.token());
-    case NodeKind::TypeAlias: {
-      const Node* nm = n.child(Role::Name);
-      return nm != nullptr ? token_text(nm->token()) : std::string_view();
-    }
-    default:
-      return {};
+std::string_view Tree::other_name(const Node& n) const {
+  if (n.kind() == NodeKind::TypeAlias) {
+    const Node* nm = n.child(Role::Name);
+    return nm != nullptr ? token_text(nm->token()) : std::string_view();
   }
+  return {};
 }
 
 std::string Tree::alias_name(const Node& alias) const {
