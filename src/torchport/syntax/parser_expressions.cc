@@ -150,8 +150,48 @@ Ex Parser::named_expression() {
   return e;
 }
 
+namespace {
+
+/// A token kind no level of expression() -- a trailer, `**`, a binary or comparison operator,
+/// `not in`, `and`, `or`, `if` -- goes on with: the expression before it is complete.
+bool ends_expression(TokenKind k) {
+  switch (k) {
+    case TokenKind::Comma:
+    case TokenKind::RPar:
+    case TokenKind::RSqb:
+    case TokenKind::RBrace:
+    case TokenKind::Colon:
+    case TokenKind::Newline:
+    case TokenKind::Equal:
+    case TokenKind::Semi:
+    case TokenKind::EndMarker:
+    case TokenKind::KwFor:
+    case TokenKind::KwAs:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 Ex Parser::expression() {
   DepthGuard guard(*this);
+  // A one-token atom the expression ends after (`x` in `f(x, y)`, `1` in `a[1]`): atom() at
+  // once, the node and the position every level down to it would have returned unchanged.
+  switch (kind()) {
+    case TokenKind::Name:
+    case TokenKind::Number:
+    case TokenKind::String:
+    case TokenKind::KwNone:
+    case TokenKind::KwTrue:
+    case TokenKind::KwFalse:
+    case TokenKind::Ellipsis:
+      if (ends_expression(kind(1))) return atom();
+      break;
+    default:
+      break;
+  }
   if (at(TokenKind::KwLambda)) return lambda_expr();
   Ex body = disjunction();
   if (!at(TokenKind::KwIf)) return body;
