@@ -177,8 +177,12 @@ bool ends_expression(TokenKind k) {
 
 Ex Parser::expression() {
   DepthGuard guard(*this);
-  // A one-token atom the expression ends after (`x` in `f(x, y)`, `1` in `a[1]`): atom() at
-  // once, the node and the position every level down to it would have returned unchanged.
+  // An expression that starts with an atom begins with its primary (no level before primary()
+  // takes a prefix operator there). A one-token atom the expression ends after (`x` in
+  // `f(x, y)`, `1` in `a[1]`) is returned at once, as is a primary the expression ends after
+  // (`self.w` in `f(self.w)`): the node and the position every level down to it would have
+  // returned unchanged. Otherwise the primary is handed down as pending_, which primary()
+  // returns (inversion() and factor() look for no prefix operator while it is pending).
   switch (kind()) {
     case TokenKind::Name:
     case TokenKind::Number:
@@ -188,11 +192,21 @@ Ex Parser::expression() {
     case TokenKind::KwFalse:
     case TokenKind::Ellipsis:
       if (ends_expression(kind(1))) return atom();
+      [[fallthrough]];
+    case TokenKind::FStringStart:
+    case TokenKind::TStringStart:
+    case TokenKind::LPar:
+    case TokenKind::LSqb:
+    case TokenKind::LBrace: {
+      Ex e = trailers(atom());
+      if (ends_expression(kind())) return e;
+      pending_ = e;
       break;
+    }
     default:
+      if (at(TokenKind::KwLambda)) return lambda_expr();
       break;
   }
-  if (at(TokenKind::KwLambda)) return lambda_expr();
   Ex body = disjunction();
   if (!at(TokenKind::KwIf)) return body;
   std::size_t m = mark();
@@ -240,7 +254,7 @@ Ex Parser::conjunction() {
 }
 
 Ex Parser::inversion() {
-  if (!at(TokenKind::KwNot)) return comparison();
+  if (pending_.n != nullptr || !at(TokenKind::KwNot)) return comparison();
   DepthGuard guard(*this);
   std::uint32_t op = take();
   std::size_t m = mark();
@@ -298,6 +312,7 @@ Ex Parser::binary(int min_prec) {
 }
 
 Ex Parser::factor() {
+  if (pending_.n != nullptr) return power();
   TokenKind k = kind();
   if (k != TokenKind::Plus && k != TokenKind::Minus && k != TokenKind::Tilde) return power();
   DepthGuard guard(*this);
@@ -325,6 +340,11 @@ Ex Parser::power() {
 }
 
 Ex Parser::primary(bool allow_await) {
+  if (pending_.n != nullptr) {  // parsed by expression() already
+    const Ex e = pending_;
+    pending_ = Ex{};
+    return e;
+  }
   if (allow_await && at(TokenKind::KwAwait)) {
     DepthGuard guard(*this);
     std::uint32_t a = take();
