@@ -3,6 +3,7 @@
 // (CPython Grammar/python.gram, "EXPRESSIONS" and "TARGETS").
 #include <torchport/syntax/parser_impl.h>
 
+#include <array>
 #include <string>
 
 namespace torchport::syntax {
@@ -153,25 +154,17 @@ Ex Parser::named_expression() {
 namespace {
 
 /// A token kind no level of expression() -- a trailer, `**`, a binary or comparison operator,
-/// `not in`, `and`, `or`, `if` -- goes on with: the expression before it is complete.
-bool ends_expression(TokenKind k) {
-  switch (k) {
-    case TokenKind::Comma:
-    case TokenKind::RPar:
-    case TokenKind::RSqb:
-    case TokenKind::RBrace:
-    case TokenKind::Colon:
-    case TokenKind::Newline:
-    case TokenKind::Equal:
-    case TokenKind::Semi:
-    case TokenKind::EndMarker:
-    case TokenKind::KwFor:
-    case TokenKind::KwAs:
-      return true;
-    default:
-      return false;
-  }
-}
+/// `not in`, `and`, `or`, `if` -- goes on with: the expression before it is complete. A table:
+/// expression() asks once or twice per call.
+constexpr auto kEndsExpression = [] {
+  std::array<bool, 256> t{};
+  for (TokenKind k : {TokenKind::Comma, TokenKind::RPar, TokenKind::RSqb, TokenKind::RBrace,
+                      TokenKind::Colon, TokenKind::Newline, TokenKind::Equal, TokenKind::Semi,
+                      TokenKind::EndMarker, TokenKind::KwFor, TokenKind::KwAs})
+    t[static_cast<std::uint8_t>(k)] = true;
+  return t;
+}();
+inline bool ends_expression(TokenKind k) { return kEndsExpression[static_cast<std::uint8_t>(k)]; }
 
 }  // namespace
 
