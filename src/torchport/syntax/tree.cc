@@ -2,6 +2,7 @@
 #include <torchport/text/utf8.h>
 
 #include <array>
+#include <memory>
 #include <mutex>
 #include <utility>
 
@@ -132,19 +133,25 @@ void index_kinds(const Node* n, const Node*** out) {
 const std::vector<const Node*>& Tree::find_all(NodeKind kind) const {
   std::call_once(kinds_->once, [this] {
     if (root_ == nullptr) return;
-    // One pre-order walk appends each node to its kind's list. The parser counted the nodes
-    // of each kind it made (at least as many as the tree holds), so each list is sized once
-    // and written through a plain pointer, without a capacity check per node, then cut to
-    // the nodes written.
+    // One pre-order walk writes each node into its kind's run of one scratch array, through
+    // a plain pointer per kind (no capacity check per node): the parser counted the nodes of
+    // each kind it made (at least as many as the tree holds), which sizes the runs. Each list
+    // is then copied from its run in one piece (a resize would first zero every entry).
     auto& lists = kinds_->nodes;
-    std::array<const Node**, std::tuple_size_v<std::remove_reference_t<decltype(lists)>>> out;
-    for (std::size_t k = 0; k < lists.size(); ++k) {
-      lists[k].resize(made_[k]);
-      out[k] = lists[k].data();
+    constexpr std::size_t kKinds = std::tuple_size_v<std::remove_reference_t<decltype(lists)>>;
+    std::array<const Node**, kKinds> begin;
+    std::array<const Node**, kKinds> out;
+    std::size_t total = 0;
+    for (std::uint32_t m : made_) total += m;
+    const std::unique_ptr<const Node*[]> runs(new const Node*[total]);
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < kKinds; ++k) {
+      begin[k] = out[k] = runs.get() + at;
+      at += made_[k];
     }
     index_kinds(root_, out.data());
-    for (std::size_t k = 0; k < lists.size(); ++k)
-      lists[k].resize(static_cast<std::size_t>(out[k] - lists[k].data()));
+    for (std::size_t k = 0; k < kKinds; ++k)
+      if (out[k] != begin[k]) lists[k].assign(begin[k], out[k]);
   });
   return kinds_->nodes[static_cast<std::size_t>(kind)];
 }
