@@ -546,6 +546,24 @@ class Binder {
     return {};
   }
 
+  /// chain_target(e, scope, nullptr) == want, without building the chain's string: the
+  /// attributes are matched against want's tail, last first, and the head's target against
+  /// what is left.
+  bool chain_is(const Node& e, std::uint32_t scope, std::string_view want) const {
+    if (e.kind() == NodeKind::Name) {
+      const Binding* b = m_.find_meaningful(m_.token_text(e.token()), scope);
+      return b && b->kind == Binding::Kind::Qualified && !b->target.empty() && b->target == want;
+    }
+    if (e.kind() == NodeKind::Attribute && e.value()) {
+      const std::string_view attr = m_.token_text(e.token());
+      if (want.size() <= attr.size() || !want.ends_with(attr) ||
+          want[want.size() - attr.size() - 1] != '.')
+        return false;
+      return chain_is(*e.value(), scope, want.substr(0, want.size() - attr.size() - 1));
+    }
+    return false;
+  }
+
   bool device_string(const Node& e) const {
     switch (e.kind()) {
       case NodeKind::Constant:
@@ -587,7 +605,7 @@ class Binder {
         return b && b->kind == Binding::Kind::Device ? 2 : 0;
       }
       case NodeKind::Call:
-        if (e.func() && chain_target(*e.func(), scope, nullptr) == "torch.device") return 2;
+        if (e.func() && chain_is(*e.func(), scope, "torch.device")) return 2;
         return device_string(e) ? 1 : 0;
       case NodeKind::IfExp: {
         int k = 0;
