@@ -824,7 +824,7 @@ void Model::build_imports_and_bindings(const syntax::Tree& tree) { Binder(*this,
 
 void Model::build_references() {
   reference_of_token_.assign(tokens_.size(), -1);
-  references_.reserve(tokens_.size() / 8 + 1);
+  references_.reserve(identifier_count_);  // a reference has a name at least: never grows
   // A name token is in at most one reference: with this capacity the pool never moves, so the
   // references' spans stay valid.
   name_tokens_.reserve(identifier_count_);
@@ -842,6 +842,14 @@ void Model::build_references() {
   // keyword argument's name, an attribute name or an imported name. The Name tokens are
   // walked in order; a chain's later names are skipped (`done`).
   std::size_t done = 0;  // tokens before this one are in a reference already
+  // The last lookups, by name and scope: the same head (`torch`, `nn`) is looked up again and
+  // again in one scope, and no binding changes any more.
+  struct Memo {
+    std::string_view name;
+    std::uint32_t scope = UINT32_MAX;
+    const Binding* binding = nullptr;
+  };
+  std::array<Memo, 64> memo{};
   for (std::size_t p = 0; p < identifier_count_; ++p) {
     const TokenIndex head = identifier_tokens_[p];
     if (head < done || (context_[head] & kLoad) == 0) continue;
@@ -864,7 +872,15 @@ void Model::build_references() {
     ref.last = last;
     ref.scope = scope_of_[head];
     ref.store = (context_[last] & kStore) != 0 && last != head;
-    const Binding* b = find_meaningful(token_text(head), ref.scope);
+    const std::string_view head_text = token_text(head);
+    const std::uint32_t h = name_hash(head_text);
+    const Binding* b = nullptr;
+    if ((meaningful_[h / 64] & (std::uint64_t{1} << (h % 64))) != 0) {
+      Memo& m = memo[(h ^ (ref.scope * 31)) % memo.size()];
+      if (m.scope != ref.scope || m.name != head_text)
+        m = Memo{head_text, ref.scope, find_binding(head_text, ref.scope)};
+      b = m.binding;
+    }
     if (b && b->kind == Binding::Kind::Qualified) {
       std::size_t size = b->target.size();
       for (std::size_t r = 1; r < ref.names.size(); ++r) size += 1 + toks[ref.names[r]].size();
