@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <functional>
 
 namespace torchport::semantic {
@@ -59,97 +60,143 @@ Model::Model(const syntax::Tree& tree) : text_(tree.text()), tokens_(tree.tokens
 
 void Model::build_lines() {
   const auto n = static_cast<TokenIndex>(tokens_.size());
+  const syntax::Token* const toks = tokens_.data();
   line_of_token_.reset(new std::int32_t[n]);
   match_.assign(n, -1);
   enclosing_.reset(new std::int32_t[n]);
-  std::vector<TokenIndex> open;
-  std::uint32_t depth = 0;
-  Line cur;
-  // Each line's tokens are a contiguous run of line_tokens_: [line_start, size()) for the
-  // current line. The spans are set once the pool stops growing.
-  line_tokens_.reserve(n / 2 + 1);
-  identifier_tokens_.reserve(n / 4 + 1);  // estimates: fewer growth copies (-0.1 % on the subset)
+  // Each line's tokens are a contiguous run of the pool, which has room for every token: it
+  // never moves, so a line's span is set when the line ends. Identifiers likewise.
+  line_tokens_.reset(new TokenIndex[n + 1]);
+  identifier_tokens_.reset(new TokenIndex[n + 1]);
+  std::int32_t* const line_of = line_of_token_.get();
+  std::int32_t* const enclosing = enclosing_.get();
+  std::int32_t* const match = match_.data();
+  TokenIndex* const pool = line_tokens_.get();
+  TokenIndex* ids = identifier_tokens_.get();
   string_tokens_.reserve(n / 32 + 1);
-  std::size_t line_start = 0;
-  std::vector<std::pair<std::size_t, std::size_t>> runs;
   lines_.reserve(n / 8 + 1);
   scopes_.push_back(Scope{});
+  std::vector<TokenIndex> open;
+  std::int32_t innermost = -1;  // open.back(), or -1 when no bracket is open
+  std::uint32_t depth = 0;
+  std::size_t line_start = 0;  // the current line's first entry in the pool
+  std::size_t used = 0;        // entries of the pool written
 
   auto finish = [&](std::uint32_t end_offset) {
-    if (line_tokens_.size() == line_start) return;
-    runs.emplace_back(line_start, line_tokens_.size() - line_start);
-    const std::span<const TokenIndex> toks(line_tokens_.data() + line_start,
-                                           line_tokens_.size() - line_start);
-    line_start = line_tokens_.size();
+    if (used == line_start) return;
+    Line cur;
+    cur.tokens = {pool + line_start, used - line_start};
     cur.depth = depth;
     cur.end = end_offset;
-    cur.begin = tokens_[toks.front()].begin;
+    cur.begin = toks[pool[line_start]].begin;
     cur.scope = 0;  // set from the tree by the binder
-    lines_.push_back(std::move(cur));
-    cur = Line{};
+    lines_.push_back(cur);
+    line_start = used;
   };
 
-  // One switch per token; `line` is the index the current line gets when finish() pushes it.
+  // One test for trivia (most tokens), one switch for the rest; `line` is the index the
+  // current line gets when finish() pushes it.
   auto line = static_cast<std::int32_t>(lines_.size());
   for (TokenIndex i = 0; i < n; ++i) {
-    const TokenKind k = tokens_[i].kind;
-    enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
-    line_of_token_[i] = -1;
+    const TokenKind k = toks[i].kind;
+    enclosing[i] = innermost;
+    if (syntax::is_trivia(k)) {
+      line_of[i] = -1;
+      continue;
+    }
     switch (k) {
       case TokenKind::Indent:
         ++depth;
+        line_of[i] = -1;
         continue;
       case TokenKind::Dedent:
         if (depth > 0) --depth;
+        line_of[i] = -1;
         continue;
       case TokenKind::Newline:
       case TokenKind::EndMarker:
-        finish(tokens_[i].end);
+        line_of[i] = -1;
+        finish(toks[i].end);
         line = static_cast<std::int32_t>(lines_.size());
         open.clear();
-        continue;
-      case TokenKind::Whitespace:
-      case TokenKind::Comment:
-      case TokenKind::Continuation:
-      case TokenKind::NonLogicalNewline:
+        innermost = -1;
         continue;
       case TokenKind::LPar:
       case TokenKind::LSqb:
       case TokenKind::LBrace:
         open.push_back(i);
+        innermost = static_cast<std::int32_t>(i);
         break;
       case TokenKind::RPar:
       case TokenKind::RSqb:
       case TokenKind::RBrace:
         if (!open.empty()) {
-          match_[open.back()] = static_cast<std::int32_t>(i);
-          match_[i] = static_cast<std::int32_t>(open.back());
+          match[open.back()] = static_cast<std::int32_t>(i);
+          match[i] = static_cast<std::int32_t>(open.back());
           open.pop_back();
-          enclosing_[i] = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
+          innermost = open.empty() ? -1 : static_cast<std::int32_t>(open.back());
+          enclosing[i] = innermost;
         }
         break;
       case TokenKind::String:
         string_tokens_.push_back(i);
         break;
       case TokenKind::Name:
-        identifier_tokens_.push_back(i);
+        *ids++ = i;
         break;
       default:
         break;
     }
-    line_of_token_[i] = line;
-    line_tokens_.push_back(i);
+    line_of[i] = line;
+    pool[used++] = i;
   }
   finish(static_cast<std::uint32_t>(text_.size()));
-  for (std::size_t li = 0; li < lines_.size(); ++li)
-    lines_[li].tokens = {line_tokens_.data() + runs[li].first, runs[li].second};
+  identifier_count_ = static_cast<std::size_t>(ids - identifier_tokens_.get());
 }
+
+namespace {
+
+/// The scope index's hash of a name, inline (names are short: std::hash's out-of-line
+/// _Hash_bytes cost more than the bytes): the name read eight bytes at a time (its last word
+/// overlapping the one before), four at a time or three bytes for short names, each word
+/// multiplied in; the high bits are folded into the low ones the index's mask keeps.
+std::size_t index_hash(std::string_view name) {
+  constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  const char* p = name.data();
+  const std::size_t n = name.size();
+  std::uint64_t h = n;
+  auto mix = [&](std::uint64_t w) {
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  };
+  if (n >= 8) {
+    std::uint64_t w;
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      std::memcpy(&w, p + i, 8);
+      mix(w);
+    }
+    std::memcpy(&w, p + n - 8, 8);
+    mix(w);
+  } else if (n >= 4) {
+    std::uint32_t x, y;
+    std::memcpy(&x, p, 4);
+    std::memcpy(&y, p + n - 4, 4);
+    mix((std::uint64_t{x} << 32) | y);
+  } else if (n > 0) {
+    mix((std::uint64_t{static_cast<unsigned char>(p[0])} << 16) |
+        (std::uint64_t{static_cast<unsigned char>(p[n / 2])} << 8) |
+        static_cast<unsigned char>(p[n - 1]));
+  }
+  return static_cast<std::size_t>(h ^ (h >> 32));
+}
+
+}  // namespace
 
 const Model::Scope::Merged* Model::Scope::Index::find(std::string_view name,
                                                       const Scope& sc) const {
   if (slots.empty()) return nullptr;
   const std::size_t mask = slots.size() - 1;
-  for (std::size_t h = std::hash<std::string_view>{}(name)&mask;; h = (h + 1) & mask) {
+  for (std::size_t h = index_hash(name) & mask;; h = (h + 1) & mask) {
     if (slots[h] == 0) return nullptr;
     const Merged& m = merged[slots[h] - 1];
     if (sc.names[m.first].first == name) return &m;
@@ -163,14 +210,14 @@ std::pair<Model::Scope::Merged*, bool> Model::Scope::Index::insert(std::uint32_t
     slots.assign(std::max<std::size_t>(64, slots.size() * 2), 0);
     const std::size_t mask = slots.size() - 1;
     for (std::uint32_t i = 0; i < merged.size(); ++i) {
-      std::size_t h = std::hash<std::string_view>{}(sc.names[merged[i].first].first) & mask;
+      std::size_t h = index_hash(sc.names[merged[i].first].first) & mask;
       while (slots[h] != 0) h = (h + 1) & mask;
       slots[h] = i + 1;
     }
   }
   const std::string_view name = sc.names[idx].first;
   const std::size_t mask = slots.size() - 1;
-  std::size_t h = std::hash<std::string_view>{}(name)&mask;
+  std::size_t h = index_hash(name) & mask;
   for (; slots[h] != 0; h = (h + 1) & mask) {
     Merged& m = merged[slots[h] - 1];
     if (sc.names[m.first].first == name) return {&m, false};
@@ -370,7 +417,9 @@ class Binder {
   }
 
   void node(const Node& n, std::uint32_t scope) {
-    if (syntax::is_statement(n.kind())) {
+    if (syntax::is_expression(n.kind())) {
+      expr(n, scope);
+    } else if (syntax::is_statement(n.kind())) {
       stmt(n, scope);
     } else if (is_pattern(n.kind())) {
       pattern(n, scope);
@@ -464,7 +513,13 @@ class Binder {
         return;
       }
       default:
-        for (const Node* c : e.children()) node(*c, scope);
+        // Most children of an expression are expressions: expr() at once, not through node().
+        for (const Node* c : e.children()) {
+          if (syntax::is_expression(c->kind()))
+            expr(*c, scope);
+          else
+            node(*c, scope);
+        }
     }
   }
 
@@ -489,6 +544,24 @@ class Binder {
       return base + "." + std::string(m_.token_text(e.token()));
     }
     return {};
+  }
+
+  /// chain_target(e, scope, nullptr) == want, without building the chain's string: the
+  /// attributes are matched against want's tail, last first, and the head's target against
+  /// what is left.
+  bool chain_is(const Node& e, std::uint32_t scope, std::string_view want) const {
+    if (e.kind() == NodeKind::Name) {
+      const Binding* b = m_.find_meaningful(m_.token_text(e.token()), scope);
+      return b && b->kind == Binding::Kind::Qualified && !b->target.empty() && b->target == want;
+    }
+    if (e.kind() == NodeKind::Attribute && e.value()) {
+      const std::string_view attr = m_.token_text(e.token());
+      if (want.size() <= attr.size() || !want.ends_with(attr) ||
+          want[want.size() - attr.size() - 1] != '.')
+        return false;
+      return chain_is(*e.value(), scope, want.substr(0, want.size() - attr.size() - 1));
+    }
+    return false;
   }
 
   bool device_string(const Node& e) const {
@@ -532,7 +605,7 @@ class Binder {
         return b && b->kind == Binding::Kind::Device ? 2 : 0;
       }
       case NodeKind::Call:
-        if (e.func() && chain_target(*e.func(), scope, nullptr) == "torch.device") return 2;
+        if (e.func() && chain_is(*e.func(), scope, "torch.device")) return 2;
         return device_string(e) ? 1 : 0;
       case NodeKind::IfExp: {
         int k = 0;
@@ -733,7 +806,12 @@ class Binder {
         }
         return;
       default:
-        for (const Node* c : n.children()) node(*c, scope);
+        for (const Node* c : n.children()) {
+          if (syntax::is_expression(c->kind()))
+            expr(*c, scope);
+          else
+            node(*c, scope);
+        }
     }
   }
 
@@ -746,46 +824,76 @@ void Model::build_imports_and_bindings(const syntax::Tree& tree) { Binder(*this,
 
 void Model::build_references() {
   reference_of_token_.assign(tokens_.size(), -1);
-  references_.reserve(tokens_.size() / 8 + 1);
+  references_.reserve(identifier_count_);  // a reference has a name at least: never grows
   // A name token is in at most one reference: with this capacity the pool never moves, so the
   // references' spans stay valid.
-  name_tokens_.reserve(line_tokens_.size());
-  for (std::uint32_t li = 0; li < lines_.size(); ++li) {
-    const auto& t = lines_[li].tokens;
-    for (std::size_t p = 0; p < t.size(); ++p) {
-      // Only a name in load context heads a reference: never a name being bound, a
-      // parameter, a keyword argument's name, an attribute name or an imported name.
-      if (kind(t[p]) != TokenKind::Name || (context_[t[p]] & kLoad) == 0) continue;
-      std::size_t q = p;
-      while (q + 2 < t.size() && kind(t[q + 1]) == TokenKind::Dot &&
-             kind(t[q + 2]) == TokenKind::Name) {
-        q += 2;
-      }
-      Reference ref;
-      ref.first = t[p];
-      ref.line = li;
-      const std::size_t names_at = name_tokens_.size();
-      for (std::size_t r = p; r <= q; r += 2) name_tokens_.push_back(t[r]);
-      ref.names = {name_tokens_.data() + names_at, name_tokens_.size() - names_at};
-      ref.last = t[q];
-      ref.scope = scope_of_[t[p]];
-      ref.store = (context_[ref.last] & kStore) != 0 && q > p;
-      const Binding* b = find_meaningful(token_text(t[p]), ref.scope);
-      if (b && b->kind == Binding::Kind::Qualified) {
-        std::size_t size = b->target.size();
-        for (std::size_t r = 1; r < ref.names.size(); ++r) size += 1 + tokens_[ref.names[r]].size();
-        ref.qualified.reserve(size);
-        ref.qualified = b->target;
-        for (std::size_t r = 1; r < ref.names.size(); ++r) {
-          ref.qualified += '.';
-          ref.qualified += token_text(ref.names[r]);
-        }
-      }
-      const auto idx = static_cast<std::int32_t>(references_.size());
-      for (TokenIndex n : ref.names) reference_of_token_[n] = idx;
-      references_.push_back(std::move(ref));
-      p = q;
+  name_tokens_.reserve(identifier_count_);
+  const syntax::Token* const toks = tokens_.data();
+  const auto n = static_cast<TokenIndex>(tokens_.size());
+  // The next token of the same logical line after `i`, or `n`: trivia is skipped, and a
+  // NEWLINE (which ends every line; INDENT and DEDENT only follow it) is no Dot nor Name, so
+  // a chain never runs past its line.
+  auto next_in_line = [&](TokenIndex i) {
+    TokenIndex j = i + 1;
+    while (j < n && syntax::is_trivia(toks[j].kind)) ++j;
+    return j;
+  };
+  // Only a name in load context heads a reference: never a name being bound, a parameter, a
+  // keyword argument's name, an attribute name or an imported name. The Name tokens are
+  // walked in order; a chain's later names are skipped (`done`).
+  std::size_t done = 0;  // tokens before this one are in a reference already
+  // The last lookups, by name and scope: the same head (`torch`, `nn`) is looked up again and
+  // again in one scope, and no binding changes any more.
+  struct Memo {
+    std::string_view name;
+    std::uint32_t scope = UINT32_MAX;
+    const Binding* binding = nullptr;
+  };
+  std::array<Memo, 64> memo{};
+  for (std::size_t p = 0; p < identifier_count_; ++p) {
+    const TokenIndex head = identifier_tokens_[p];
+    if (head < done || (context_[head] & kLoad) == 0) continue;
+    const std::size_t names_at = name_tokens_.size();
+    name_tokens_.push_back(head);
+    TokenIndex last = head;
+    for (;;) {
+      const TokenIndex dot = next_in_line(last);
+      if (dot >= n || toks[dot].kind != TokenKind::Dot) break;
+      const TokenIndex name = next_in_line(dot);
+      if (name >= n || toks[name].kind != TokenKind::Name) break;
+      name_tokens_.push_back(name);
+      last = name;
     }
+    done = last + 1;
+    Reference ref;
+    ref.first = head;
+    ref.line = static_cast<std::uint32_t>(line_of_token_[head]);
+    ref.names = {name_tokens_.data() + names_at, name_tokens_.size() - names_at};
+    ref.last = last;
+    ref.scope = scope_of_[head];
+    ref.store = (context_[last] & kStore) != 0 && last != head;
+    const std::string_view head_text = token_text(head);
+    const std::uint32_t h = name_hash(head_text);
+    const Binding* b = nullptr;
+    if ((meaningful_[h / 64] & (std::uint64_t{1} << (h % 64))) != 0) {
+      Memo& m = memo[(h ^ (ref.scope * 31)) % memo.size()];
+      if (m.scope != ref.scope || m.name != head_text)
+        m = Memo{head_text, ref.scope, find_binding(head_text, ref.scope)};
+      b = m.binding;
+    }
+    if (b && b->kind == Binding::Kind::Qualified) {
+      std::size_t size = b->target.size();
+      for (std::size_t r = 1; r < ref.names.size(); ++r) size += 1 + toks[ref.names[r]].size();
+      ref.qualified.reserve(size);
+      ref.qualified = b->target;
+      for (std::size_t r = 1; r < ref.names.size(); ++r) {
+        ref.qualified += '.';
+        ref.qualified += token_text(ref.names[r]);
+      }
+    }
+    const auto idx = static_cast<std::int32_t>(references_.size());
+    for (TokenIndex t : ref.names) reference_of_token_[t] = idx;
+    references_.push_back(std::move(ref));
   }
   scope_of_.reset();  // only the references needed it
 }

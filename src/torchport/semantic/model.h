@@ -103,7 +103,9 @@ class Model {
   /// every token.
   std::span<const TokenIndex> string_tokens() const { return string_tokens_; }
   /// The file's Name tokens, in order.
-  std::span<const TokenIndex> identifier_tokens() const { return identifier_tokens_; }
+  std::span<const TokenIndex> identifier_tokens() const {
+    return {identifier_tokens_.get(), identifier_count_};
+  }
   const std::vector<Import>& imports() const { return imports_; }
   const std::vector<Reference>& references() const { return references_; }
 
@@ -194,10 +196,13 @@ class Model {
   std::string_view text_;
   std::span<const syntax::Token> tokens_;
   std::vector<Line> lines_;
-  std::vector<TokenIndex> line_tokens_;        ///< the lines' tokens, line after line
-  std::vector<TokenIndex> name_tokens_;        ///< the references' name chains
-  std::vector<TokenIndex> string_tokens_;      ///< every String token
-  std::vector<TokenIndex> identifier_tokens_;  ///< every Name token
+  /// The lines' tokens, line after line (with room for every token).
+  std::unique_ptr<TokenIndex[]> line_tokens_;
+  std::vector<TokenIndex> name_tokens_;    ///< the references' name chains
+  std::vector<TokenIndex> string_tokens_;  ///< every String token
+  /// Every Name token, in order (identifier_count_ of them, room for every token).
+  std::unique_ptr<TokenIndex[]> identifier_tokens_;
+  std::size_t identifier_count_ = 0;
   // Per token, every entry written by build_lines (so not filled before):
   std::unique_ptr<std::int32_t[]> line_of_token_;  ///< -1 for trivia
   std::vector<std::int32_t> match_;                ///< matching bracket or -1

@@ -26,6 +26,8 @@ Parser::Parser(Tree& tree) : tree_(tree), toks_(tree.tokens_), src_(tree.source_
   sig_.reset(sig);
   sig_kind_.reset(sig_kind);
   std::uint32_t n = 0;
+  // Unrolled: the loop's own compare and branch were a third of its instructions.
+#pragma GCC unroll 4
   for (std::uint32_t i = 0; i < count; ++i) {
     const TokenKind k = toks[i].kind;
     sig[n] = i;

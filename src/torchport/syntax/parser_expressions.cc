@@ -3,6 +3,7 @@
 // (CPython Grammar/python.gram, "EXPRESSIONS" and "TARGETS").
 #include <torchport/syntax/parser_impl.h>
 
+#include <array>
 #include <string>
 
 namespace torchport::syntax {
@@ -150,9 +151,55 @@ Ex Parser::named_expression() {
   return e;
 }
 
+namespace {
+
+/// A token kind no level of expression() -- a trailer, `**`, a binary or comparison operator,
+/// `not in`, `and`, `or`, `if` -- goes on with: the expression before it is complete. A table:
+/// expression() asks once or twice per call.
+constexpr auto kEndsExpression = [] {
+  std::array<bool, 256> t{};
+  for (TokenKind k : {TokenKind::Comma, TokenKind::RPar, TokenKind::RSqb, TokenKind::RBrace,
+                      TokenKind::Colon, TokenKind::Newline, TokenKind::Equal, TokenKind::Semi,
+                      TokenKind::EndMarker, TokenKind::KwFor, TokenKind::KwAs})
+    t[static_cast<std::uint8_t>(k)] = true;
+  return t;
+}();
+inline bool ends_expression(TokenKind k) { return kEndsExpression[static_cast<std::uint8_t>(k)]; }
+
+}  // namespace
+
 Ex Parser::expression() {
   DepthGuard guard(*this);
-  if (at(TokenKind::KwLambda)) return lambda_expr();
+  // An expression that starts with an atom begins with its primary (no level before primary()
+  // takes a prefix operator there). A one-token atom the expression ends after (`x` in
+  // `f(x, y)`, `1` in `a[1]`) is returned at once, as is a primary the expression ends after
+  // (`self.w` in `f(self.w)`): the node and the position every level down to it would have
+  // returned unchanged. Otherwise the primary is handed down as pending_, which primary()
+  // returns (inversion() and factor() look for no prefix operator while it is pending).
+  switch (kind()) {
+    case TokenKind::Name:
+    case TokenKind::Number:
+    case TokenKind::String:
+    case TokenKind::KwNone:
+    case TokenKind::KwTrue:
+    case TokenKind::KwFalse:
+    case TokenKind::Ellipsis:
+      if (ends_expression(kind(1))) return atom();
+      [[fallthrough]];
+    case TokenKind::FStringStart:
+    case TokenKind::TStringStart:
+    case TokenKind::LPar:
+    case TokenKind::LSqb:
+    case TokenKind::LBrace: {
+      Ex e = trailers(atom());
+      if (ends_expression(kind())) return e;
+      pending_ = e;
+      break;
+    }
+    default:
+      if (at(TokenKind::KwLambda)) return lambda_expr();
+      break;
+  }
   Ex body = disjunction();
   if (!at(TokenKind::KwIf)) return body;
   std::size_t m = mark();
@@ -200,7 +247,7 @@ Ex Parser::conjunction() {
 }
 
 Ex Parser::inversion() {
-  if (!at(TokenKind::KwNot)) return comparison();
+  if (pending_.n != nullptr || !at(TokenKind::KwNot)) return comparison();
   DepthGuard guard(*this);
   std::uint32_t op = take();
   std::size_t m = mark();
@@ -258,6 +305,7 @@ Ex Parser::binary(int min_prec) {
 }
 
 Ex Parser::factor() {
+  if (pending_.n != nullptr) return power();
   TokenKind k = kind();
   if (k != TokenKind::Plus && k != TokenKind::Minus && k != TokenKind::Tilde) return power();
   DepthGuard guard(*this);
@@ -285,6 +333,11 @@ Ex Parser::power() {
 }
 
 Ex Parser::primary(bool allow_await) {
+  if (pending_.n != nullptr) {  // parsed by expression() already
+    const Ex e = pending_;
+    pending_ = Ex{};
+    return e;
+  }
   if (allow_await && at(TokenKind::KwAwait)) {
     DepthGuard guard(*this);
     std::uint32_t a = take();

@@ -217,6 +217,9 @@ class Parser {
   std::uint32_t block_end_ = 0;
   /// Format specs enclosing the current replacement field (CPython allows two levels).
   int spec_depth_ = 0;
+  /// A primary expression() parsed before descending the precedence levels: primary() returns
+  /// it (and clears it) instead of parsing one.
+  Ex pending_;
   std::vector<Node*> scratch_;
   std::vector<std::uint32_t> extra_scratch_;
   std::vector<std::uint32_t> open_brackets_;

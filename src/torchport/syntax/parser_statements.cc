@@ -483,6 +483,7 @@ Node* Parser::with_statement(std::uint32_t first, bool is_async) {
       scratch_.resize(m);
       open_brackets_.resize(brackets);
       depth_ = depth;
+      pending_ = Ex{};
     }
   }
   if (!done) {
@@ -758,6 +759,7 @@ bool Parser::try_match_statement(Node** out) {
     scratch_.resize(m);
     open_brackets_.resize(brackets);
     depth_ = depth;
+    pending_ = Ex{};
     return false;
   }
   take();  // ':'

@@ -2,6 +2,7 @@
 #include <torchport/text/utf8.h>
 
 #include <array>
+#include <memory>
 #include <mutex>
 #include <utility>
 
@@ -117,51 +118,50 @@ std::string Tree::format(const text::Diagnostic& d) const {
          d.message;
 }
 
+namespace {
+
+/// Appends `n` and its subtree, in pre-order, to the lists whose ends `out` holds (one per
+/// kind, each with room for every node of its kind). Recursive: the parser bounds the tree's
+/// height (kMaxNesting), and each frame holds two pointers.
+void index_kinds(const Node* n, const Node*** out) {
+  *out[static_cast<std::size_t>(n->kind())]++ = n;
+  for (const Node* c : n->children()) index_kinds(c, out);
+}
+
+}  // namespace
+
 const std::vector<const Node*>& Tree::find_all(NodeKind kind) const {
   std::call_once(kinds_->once, [this] {
     if (root_ == nullptr) return;
-    // One pre-order walk (an explicit stack, children pushed last first) appends each node to
-    // its kind's list. The parser counted the nodes of each kind it made, so each list is
-    // reserved once and no list grows node by node.
+    // One pre-order walk writes each node into its kind's run of one scratch array, through
+    // a plain pointer per kind (no capacity check per node): the parser counted the nodes of
+    // each kind it made (at least as many as the tree holds), which sizes the runs. Each list
+    // is then copied from its run in one piece (a resize would first zero every entry).
     auto& lists = kinds_->nodes;
-    for (std::size_t k = 0; k < lists.size(); ++k) lists[k].reserve(made_[k]);
-    std::vector<const Node*> stack{root_};
-    stack.reserve(64);
-    while (!stack.empty()) {
-      const Node* n = stack.back();
-      stack.pop_back();
-      lists[static_cast<std::size_t>(n->kind())].push_back(n);
-      const auto children = n->children();
-      for (std::size_t i = children.size(); i-- > 0;) stack.push_back(children[i]);
+    constexpr std::size_t kKinds = std::tuple_size_v<std::remove_reference_t<decltype(lists)>>;
+    std::array<const Node**, kKinds> begin;
+    std::array<const Node**, kKinds> out;
+    std::size_t total = 0;
+    for (std::uint32_t m : made_) total += m;
+    const std::unique_ptr<const Node*[]> runs(new const Node*[total]);
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < kKinds; ++k) {
+      begin[k] = out[k] = runs.get() + at;
+      at += made_[k];
     }
+    index_kinds(root_, out.data());
+    for (std::size_t k = 0; k < kKinds; ++k)
+      if (out[k] != begin[k]) lists[k].assign(begin[k], out[k]);
   });
   return kinds_->nodes[static_cast<std::size_t>(kind)];
 }
 
-std::string_view Tree::name(const Node& n) const {
-  switch (n.kind()) {
-    case NodeKind::Name:
-    case NodeKind::Attribute:
-    case NodeKind::keyword:
-    case NodeKind::FunctionDef:
-    case NodeKind::AsyncFunctionDef:
-    case NodeKind::ClassDef:
-    case NodeKind::arg:
-    case NodeKind::TypeVar:
-    case NodeKind::ParamSpec:
-    case NodeKind::TypeVarTuple:
-    case NodeKind::ExceptHandler:
-    case NodeKind::MatchAs:
-    case NodeKind::MatchStar:
-    case NodeKind::alias:
-      return n.token() == kNoToken ? std::string_view() : token_text(n.token());
-    case NodeKind::TypeAlias: {
-      const Node* nm = n.child(Role::Name);
-      return nm != nullptr ? token_text(nm->token()) : std::string_view();
-    }
-    default:
-      return {};
+std::string_view Tree::other_name(const Node& n) const {
+  if (n.kind() == NodeKind::TypeAlias) {
+    const Node* nm = n.child(Role::Name);
+    return nm != nullptr ? token_text(nm->token()) : std::string_view();
   }
+  return {};
 }
 
 std::string Tree::alias_name(const Node& alias) const {

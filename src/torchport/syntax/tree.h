@@ -95,7 +95,29 @@ class Tree {
   /// FunctionDef/AsyncFunctionDef/ClassDef/arg/TypeVar/ParamSpec/TypeVarTuple → name;
   /// ExceptHandler/MatchAs/MatchStar → the bound name ("" if none); alias → asname ("" if none);
   /// TypeAlias → the alias name. Empty for other kinds.
-  std::string_view name(const Node& n) const;
+  /// Inline for the kinds whose own token is the name (rules ask millions of times), the rest
+  /// out of line.
+  std::string_view name(const Node& n) const {
+    switch (n.kind()) {
+      case NodeKind::Name:
+      case NodeKind::Attribute:
+      case NodeKind::keyword:
+      case NodeKind::FunctionDef:
+      case NodeKind::AsyncFunctionDef:
+      case NodeKind::ClassDef:
+      case NodeKind::arg:
+      case NodeKind::TypeVar:
+      case NodeKind::ParamSpec:
+      case NodeKind::TypeVarTuple:
+      case NodeKind::ExceptHandler:
+      case NodeKind::MatchAs:
+      case NodeKind::MatchStar:
+      case NodeKind::alias:
+        return n.token() == kNoToken ? std::string_view() : token_text(n.token());
+      default:
+        return other_name(n);
+    }
+  }
   /// alias: the dotted name ("os.path", "*"), without any whitespace inside it.
   std::string alias_name(const Node& alias) const;
   /// ImportFrom: the module ("" for `from . import x`); level() gives the dots.
@@ -114,6 +136,8 @@ class Tree {
   std::string_view string_prefix(std::uint32_t token) const;
 
  private:
+  /// name() for the kinds whose name is not their own token (TypeAlias; "" for the rest).
+  std::string_view other_name(const Node& n) const;
   friend class Parser;
   friend Tree parse(text::SourceFile source);
   text::SourceFile source_;

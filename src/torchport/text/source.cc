@@ -11,6 +11,9 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace torchport::text {
 namespace {
@@ -188,7 +191,13 @@ std::optional<std::pair<std::size_t, std::string>> validate_utf8(std::string_vie
   const std::size_t n = s.size();
   std::size_t i = 0;
   while (i < n) {
-    // ASCII runs eight bytes at a time.
+    // ASCII runs sixteen bytes at a time (SSE2: one test of the sixteen high bits), then
+    // eight.
+#if defined(__SSE2__)
+    while (i + 16 <= n &&
+           _mm_movemask_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))) == 0)
+      i += 16;
+#endif
     std::uint64_t word;
     while (i + 8 <= n && (std::memcpy(&word, p + i, 8), (word & 0x8080808080808080ull) == 0))
       i += 8;
