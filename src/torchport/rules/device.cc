@@ -1143,9 +1143,10 @@ void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
 
 void cuda_methods(Context& ctx) {
   const semantic::Model& m = ctx.m;
-  const auto n = static_cast<TokenIndex>(m.tokens().size());
-  for (TokenIndex i = 0; i < n; ++i) {
-    if (m.kind(i) != TokenKind::Name) continue;
+  // Token texts are compared as written: without "cuda" in the text no name is `cuda` or
+  // `is_cuda` (most files of a tree). Only the Name tokens are looked at.
+  if (m.text().find("cuda") == std::string_view::npos) return;
+  for (const TokenIndex i : m.identifier_tokens()) {
     std::string_view name = m.token_text(i);
     if (name != "cuda" && name != "is_cuda") continue;
     auto p = m.prev(i);
@@ -1183,9 +1184,8 @@ void record_stream(Context& ctx) {
   const std::string_view text = m.text();
   const std::string nl(m.newline());
   const auto& lines = m.lines();
-  const auto n = static_cast<TokenIndex>(m.tokens().size());
-  for (TokenIndex i = 0; i < n; ++i) {
-    if (m.kind(i) != TokenKind::Name || m.token_text(i) != "record_stream") continue;
+  for (const TokenIndex i : m.identifier_tokens()) {
+    if (m.token_text(i) != "record_stream") continue;
     auto dot = m.prev(i);
     auto li = m.line_of(i);
     if (!dot || m.kind(*dot) != TokenKind::Dot || !li || m.is_store(i)) continue;

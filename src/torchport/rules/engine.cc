@@ -522,10 +522,9 @@ std::string_view Context::helper_name() const {
   if (!helper_name_) {
     // "device" unless the script binds that name anywhere (a parameter, a local, an import).
     bool taken = m.lookup(kDeviceVar, 0).has_value();
-    const auto n = static_cast<semantic::TokenIndex>(m.tokens().size());
-    for (semantic::TokenIndex i = 0; i < n && !taken; ++i) {
-      if (m.kind(i) != syntax::TokenKind::Name || m.token_text(i) != kDeviceVar || !m.is_store(i))
-        continue;
+    for (const semantic::TokenIndex i : m.identifier_tokens()) {
+      if (taken) break;
+      if (m.token_text(i) != kDeviceVar || !m.is_store(i)) continue;
       auto p = m.prev(i);
       if (!p || m.kind(*p) != syntax::TokenKind::Dot) taken = true;
     }
@@ -536,10 +535,10 @@ std::string_view Context::helper_name() const {
 
 std::string_view Context::host_event_name() const {
   if (!host_event_name_) {
-    bool taken = false;
-    const auto n = static_cast<semantic::TokenIndex>(m.tokens().size());
-    for (semantic::TokenIndex i = 0; i < n && !taken; ++i)
-      taken = m.kind(i) == syntax::TokenKind::Name && m.token_text(i) == "HostEvent";
+    const auto names = m.identifier_tokens();
+    const bool taken = std::any_of(names.begin(), names.end(), [&](semantic::TokenIndex i) {
+      return m.token_text(i) == "HostEvent";
+    });
     host_event_name_ = std::string(taken ? kHostEvent : "HostEvent");
   }
   return *host_event_name_;
