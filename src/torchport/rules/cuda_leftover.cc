@@ -155,6 +155,8 @@ class Walker {
   void string(const Node& n, bool compare) {
     std::optional<std::string> v;
     if (n.kind() == NodeKind::Constant) {
+      // A number, None, True, False or `...` has no string value (Tree::string_value).
+      if (!t_.is_string(n)) return;
       // Most strings are none of these: a one-token literal without escapes is its own value
       // (semantic::string_value), read without decoding it into a new string. Its value starts
       // with "cuda" or is "nccl" whenever the decoded one does (decoding it only turns "\r" or
