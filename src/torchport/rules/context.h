@@ -192,6 +192,9 @@ class Context {
   };
   /// the qualified references by byte range, stably sorted; filled on first use.
   mutable std::optional<std::vector<Qualified>> qualified_;
+  /// qualified_spanning()'s last answer (the index after the entry it found): where the next
+  /// question, usually about a later range, starts its search.
+  mutable std::size_t qualified_hint_ = 0;
 };
 
 /// The catalogue's target `name`, or `fallback` filled as a device string with no facts (a
