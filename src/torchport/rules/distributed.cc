@@ -556,7 +556,7 @@ class Nccl {
 
   /// True when the file has no "nccl" string and names no init_process_group / new_group (a
   /// callee's name, or the import an alias comes from, is in the text): nothing to do.
-  bool idle() const { return nccl_.empty() && m_.text().find("_group") == std::string_view::npos; }
+  bool idle() const { return nccl_.empty() && !contains(m_.text(), "_group", 1); }  // its 'g'
 
   /// argparse options whose name mentions "backend": their default and choices, and their dest
   /// names (returned), so that `args.dist_backend` counts as resolved.
