@@ -1173,19 +1173,18 @@ std::vector<std::string> Catalogue::support_versions(std::string_view target) co
   return out;
 }
 
-std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::string_view target,
-                                                 std::string_view torch_version) const {
-  const SupportLists* found = support_lists(*impl_, target);
-  if (!found || found->versions.empty()) return std::nullopt;
-  const SupportLists& lists = *found;
-  // The exact version, else the newest list not newer than it, else the oldest list: as
-  // support_versions() sorted oldest first would give (later of equal versions), unsorted.
-  using Version = std::pair<const std::string, VersionList>;
+namespace {
+
+using Version = std::pair<const std::string, VersionList>;
+
+/// The version list api_support() reads for `torch_version` ("" = the newest): the exact
+/// version, else the newest list not newer than it, else the oldest list, as
+/// support_versions() sorted oldest first would give (later of equal versions), unsorted.
+const Version& chosen_version(const SupportLists& lists, std::string_view torch_version) {
   const Version* newest = nullptr;   // the last of the greatest
   const Version* oldest = nullptr;   // the first of the least
   const Version* fitting = nullptr;  // the last of the greatest not newer than torch_version
-  // (TP950 asks for every torch call of every file: no allocation until there is an answer;
-  // version_less compares as version_parts' lists do)
+  // (version_less compares as version_parts' lists do)
   for (const Version& entry : lists.versions) {
     const std::vector<long>& v = entry.second.parts;
     if (!newest || !(v < newest->second.parts)) newest = &entry;
@@ -1194,11 +1193,15 @@ std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::stri
         (!fitting || !(v < fitting->second.parts)))
       fitting = &entry;
   }
-  const Version& chosen = *(torch_version.empty() ? newest : fitting ? fitting : oldest);
-  const VersionList& vl = chosen.second;
-  std::string_view key = api;
+  return *(torch_version.empty() ? newest : fitting ? fitting : oldest);
+}
+
+/// The status and tip of `api` in the chosen list `vl` (Unknown for an unlisted API under the
+/// judged prefix), or nullopt: the source is the caller's to fill.
+std::optional<ApiSupport> listed(const SupportLists& lists, const VersionList& vl,
+                                 std::string_view api) {
   ApiSupport out;
-  if (auto it = vl.apis.find(key); it != vl.apis.end()) {
+  if (auto it = vl.apis.find(api); it != vl.apis.end()) {
     out.status = it->second.status;
     out.tip = it->second.tip;
   } else if (!lists.judge_prefix.empty() && api.starts_with(lists.judge_prefix)) {
@@ -1206,7 +1209,43 @@ std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::stri
   } else {
     return std::nullopt;
   }
-  out.source = lists.source + " (torch " + chosen.first + ")";
+  return out;
+}
+
+}  // namespace
+
+std::optional<ApiSupport> Catalogue::api_support(std::string_view api, std::string_view target,
+                                                 std::string_view torch_version) const {
+  const SupportLists* found = support_lists(*impl_, target);
+  if (!found || found->versions.empty()) return std::nullopt;
+  const Version& chosen = chosen_version(*found, torch_version);
+  // (no allocation until there is an answer)
+  std::optional<ApiSupport> out = listed(*found, chosen.second, api);
+  if (out) out->source = found->source + " (torch " + chosen.first + ")";
+  return out;
+}
+
+struct SupportQuery::Chosen {
+  const SupportLists& lists;
+  const VersionList& list;  // the chosen version's
+  std::string source;       // as api_support() writes it
+};
+
+SupportQuery Catalogue::support_query(std::string_view target,
+                                      std::string_view torch_version) const {
+  SupportQuery query;
+  const SupportLists* found = support_lists(*impl_, target);
+  if (!found || found->versions.empty()) return query;
+  const Version& chosen = chosen_version(*found, torch_version);
+  query.chosen_ = std::make_shared<const SupportQuery::Chosen>(
+      SupportQuery::Chosen{*found, chosen.second, found->source + " (torch " + chosen.first + ")"});
+  return query;
+}
+
+std::optional<ApiSupport> SupportQuery::find(std::string_view api) const {
+  if (!chosen_) return std::nullopt;
+  std::optional<ApiSupport> out = listed(chosen_->lists, chosen_->list, api);
+  if (out) out->source = chosen_->source;
   return out;
 }
 

@@ -220,6 +220,21 @@ struct ApiSupport {
   std::string source;
 };
 
+/// Catalogue::api_support() for one target and torch version, the version's list chosen once:
+/// for the many questions of one file (TP950 asks about every torch call). Made by
+/// Catalogue::support_query(); valid while the catalogue is.
+class SupportQuery {
+ public:
+  /// What api_support(api, target, torch_version) answers.
+  std::optional<ApiSupport> find(std::string_view api) const;
+
+  struct Chosen;  ///< opaque (defined in catalogue.cc)
+
+ private:
+  friend class Catalogue;
+  std::shared_ptr<const Chosen> chosen_;  ///< nullptr: the target has no list (not judged)
+};
+
 /// One parameter check of Ascend's performance advice (api_parameters_performance_dict): a call
 /// of `api` whose argument `parameter` (keyword, or positional at one of the 1-based
 /// `positions`) is absent or a literal other than `expected` (or equal to `unexpected`).
@@ -346,6 +361,8 @@ class Catalogue {
   /// ("" = the newest list). nullopt when no list exists for the target (it is not judged).
   std::optional<ApiSupport> api_support(std::string_view api, std::string_view target,
                                         std::string_view torch_version) const;
+  /// api_support() for many APIs: the list of `target` for `torch_version`, chosen once.
+  SupportQuery support_query(std::string_view target, std::string_view torch_version) const;
   /// The torch versions that have a support list for `target` (sorted, oldest first).
   std::vector<std::string> support_versions(std::string_view target) const;
   /// The vendor's advice for `target`, or nullptr when no vendor publishes any.

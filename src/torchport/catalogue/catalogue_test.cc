@@ -140,6 +140,40 @@ TEST(Catalogue, AscendListsJudgeGeneralApisPerVersion) {
   EXPECT_EQ(cat().support_versions("npu"), (std::vector<std::string>{"2.1", "2.6", "2.7", "2.8"}));
 }
 
+// A SupportQuery (TP950's list chosen once per file) answers what api_support() answers, for
+// every version a run can ask (exact, between two lists, before and after all, the default)
+// and a target without lists.
+TEST(Catalogue, ASupportQueryAnswersAsApiSupport) {
+  const std::vector<std::string> apis = {"torch.optim.Adam.step",
+                                         "torch.cuda.synchronize",
+                                         "torch.no_such_function_xyz",
+                                         "numpy.zeros",
+                                         "torch.sparse.check_sparse_tensor_invariants",
+                                         "torch.nn.Linear",
+                                         "torch.zeros",
+                                         "torch.sparse.mm",
+                                         "",
+                                         "torch"};
+  std::size_t answered = 0;
+  for (const std::string target : {"npu", "mlu", "xpu", "no-such-target"}) {
+    for (const std::string version :
+         {"", "2.1", "2.5", "2.6", "2.7.1", "2.8", "2.10", "1.0", "9"}) {
+      const SupportQuery query = cat().support_query(target, version);
+      for (const std::string& api : apis) {
+        const auto want = cat().api_support(api, target, version);
+        const auto got = query.find(api);
+        ASSERT_EQ(got.has_value(), want.has_value()) << api << " " << target << " " << version;
+        if (!want) continue;
+        ++answered;
+        EXPECT_EQ(got->status, want->status) << api << " " << target << " " << version;
+        EXPECT_EQ(got->tip, want->tip) << api << " " << target << " " << version;
+        EXPECT_EQ(got->source, want->source) << api << " " << target << " " << version;
+      }
+    }
+  }
+  EXPECT_GT(answered, 50u);  // the lists do answer (npu and mlu)
+}
+
 TEST(Catalogue, VersionSelectionPicksTheNewestListNotNewerThanAsked) {
   // torch.sparse.check_sparse_tensor_invariants is unsupported in the 2.8 list; 2.9 and 2.10
   // fall back to it, 2.0 to the oldest list.

@@ -749,7 +749,8 @@ void rewrite(Context& ctx, const semantic::Reference& ref, const Resolved& r) {
 void run_cuda_api(Context& ctx) {
   for (const semantic::Reference& ref : ctx.m.references()) {
     if (ref.qualified.empty() || ctx.handled.contains(ref.first)) continue;
-    const std::string& q = ref.qualified;
+    // (a view: its comparisons test the length first, std::string's with a literal do not)
+    const std::string_view q = ref.qualified;
     if (q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel") continue;  // TP401
     if (q == "torch.cuda.is_available" && drop_cuda_requirement(ctx, ref)) continue;
     if (legacy_constructor(ctx, ref)) continue;

@@ -64,7 +64,10 @@ class Walker {
  public:
   explicit Walker(Context& ctx) : ctx_(ctx), t_(ctx.tree) {}
 
-  void run() { visit(t_.root(), false, false); }
+  void run() {
+    mark();
+    visit(t_.root(), false, false);
+  }
 
  private:
   /// A string inside the byte range of a finding is said already; a string elsewhere on the
@@ -152,16 +155,20 @@ class Walker {
     return ctx_.accelerator() ? std::string("the accelerator") : ctx_.target.name;
   }
 
-  void string(const Node& n, bool compare) {
+  /// The value string() reports of the Constant or JoinedStr `n` ("nccl", "cuda:" for an
+  /// f-string or a prefix, or a device string), or nullopt: `n` is reported by no one.
+  std::optional<std::string> reported_value(const Node& n) const {
     std::optional<std::string> v;
     if (n.kind() == NodeKind::Constant) {
+      // A number, None, True, False or `...` has no string value (Tree::string_value).
+      if (!t_.is_string(n)) return std::nullopt;
       // Most strings are none of these: a one-token literal without escapes is its own value
       // (semantic::string_value), read without decoding it into a new string. Its value starts
       // with "cuda" or is "nccl" whenever the decoded one does (decoding it only turns "\r" or
       // "\r\n" into "\n"), so what it rejects the decoded value would reject.
       if (n.first_token() == n.last_token()) {
         const auto sv = semantic::string_value(ctx_.m.text(), ctx_.m.tokens()[n.first_token()]);
-        if (sv && !sv->value.starts_with("cuda") && sv->value != "nccl") return;
+        if (sv && !sv->value.starts_with("cuda") && sv->value != "nccl") return std::nullopt;
       }
       v = t_.string_value(n);
     } else if (n.kind() == NodeKind::JoinedStr) {
@@ -174,7 +181,13 @@ class Walker {
       if (v) v = "cuda:";  // a device string whatever the index
     }
     // Only these values are reported: every other string is done here.
-    if (!v || (*v != "nccl" && *v != "cuda:" && !device_string(*v))) return;
+    if (!v || (*v != "nccl" && *v != "cuda:" && !device_string(*v))) return std::nullopt;
+    return v;
+  }
+
+  void string(const Node& n, bool compare) {
+    const std::optional<std::string> v = reported_value(n);
+    if (!v) return;
     const std::string api(t_.text(n).substr(0, 40));
     if (*v == "nccl") {
       report(n, api,
@@ -233,18 +246,20 @@ class Walker {
     return std::find(kMethods.begin(), kMethods.end(), t_.name(*f)) != kMethods.end();
   }
 
-  void int_device(const Node& arg) {
-    bool hit = false;
+  /// `arg` is an integer device: a literal, or a name such as local_rank.
+  bool int_device_arg(const Node& arg) const {
     if (arg.kind() == NodeKind::Constant && arg.has(syntax::kNumber)) {
       const std::string_view s = t_.text(arg);
-      hit = !s.empty() &&
-            std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-    } else if (arg.kind() == NodeKind::Name) {
-      hit = int_device_name(t_.name(arg));
-    } else if (arg.kind() == NodeKind::Attribute) {
-      hit = int_device_name(t_.name(arg));
+      return !s.empty() &&
+             std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
     }
-    if (!hit) return;
+    if (arg.kind() == NodeKind::Name || arg.kind() == NodeKind::Attribute)
+      return int_device_name(t_.name(arg));
+    return false;
+  }
+
+  void int_device(const Node& arg) {
+    if (!int_device_arg(arg)) return;
     // `.cuda(1)` rewritten to `.npu(1)`: the call's row speaks for its index.
     const auto r = t_.byte_range(arg);
     if (!line_free(r.begin, r.end)) return;
@@ -255,7 +270,10 @@ class Walker {
                std::string(t_.text(arg)) + "))");
   }
 
-  void call(const Node& c) {
+  /// Calls `each` with every argument of the call `c` that call() reads as a device: the first
+  /// argument of .to(), .cuda() and torch.device(), and device=.
+  template <typename F>
+  void device_args(const Node& c, F&& each) const {
     const Node* f = c.func();
     if (!f) return;
     const std::string_view last = f->kind() == NodeKind::Attribute || f->kind() == NodeKind::Name
@@ -265,12 +283,51 @@ class Walker {
     auto args = c.args();
     if (!args.empty() &&
         ((method && (last == "to" || last == "cuda")) || t_.text(*f) == "torch.device"))
-      int_device(**args.begin());
+      each(**args.begin());
     for (const Node* k : c.keywords())
-      if (t_.name(*k) == "device" && k->value()) int_device(*k->value());
+      if (t_.name(*k) == "device" && k->value()) each(*k->value());
+  }
+
+  void call(const Node& c) {
+    device_args(c, [&](const Node& arg) { int_device(arg); });
+  }
+
+  /// Whether visiting `n` can report anything, whatever the walk's flags: a string with a
+  /// reported value, or a call with an integer device. A Constant that is a statement of its
+  /// own (a docstring) or a part of an f-string is never visited.
+  bool may_report(const Node& n) const {
+    switch (n.kind()) {
+      case NodeKind::Constant:
+        if (const Node* p = n.parent();
+            p && (p->kind() == NodeKind::Expr || p->kind() == NodeKind::JoinedStr))
+          return false;
+        return reported_value(n).has_value();
+      case NodeKind::JoinedStr:
+        return reported_value(n).has_value();
+      case NodeKind::Call: {
+        bool hit = false;
+        device_args(n, [&](const Node& arg) { hit = hit || int_device_arg(arg); });
+        return hit;
+      }
+      default:
+        return false;
+    }
+  }
+
+  /// The nodes the walk enters: those that may report and their ancestors, sorted. A subtree
+  /// with none of them reports nothing (string() and call() are the walk's only findings), so
+  /// the walk skips it.
+  void mark() {
+    for (NodeKind k : {NodeKind::Constant, NodeKind::JoinedStr, NodeKind::Call})
+      for (const Node* n : t_.find_all(k))
+        if (may_report(*n))
+          for (const Node* a = n; a; a = a->parent()) entered_.push_back(a);
+    std::sort(entered_.begin(), entered_.end());
+    entered_.erase(std::unique(entered_.begin(), entered_.end()), entered_.end());
   }
 
   void visit(const Node& n, bool message, bool compare) {
+    if (!std::binary_search(entered_.begin(), entered_.end(), &n)) return;
     switch (n.kind()) {
       case NodeKind::Expr:
         // A bare string statement is a docstring or a comment.
@@ -381,6 +438,7 @@ class Walker {
   const syntax::Tree& t_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges_;  ///< [begin, end), merged
   std::vector<std::uint32_t> lines_covered_;
+  std::vector<const Node*> entered_;  ///< mark(): the nodes visit() enters, sorted
 };
 
 }  // namespace

@@ -19,6 +19,11 @@
 #include <torchport/rules/context.h>
 #include <torchport/syntax/tree.h>
 
+#include <algorithm>
+#include <bitset>
+#include <cstdint>
+#include <string_view>
+
 namespace torchport::rules {
 
 namespace {
@@ -33,11 +38,26 @@ void run_custom_op_calls(Context& ctx) {
   const CustomOps& ops = *ctx.opts.custom_ops;
   if (ops.empty()) return;
   const syntax::Tree& tree = ctx.tree;
+  // The operators' name lengths and first bytes: a called name with neither is no operator,
+  // and most are answered without the map's string comparisons.
+  std::uint64_t lengths = 0;
+  std::bitset<256> firsts;
+  const auto length_bit = [](std::size_t n) {
+    return std::uint64_t{1} << std::min<std::size_t>(n, 63);
+  };
+  for (const auto& [name, where] : ops) {
+    lengths |= length_bit(name.size());
+    if (!name.empty()) firsts.set(static_cast<unsigned char>(name.front()));
+  }
   for (const syntax::Node* call : tree.find_all(syntax::NodeKind::Call)) {
     const syntax::Node* fn = call->func();
     if (!fn || (fn->kind() != syntax::NodeKind::Name && fn->kind() != syntax::NodeKind::Attribute))
       continue;
-    auto it = ops.find(tree.name(*fn));
+    const std::string_view name = tree.name(*fn);
+    if ((lengths & length_bit(name.size())) == 0 ||
+        (!name.empty() && !firsts.test(static_cast<unsigned char>(name.front()))))
+      continue;
+    auto it = ops.find(name);
     if (it == ops.end()) continue;
     const syntax::ByteRange r = tree.byte_range(*call);
     tp903(ctx, report(Operation::Unsupported, std::string(tree.text(*fn)),

@@ -62,7 +62,9 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <span>
+#include <vector>
 
 namespace torchport::rules {
 
@@ -799,24 +801,42 @@ std::optional<TokenIndex> host_choice(Context& ctx, TokenIndex i, const semantic
 void device_strings(Context& ctx) {
   const semantic::Model& m = ctx.m;
   const auto n = static_cast<TokenIndex>(m.tokens().size());
-  // Without "cuda" in the text no f-string starts with it: only the String tokens (whose escapes
-  // may still spell it) need a look, and most files have no "cuda" at all.
-  const std::span<const TokenIndex> strings = m.string_tokens();
-  const bool strings_only = m.text().find("cuda") == std::string_view::npos;
+  // The loop below acts on two kinds of token: every String token (whose escapes may spell
+  // "cuda"), and an FStringStart whose next token is an FStringMiddle that starts with "cuda".
+  // Such an FStringMiddle begins where the text says "cuda", and its FStringStart is the
+  // significant token before it (Model::prev): the f-strings are found from the text's "cuda"s
+  // (most files have none), and the loop steps from one of these tokens to the next.
+  const std::string_view source = m.text();
+  const std::span<const syntax::Token> toks = m.tokens();
+  std::vector<TokenIndex> fstrings;
+  for (std::size_t at = source.find("cuda"); at != std::string_view::npos;
+       at = source.find("cuda", at + 1)) {
+    auto it = std::lower_bound(toks.begin(), toks.end(), at,
+                               [](const syntax::Token& t, std::size_t o) { return t.begin < o; });
+    for (; it != toks.end() && it->begin == at; ++it) {
+      if (it->kind != TokenKind::FStringMiddle) continue;
+      const auto p = m.prev(static_cast<TokenIndex>(it - toks.begin()));
+      if (p && m.kind(*p) == TokenKind::FStringStart) fstrings.push_back(*p);
+    }
+  }
+  std::vector<TokenIndex> merged;
+  std::span<const TokenIndex> sites = m.string_tokens();
+  if (!fstrings.empty()) {
+    merged.reserve(sites.size() + fstrings.size());
+    std::merge(sites.begin(), sites.end(), fstrings.begin(), fstrings.end(),
+               std::back_inserter(merged));
+    sites = merged;
+  }
   auto step = [&](TokenIndex i) -> TokenIndex {
-    if (!strings_only) return i + 1;
-    auto it = std::upper_bound(strings.begin(), strings.end(), i);
-    return it == strings.end() ? n : *it;
+    auto it = std::upper_bound(sites.begin(), sites.end(), i);
+    return it == sites.end() ? n : *it;
   };
-  for (TokenIndex i = strings_only ? (strings.empty() ? n : strings.front()) : 0; i < n;
-       i = step(i)) {
+  for (TokenIndex i = sites.empty() ? n : sites.front(); i < n; i = step(i)) {
     const TokenKind k = m.kind(i);
     if (k == TokenKind::String) {
       auto sv = semantic::string_value(m.text(), m.tokens()[i]);
       // An implicit concatenation ("cuda" "cuda", "cuda:" f"{i}"): its parts are not devices one
       // by one, and a part replaced by an expression would not parse. Reported, not rewritten.
-      auto pv = m.prev(i);
-      auto nx = m.next(i);
       auto is_str = [&](std::optional<TokenIndex> t, bool before) {
         if (!t) return false;
         const TokenKind tk = m.kind(*t);
@@ -824,7 +844,8 @@ void device_strings(Context& ctx) {
                (before ? tk == TokenKind::FStringEnd || tk == TokenKind::TStringEnd
                        : tk == TokenKind::FStringStart || tk == TokenKind::TStringStart);
       };
-      if (sv && sv->value.starts_with("cuda") && (is_str(pv, true) || is_str(nx, false))) {
+      if (sv && sv->value.starts_with("cuda") &&
+          (is_str(m.prev(i), true) || is_str(m.next(i), false))) {
         if (device_context(ctx, i, i) != Ctx::None) {
           const syntax::Token& tok = m.tokens()[i];
           tp300(ctx,
@@ -1143,9 +1164,10 @@ void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
 
 void cuda_methods(Context& ctx) {
   const semantic::Model& m = ctx.m;
-  const auto n = static_cast<TokenIndex>(m.tokens().size());
-  for (TokenIndex i = 0; i < n; ++i) {
-    if (m.kind(i) != TokenKind::Name) continue;
+  // Token texts are compared as written: without "cuda" in the text no name is `cuda` or
+  // `is_cuda` (most files of a tree). Only the Name tokens are looked at.
+  if (m.text().find("cuda") == std::string_view::npos) return;
+  for (const TokenIndex i : m.identifier_tokens()) {
     std::string_view name = m.token_text(i);
     if (name != "cuda" && name != "is_cuda") continue;
     auto p = m.prev(i);
@@ -1183,9 +1205,8 @@ void record_stream(Context& ctx) {
   const std::string_view text = m.text();
   const std::string nl(m.newline());
   const auto& lines = m.lines();
-  const auto n = static_cast<TokenIndex>(m.tokens().size());
-  for (TokenIndex i = 0; i < n; ++i) {
-    if (m.kind(i) != TokenKind::Name || m.token_text(i) != "record_stream") continue;
+  for (const TokenIndex i : m.identifier_tokens()) {
+    if (m.token_text(i) != "record_stream") continue;
     auto dot = m.prev(i);
     auto li = m.line_of(i);
     if (!dot || m.kind(*dot) != TokenKind::Dot || !li || m.is_store(i)) continue;

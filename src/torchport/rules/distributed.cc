@@ -93,7 +93,7 @@ void ddp_device_ids(Context& ctx) {
   if (!ctx.target.host && !ctx.accelerator()) return;
   const semantic::Model& m = ctx.m;
   for (const semantic::Reference& ref : m.references()) {
-    const std::string& q = ref.qualified;
+    const std::string_view q = ref.qualified;  // compared: a view tests the length first
     // init_process_group(device_id=) refuses a CPU device too (ValueError).
     const bool init = q == "torch.distributed.init_process_group" ||
                       q == "torch.distributed.distributed_c10d.init_process_group";
@@ -532,7 +532,7 @@ void process_count(Context& ctx) {
   // (most of them) skips the scans of its lines.
   const auto& refs = ctx.m.references();
   if (std::none_of(refs.begin(), refs.end(), [](const semantic::Reference& r) {
-        return r.qualified == "torch.cuda.device_count";
+        return std::string_view(r.qualified) == "torch.cuda.device_count";
       }))
     return;
   const CountParams params = count_params(ctx.m);
@@ -556,7 +556,7 @@ class Nccl {
 
   /// True when the file has no "nccl" string and names no init_process_group / new_group (a
   /// callee's name, or the import an alias comes from, is in the text): nothing to do.
-  bool idle() const { return nccl_.empty() && m_.text().find("_group") == std::string_view::npos; }
+  bool idle() const { return nccl_.empty() && !contains(m_.text(), "_group", 1); }  // its 'g'
 
   /// argparse options whose name mentions "backend": their default and choices, and their dest
   /// names (returned), so that `args.dist_backend` counts as resolved.
@@ -773,7 +773,7 @@ void data_parallel(Context& ctx) {
   if (ctx.opts.distributed) return;
   const semantic::Model& m = ctx.m;
   for (const semantic::Reference& ref : m.references()) {
-    const std::string& q = ref.qualified;
+    const std::string_view q = ref.qualified;  // compared: a view tests the length first
     if (q == "torch.nn.DataParallel" || q == "torch.nn.parallel.DataParallel" ||
         q == "torch.nn.parallel.data_parallel.DataParallel") {
       tp401(ctx,

@@ -367,12 +367,34 @@ const std::string* Context::qualified_spanning(syntax::ByteRange r) const {
     if (!std::is_sorted(q.begin(), q.end(), by_range))
       std::stable_sort(q.begin(), q.end(), by_range);
   }
-  // The last of equal ranges, as a map assigned in reference order would keep.
-  auto it = std::upper_bound(qualified_->begin(), qualified_->end(),
-                             Qualified{r.begin, r.end, nullptr}, by_range);
-  if (it == qualified_->begin()) return nullptr;
-  --it;
-  return it->begin == r.begin && it->end == r.end ? it->name : nullptr;
+  // The last of equal ranges, as a map assigned in reference order would keep: the first entry
+  // after `r` (upper_bound), found from the previous answer. The families ask for every call's
+  // callee in source order, so the answer is mostly at or a few entries after the hint: a
+  // galloping search there, a binary search of the whole list when `r` lies before it. Either
+  // gives upper_bound's entry (the list is sorted).
+  const std::vector<Qualified>& q = *qualified_;
+  const Qualified key{r.begin, r.end, nullptr};
+  std::size_t lo = std::min(qualified_hint_, q.size());
+  std::size_t hi = q.size();
+  if (lo > 0 && by_range(key, q[lo - 1])) {
+    hi = lo;  // r is before the hint: it is in [0, lo)
+    lo = 0;
+  } else {
+    // q[lo - 1] <= key: gallop to the first q[lo + step - 1] > key.
+    for (std::size_t step = 1; lo + step <= q.size(); step *= 2) {
+      if (by_range(key, q[lo + step - 1])) {
+        hi = lo + step - 1;
+        break;
+      }
+      lo += step;
+    }
+  }
+  const auto it = std::upper_bound(q.begin() + static_cast<std::ptrdiff_t>(lo),
+                                   q.begin() + static_cast<std::ptrdiff_t>(hi), key, by_range);
+  qualified_hint_ = static_cast<std::size_t>(it - q.begin());
+  if (it == q.begin()) return nullptr;
+  const Qualified& found = *(it - 1);
+  return found.begin == r.begin && found.end == r.end ? found.name : nullptr;
 }
 
 const flow::DeviceValues& Context::values() const {
@@ -522,10 +544,9 @@ std::string_view Context::helper_name() const {
   if (!helper_name_) {
     // "device" unless the script binds that name anywhere (a parameter, a local, an import).
     bool taken = m.lookup(kDeviceVar, 0).has_value();
-    const auto n = static_cast<semantic::TokenIndex>(m.tokens().size());
-    for (semantic::TokenIndex i = 0; i < n && !taken; ++i) {
-      if (m.kind(i) != syntax::TokenKind::Name || m.token_text(i) != kDeviceVar || !m.is_store(i))
-        continue;
+    for (const semantic::TokenIndex i : m.identifier_tokens()) {
+      if (taken) break;
+      if (m.token_text(i) != kDeviceVar || !m.is_store(i)) continue;
       auto p = m.prev(i);
       if (!p || m.kind(*p) != syntax::TokenKind::Dot) taken = true;
     }
@@ -536,10 +557,10 @@ std::string_view Context::helper_name() const {
 
 std::string_view Context::host_event_name() const {
   if (!host_event_name_) {
-    bool taken = false;
-    const auto n = static_cast<semantic::TokenIndex>(m.tokens().size());
-    for (semantic::TokenIndex i = 0; i < n && !taken; ++i)
-      taken = m.kind(i) == syntax::TokenKind::Name && m.token_text(i) == "HostEvent";
+    const auto names = m.identifier_tokens();
+    const bool taken = std::any_of(names.begin(), names.end(), [&](semantic::TokenIndex i) {
+      return m.token_text(i) == "HostEvent";
+    });
     host_event_name_ = std::string(taken ? kHostEvent : "HostEvent");
   }
   return *host_event_name_;

@@ -44,6 +44,8 @@ void run_vendor_lists(Context& ctx) {
   std::vector<std::uint32_t> max_end(taken.size());
   for (std::size_t i = 0; i < taken.size(); ++i)
     max_end[i] = std::max(taken[i].second, i ? max_end[i - 1] : 0);
+  // The target's list for the torch version, chosen once for the file's questions.
+  const catalogue::SupportQuery support = cat.support_query(ropts.target, ropts.torch_version);
   for (const syntax::Node* call : tree.find_all(syntax::NodeKind::Call)) {
     const syntax::Node* fn = call->func();
     if (!fn) continue;
@@ -59,7 +61,7 @@ void run_vendor_lists(Context& ctx) {
     std::size_t n_before = static_cast<std::size_t>(before - taken.begin());
     bool reported = n_before > 0 && max_end[n_before - 1] > r.begin;
     if (reported) continue;
-    auto s = cat.api_support(q, ropts.target, ropts.torch_version);
+    auto s = support.find(q);
     if (!s || s->status == catalogue::Status::Supported) continue;
     Draft f;
     f.api = q;
