@@ -25,7 +25,7 @@ std::pair<std::size_t, std::size_t> raw_line_col(std::string_view bytes, std::si
 }  // namespace
 
 std::optional<Parsed> parse_file(const ProjectFile& f, std::string bytes, FileWork& w) {
-  text::DecodeResult dec = text::decode(f.rel, bytes);
+  text::DecodeResult dec = text::decode_owned(f.rel, std::move(bytes));
   if (!dec.source) {
     auto [line, col] = raw_line_col(bytes, dec.error ? dec.error->byte_offset : 0);
     w.entry.outcome = Outcome::Failure;

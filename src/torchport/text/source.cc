@@ -339,7 +339,11 @@ std::optional<std::string> canonical_encoding(std::string_view name) {
   return std::nullopt;
 }
 
-DecodeResult decode(std::string path, std::string_view bytes) {
+namespace {
+
+/// decode(), and with `owned` (the bytes `bytes` views) a UTF-8 text is moved out of it instead
+/// of copied; on failure `owned` is left as it was.
+DecodeResult decode_impl(std::string path, std::string_view bytes, std::string* owned) {
   SourceFile src;
   src.path = std::move(path);
   std::size_t skip = 0;
@@ -361,7 +365,12 @@ DecodeResult decode(std::string path, std::string_view bytes) {
   src.encoding = std::string(codec->canonical);
   if (codec->iconv.empty()) {
     if (auto bad = validate_utf8(bytes)) return fail(skip + bad->first, src.encoding, bad->second);
-    src.text = std::string(bytes);
+    if (owned) {
+      if (skip) owned->erase(0, skip);  // the BOM
+      src.text = std::move(*owned);
+    } else {
+      src.text = std::string(bytes);
+    }
   } else {
     const std::string from(codec->iconv);
     if (codec->canonical == "gbk") {
@@ -391,6 +400,17 @@ DecodeResult decode(std::string path, std::string_view bytes) {
   DecodeResult r;
   r.source = std::move(src);
   return r;
+}
+
+}  // namespace
+
+DecodeResult decode(std::string path, std::string_view bytes) {
+  return decode_impl(std::move(path), bytes, nullptr);
+}
+
+DecodeResult decode_owned(std::string path, std::string&& bytes) {
+  const std::string_view view = bytes;
+  return decode_impl(std::move(path), view, &bytes);
 }
 
 std::optional<std::string> try_encode(const SourceFile& source, std::string_view text,

@@ -34,6 +34,10 @@ struct DecodeResult {
 /// Decodes raw file bytes as CPython does: BOM, then a PEP 263 declaration on line 1 or 2,
 /// else UTF-8.
 DecodeResult decode(std::string path, std::string_view bytes);
+/// decode() of bytes the caller gives up: a UTF-8 file's text is moved into the result, not
+/// copied (the whole file, once per file of a run). On failure `bytes` is left as it was (the
+/// caller reports where decoding failed in it).
+DecodeResult decode_owned(std::string path, std::string&& bytes);
 
 /// Encodes `text` (UTF-8) back into the file's encoding and prepends the BOM if it had one.
 /// decode() followed by encode() gives back the original bytes. A character the encoding

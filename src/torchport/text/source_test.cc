@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace torchport::text {
 namespace {
@@ -29,6 +30,32 @@ SourceFile decode_round_trip(const std::string& name) {
   if (!r.source) return {};
   EXPECT_EQ(encode(*r.source, r.source->text), bytes) << name;
   return *r.source;
+}
+
+TEST(SourceTest, DecodeOwnedGivesWhatDecodeGivesAndLeavesTheBytesOnFailure) {
+  const std::vector<std::string> inputs = {
+      "x = '\xe4\xb8\xad'\n",                     // UTF-8
+      "\xef\xbb\xbfx = 1\n",                      // with a BOM
+      "# -*- coding: latin-1 -*-\nx = '\xe9'\n",  // through iconv
+      "x = '\xff'\n",                             // invalid UTF-8
+      "\xef\xbb\xbf# coding: latin-1\n",          // BOM with another codec
+      "# coding: no-such-codec\n",                // unknown
+      ""};
+  for (const std::string& in : inputs) {
+    const DecodeResult want = decode("a.py", in);
+    std::string bytes = in;
+    const DecodeResult got = decode_owned("a.py", std::move(bytes));
+    ASSERT_EQ(got.source.has_value(), want.source.has_value()) << in;
+    if (want.source) {
+      EXPECT_EQ(got.source->text, want.source->text) << in;
+      EXPECT_EQ(got.source->encoding, want.source->encoding) << in;
+      EXPECT_EQ(got.source->bom, want.source->bom) << in;
+    } else {
+      EXPECT_EQ(bytes, in) << "the caller still has its bytes to report the error in";
+      EXPECT_EQ(got.error->byte_offset, want.error->byte_offset) << in;
+      EXPECT_EQ(got.error->message, want.error->message) << in;
+    }
+  }
 }
 
 TEST(SourceTest, PlainUtf8) {
