@@ -2,6 +2,7 @@
 // the text never says "cuda") still find the `.cuda()` / `.is_cuda` sites.
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
+#include <torchport/rules/codes_test_util.h>
 #include <torchport/rules/engine.h>
 #include <torchport/syntax/parser.h>
 
@@ -12,16 +13,7 @@
 namespace torchport::rules {
 namespace {
 
-std::vector<std::string> codes(const std::string& src) {
-  syntax::Tree tree = syntax::parse("t.py", src);
-  EXPECT_TRUE(tree.ok());
-  Options o;
-  o.target = "npu";
-  std::vector<std::string> out;
-  for (const Finding& f : check(tree, catalogue::Catalogue::builtin(), o).findings)
-    out.push_back(f.code);
-  return out;
-}
+using testing::codes;
 
 TEST(DeviceShortcuts, TheOnlyCudaInTheTextIsTheMethodOrTheAttribute) {
   // No "cuda" string, no torch.cuda reference: the method's and the attribute's names are the

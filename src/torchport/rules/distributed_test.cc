@@ -3,6 +3,7 @@
 // can are still seen, however the call is spelled.
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
+#include <torchport/rules/codes_test_util.h>
 #include <torchport/rules/engine.h>
 #include <torchport/syntax/parser.h>
 
@@ -13,16 +14,7 @@
 namespace torchport::rules {
 namespace {
 
-std::vector<std::string> codes(const std::string& src) {
-  syntax::Tree tree = syntax::parse("t.py", src);
-  EXPECT_TRUE(tree.ok());
-  Options o;
-  o.target = "npu";
-  std::vector<std::string> out;
-  for (const Finding& f : check(tree, catalogue::Catalogue::builtin(), o).findings)
-    out.push_back(f.code);
-  return out;
-}
+using testing::codes;
 
 int count(const std::vector<std::string>& seen, std::string_view code) {
   return static_cast<int>(std::count(seen.begin(), seen.end(), code));
