@@ -26,20 +26,14 @@ bool is_cuda_device_string(std::string_view s) {
 
 std::optional<StringValue> string_value(std::string_view text, const syntax::Token& tok) {
   if (tok.kind != TokenKind::String) return std::nullopt;
-  std::string_view t = tok.text(text);
-  std::size_t p = 0;
-  while (p < t.size() && t[p] != '"' && t[p] != '\'') ++p;
-  if (p == t.size()) return std::nullopt;
-  std::string_view prefix = t.substr(0, p);
-  for (char c : prefix) {
-    if (c == 'b' || c == 'B') return std::nullopt;
-  }
-  char q = t[p];
-  std::size_t qlen = (t.size() >= p + 6 && t[p + 1] == q && t[p + 2] == q) ? 3 : 1;
-  if (t.size() < p + 2 * qlen) return std::nullopt;
-  std::string_view value = t.substr(p + qlen, t.size() - p - 2 * qlen);
-  if (value.find('\\') != std::string_view::npos) return std::nullopt;
-  return StringValue{value, static_cast<std::uint32_t>(tok.begin + p + qlen), q, prefix};
+  // The lexer's flags say what a scan of the literal would find: its prefix's length, bytes,
+  // triple quotes, a backslash between the quotes.
+  if ((tok.flags & (syntax::kTokenBytes | syntax::kTokenHasBackslash)) != 0) return std::nullopt;
+  const char* const t = text.data() + tok.begin;
+  const std::uint32_t p = tok.prefix_size();
+  const std::uint32_t qlen = (tok.flags & syntax::kTokenTripleQuoted) != 0 ? 3 : 1;
+  const std::string_view value(t + p + qlen, tok.size() - p - 2 * qlen);
+  return StringValue{value, tok.begin + p + qlen, t[p], std::string_view(t, p)};
 }
 
 Model::Model(const syntax::Tree& tree) : text_(tree.text()), tokens_(tree.tokens()) {

@@ -216,6 +216,8 @@ Lexer::Lexer(std::string_view text)
 
 LexResult Lexer::run() {
   result_.tokens.reserve(size_ / 3 + 16);  // Python source has 0.2-0.3 tokens per byte
+  result_.line_starts.reserve(size_ / 32 + 1);
+  result_.line_starts.push_back(0);
   if (const void* nul = std::memchr(text_.data(), '\0', size_)) {
     error(static_cast<std::uint32_t>(static_cast<const char*>(nul) - text_.data()),
           "source code cannot contain null bytes");
@@ -273,6 +275,31 @@ std::uint32_t Lexer::newline_length(std::uint32_t at) const {
   if (c == '\n') return 1;
   if (c == '\r') return peek(at + 1) == '\n' && at + 1 < size_ ? 2 : 1;
   return 0;
+}
+
+void Lexer::add_line_starts(std::uint32_t b, std::uint32_t e) {
+  // As LineIndex: one past each '\n', and one past each '\r' that no '\n' follows (the '\n' of
+  // a CRLF ends its line; it may be in the next token).
+  const char* const s = text_.data();
+  auto line_break = [&](std::uint32_t at) {
+    if (s[at] == '\n' || peek(at + 1) != '\n') result_.line_starts.push_back(at + 1);
+  };
+  std::uint32_t i = b;
+#if defined(__SSE2__)
+  const __m128i lf = _mm_set1_epi8('\n');
+  const __m128i cr = _mm_set1_epi8('\r');
+  for (; e - i >= 16; i += 16) {
+    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    auto breaks = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(block, lf), _mm_cmpeq_epi8(block, cr))));
+    while (breaks != 0) {
+      line_break(i + static_cast<std::uint32_t>(std::countr_zero(breaks)));
+      breaks &= breaks - 1;
+    }
+  }
+#endif
+  for (; i < e; ++i)
+    if (s[i] == '\n' || s[i] == '\r') line_break(i);
 }
 
 std::uint32_t Lexer::skip_to_quote_or_backslash(std::uint32_t p, char q) const {
@@ -346,6 +373,7 @@ void Lexer::lex_newline() {
   const std::uint32_t start = pos_;
   const std::uint32_t end = start + newline_length(start);
   after_continuation_ = false;
+  add_line_start(end);
   if (!brackets_.empty()) {
     emit(TokenKind::NonLogicalNewline, start, end);
     return;
@@ -365,6 +393,7 @@ void Lexer::lex_backslash() {
   const std::uint32_t nl = newline_length(start + 1);
   if (nl > 0) {
     emit(TokenKind::Continuation, start, start + 1 + nl);
+    add_line_start(start + 1 + nl);
     after_continuation_ = true;
     return;
   }
@@ -644,11 +673,18 @@ void Lexer::lex_string(std::uint32_t start, std::uint32_t quote_pos, bool raw, b
   const char q = text_[quote_pos];
   const bool triple = peek(quote_pos + 1) == q && peek(quote_pos + 2) == q && quote_pos + 2 < size_;
   std::uint32_t p = quote_pos + (triple ? 3 : 1);
+  // Token::flags of the literal: its prefix's length and letters, triple quotes, and a
+  // backslash when the loop meets one.
+  std::uint8_t flags = static_cast<std::uint8_t>((quote_pos - start) << kTokenPrefixShift);
+  if (triple) flags |= kTokenTripleQuoted;
+  for (std::uint32_t i = start; i < quote_pos; ++i)
+    if ((text_[i] | 0x20) == 'b') flags |= kTokenBytes;
   for (;;) {
     if (triple) p = skip_to_quote_or_backslash(p, q);  // long docstrings: memchr, not a loop
     if (p >= size_) break;
     const char c = text_[p];
     if (c == '\\') {
+      flags |= kTokenHasBackslash;
       ++p;
       if (p < size_) p += (text_[p] == '\r' && peek(p + 1) == '\n' && p + 1 < size_) ? 2 : 1;
       continue;
@@ -656,10 +692,15 @@ void Lexer::lex_string(std::uint32_t start, std::uint32_t quote_pos, bool raw, b
     if (c == q) {
       if (!triple) {
         emit_real(TokenKind::String, start, p + 1);
+        result_.tokens.back().flags = flags;
+        // Only an escaped line break puts one in a single-quoted literal.
+        if ((flags & kTokenHasBackslash) != 0) add_line_starts(quote_pos + 1, p);
         return;
       }
       if (peek(p + 1) == q && peek(p + 2) == q && p + 2 < size_) {
         emit_real(TokenKind::String, start, p + 3);
+        result_.tokens.back().flags = flags;
+        add_line_starts(quote_pos + 3, p);
         return;
       }
     } else if (!triple && (c == '\n' || c == '\r')) {
@@ -689,6 +730,7 @@ void Lexer::lex_string(std::uint32_t start, std::uint32_t quote_pos, bool raw, b
           "unterminated string literal (detected at line " + std::to_string(line_of(p)) + ")");
   }
   emit_real(TokenKind::Error, start, p);
+  add_line_starts(quote_pos, p);
 }
 
 // ---- operators ----

@@ -60,7 +60,10 @@ void Lexer::lex_fstring_middle() {
   const TokenKind middle = f.is_t ? TokenKind::TStringMiddle : TokenKind::FStringMiddle;
   const std::uint32_t start = pos_;
   auto flush = [&](std::uint32_t p) {
-    if (p > start) emit_real(middle, start, p);
+    if (p > start) {
+      emit_real(middle, start, p);
+      add_line_starts(start, p);
+    }
   };
   std::uint32_t p = pos_;
   for (;;) {
@@ -144,6 +147,7 @@ void Lexer::lex_fstring_middle() {
         if (spec) {
           // Python 3.13+: a line break inside a single-quoted format spec is non-logical.
           emit(TokenKind::NonLogicalNewline, p, p + newline_length(p));
+          add_line_start(p + newline_length(p));
           return;
         }
         unterminated_fstring(p);

@@ -58,18 +58,25 @@ class Lexer {
 
   // ---- helpers ----
   // emit and emit_real are inline: every token goes through one of them, and as calls their
-  // register saves cost more than their bodies.
-  void emit(TokenKind kind, std::uint32_t begin, std::uint32_t end) {
-    result_.tokens.push_back(Token{kind, begin, end});
+  // register saves cost more than their bodies. always_inline: GCC's own choice turned
+  // emit_real into a call from lex_operator() and others once lexer.cc grew (+50 M
+  // instructions on the torch tree).
+  [[gnu::always_inline]] void emit(TokenKind kind, std::uint32_t begin, std::uint32_t end) {
+    result_.tokens.push_back(Token{kind, 0, begin, end});
     pos_ = end;
   }
   /// Emits a token the grammar sees: the pending indentation of its line comes first.
-  void emit_real(TokenKind kind, std::uint32_t begin, std::uint32_t end) {
+  [[gnu::always_inline]] void emit_real(TokenKind kind, std::uint32_t begin, std::uint32_t end) {
     if (indent_pending_) apply_indentation(begin);
     line_has_token_ = true;
     after_continuation_ = false;
     emit(kind, begin, end);
   }
+  /// Records the line starts of the line breaks in [b, e): the bytes of a token that may hold
+  /// some (a triple-quoted string, an f-string's middle, an unterminated string).
+  void add_line_starts(std::uint32_t b, std::uint32_t e);
+  /// Records the line start after a token that is one line break (NEWLINE, NL, a continuation).
+  void add_line_start(std::uint32_t after) { result_.line_starts.push_back(after); }
   /// The first byte at or after `p` that is not an ASCII letter, digit or '_' (or size_).
   std::uint32_t skip_ascii_ident(std::uint32_t p) const;
   /// The first '\\' or `q` at or after `p`, or size_ (a triple-quoted string's body).

@@ -30,6 +30,28 @@ TEST(LexerStringsTest, EveryNonFormattedPrefixInAnyCase) {
   }
 }
 
+TEST(LexerStringsTest, Flags) {
+  // lex() checks every String token's flags against its text; these spell the answers out.
+  auto flags = [](const std::string& literal) {
+    const LexResult r = lex("x = " + literal + "\n");
+    EXPECT_EQ(r.tokens[4].kind, TokenKind::String) << literal;
+    return static_cast<int>(r.tokens[4].flags);
+  };
+  constexpr int bs = kTokenHasBackslash, triple = kTokenTripleQuoted, bytes = kTokenBytes;
+  constexpr int one = 1 << kTokenPrefixShift, two = 2 << kTokenPrefixShift;
+  EXPECT_EQ(flags("'abc'"), 0);
+  EXPECT_EQ(flags("'a\\nb'"), bs);
+  EXPECT_EQ(flags("r'a\\b'"), one | bs);
+  EXPECT_EQ(flags("'''a\nb'''"), triple);
+  EXPECT_EQ(flags("'''a\\\nb'''"), triple | bs);
+  EXPECT_EQ(flags("\"\"\"doc \\\"\"\" x\"\"\""), triple | bs);
+  EXPECT_EQ(flags("b''"), one | bytes);
+  EXPECT_EQ(flags("Rb'\\x'"), two | bytes | bs);
+  EXPECT_EQ(flags("u'x'"), one);
+  EXPECT_EQ(flags("''''''"), triple);
+  EXPECT_EQ(flags("''"), 0);
+}
+
 TEST(LexerStringsTest, InvalidPrefixesAreNames) {
   EXPECT_EQ(kinds("ur'a'\n"), "Name String Newline EndMarker");
   EXPECT_EQ(kinds("bu'a'\n"), "Name String Newline EndMarker");

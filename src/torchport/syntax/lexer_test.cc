@@ -210,6 +210,25 @@ TEST(LexerTest, AnyByteSequenceTiles) {
   for (std::size_t i = 0; i < nasty.size(); ++i) lex(std::string_view(nasty).substr(i));
 }
 
+TEST(LexerTest, RandomTextsTileAndFindEveryLineStart) {
+  // Random texts over the bytes that start, end or escape strings, f-strings, comments,
+  // continuations and line breaks: lex() checks the tiling, the String flags and that the line
+  // starts are LineIndex's (CRLF split between tokens, escaped and lone CRs, unterminated
+  // literals, format specs).
+  static constexpr char kBytes[] = {'\n', '\r', '\r', '\\', '\'', '"', 'f', 'r',  'b', '{',
+                                    '}',  ':',  '#',  ' ',  'x',  '(', ')', '\t', '='};
+  std::uint32_t state = 12345;
+  auto next = [&state] {
+    state = state * 1103515245u + 12345u;
+    return state >> 16;
+  };
+  for (int n = 0; n < 20000; ++n) {
+    std::string s(next() % 48, ' ');
+    for (char& c : s) c = kBytes[next() % sizeof kBytes];
+    lex(s);
+  }
+}
+
 TEST(LexerTest, EveryDecodableFixtureTiles) {
   const std::filesystem::path dir =
       std::filesystem::path(TORCHPORT_SOURCE_DIR) / "tests" / "fixtures" / "syntax";

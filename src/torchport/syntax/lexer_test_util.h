@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <torchport/syntax/lexer.h>
+#include <torchport/text/line_index.h>
 
 #include <string>
 #include <string_view>
@@ -38,6 +39,24 @@ inline ::testing::AssertionResult tiles(std::string_view text, const LexResult& 
                              k.kind == TokenKind::EndMarker)) {
       return ::testing::AssertionFailure() << token_kind_name(k.kind) << " is not zero-width";
     }
+    // Token::flags: a String token's, as a scan of its text finds them; other tokens none.
+    std::uint8_t want = 0;
+    if (k.kind == TokenKind::String) {
+      const std::string_view s = k.text(text);
+      const std::size_t q = s.find_first_of("'\"");
+      const bool triple = s.size() >= q + 6 && s[q + 1] == s[q] && s[q + 2] == s[q];
+      const std::size_t open = q + (triple ? 3 : 1);
+      want = static_cast<std::uint8_t>(q << kTokenPrefixShift);
+      if (triple) want |= kTokenTripleQuoted;
+      if (s.substr(0, q).find_first_of("bB") != std::string_view::npos) want |= kTokenBytes;
+      if (s.substr(open, s.size() - open - (open - q)).find('\\') != std::string_view::npos)
+        want |= kTokenHasBackslash;
+    }
+    if (k.flags != want) {
+      return ::testing::AssertionFailure()
+             << "token " << i << " (" << token_kind_name(k.kind) << ") has flags " << int(k.flags)
+             << ", expected " << int(want);
+    }
     if (k.kind == TokenKind::EndMarker && i + 1 != t.size()) {
       return ::testing::AssertionFailure() << "EndMarker before the end";
     }
@@ -50,6 +69,18 @@ inline ::testing::AssertionResult tiles(std::string_view text, const LexResult& 
   std::string joined;
   for (const Token& k : t) joined += k.text(text);
   if (joined != text) return ::testing::AssertionFailure() << "round trip differs";
+  // The line starts found while lexing are those LineIndex finds in the text.
+  const text::LineIndex lines(text);
+  if (r.line_starts.size() != lines.line_count()) {
+    return ::testing::AssertionFailure()
+           << r.line_starts.size() << " line starts, LineIndex has " << lines.line_count();
+  }
+  for (std::uint32_t i = 0; i < r.line_starts.size(); ++i) {
+    if (r.line_starts[i] != lines.line_start(i + 1)) {
+      return ::testing::AssertionFailure() << "line " << i + 1 << " starts at " << r.line_starts[i]
+                                           << ", LineIndex says " << lines.line_start(i + 1);
+    }
+  }
   return ::testing::AssertionSuccess();
 }
 

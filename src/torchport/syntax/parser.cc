@@ -218,7 +218,7 @@ void Parser::run() {
 
 Tree parse(text::SourceFile source) {
   LexResult lexed = tokenize(source.text);
-  Tree tree(std::move(source), std::move(lexed.tokens));
+  Tree tree(std::move(source), std::move(lexed.tokens), std::move(lexed.line_starts));
   tree.diagnostics_ = std::move(lexed.diagnostics);
   Parser parser(tree);
   parser.run();

@@ -142,12 +142,24 @@ constexpr bool is_keyword(TokenKind k) {
 /// A stable, human-readable name ("Name", "LPar", ...), for dumps and diagnostics.
 std::string_view token_kind_name(TokenKind k);
 
+/// Token::flags of a String token, set by the lexer so that a reader of the literal need not
+/// scan it again: a backslash between its quotes (an escape, or a raw string's backslash), a
+/// triple-quoted literal, a bytes literal (a 'b' or 'B' in the prefix), and the prefix's length
+/// (0 to 2 letters) in bits 3-4. Other tokens have no flags.
+inline constexpr std::uint8_t kTokenHasBackslash = 1;
+inline constexpr std::uint8_t kTokenTripleQuoted = 2;
+inline constexpr std::uint8_t kTokenBytes = 4;
+inline constexpr int kTokenPrefixShift = 3;
+
 struct Token {
   TokenKind kind;
+  std::uint8_t flags;   ///< kToken* bits (String tokens), in what was padding
   std::uint32_t begin;  ///< byte offset of the first byte
   std::uint32_t end;    ///< byte offset one past the last byte
   std::uint32_t size() const { return end - begin; }
   std::string_view text(std::string_view source) const { return source.substr(begin, end - begin); }
+  /// String token: the number of prefix letters before the opening quote.
+  std::uint32_t prefix_size() const { return (flags >> kTokenPrefixShift) & 3u; }
 };
 
 }  // namespace torchport::syntax

@@ -103,10 +103,11 @@ struct Tree::KindIndex {
   std::array<std::vector<const Node*>, static_cast<std::size_t>(NodeKind::TypeVarTuple) + 1> nodes;
 };
 
-Tree::Tree(text::SourceFile source, std::vector<Token> tokens)
+Tree::Tree(text::SourceFile source, std::vector<Token> tokens,
+           std::vector<std::uint32_t> line_starts)
     : source_(std::move(source)),
       tokens_(std::move(tokens)),
-      lines_(source_.text),
+      lines_(std::move(line_starts)),
       kinds_(std::make_unique<KindIndex>()) {}
 Tree::Tree(Tree&&) noexcept = default;
 Tree& Tree::operator=(Tree&&) noexcept = default;

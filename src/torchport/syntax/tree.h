@@ -47,7 +47,8 @@ enum class CmpOp : std::uint8_t { Eq, NotEq, Lt, LtE, Gt, GtE, Is, IsNot, In, No
 
 class Tree {
  public:
-  Tree(text::SourceFile source, std::vector<Token> tokens);
+  /// `line_starts`: the lexer's (LexResult::line_starts) for the text's line index.
+  Tree(text::SourceFile source, std::vector<Token> tokens, std::vector<std::uint32_t> line_starts);
   Tree(Tree&&) noexcept;
   Tree& operator=(Tree&&) noexcept;
   ~Tree();
