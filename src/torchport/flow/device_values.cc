@@ -749,10 +749,7 @@ Value DeviceValues::of(const syntax::Node& e) const {
   return v;
 }
 
-bool DeviceValues::is_index(const syntax::Node& e) const {
-  const Value& v = of(e);
-  return v.has(Source::Index) && v.only({Source::Index, Source::None});
-}
+bool DeviceValues::is_index(const syntax::Node& e) const { return is_index(of(e)); }
 
 std::string option_dest(std::string_view option) {
   const std::size_t first = option.find_first_not_of('-');

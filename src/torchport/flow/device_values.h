@@ -102,6 +102,12 @@ class DeviceValues {
   /// True when every source of `e` is an integer device index (None allowed: `default=None`
   /// options used under `if args.gpu is not None`).
   bool is_index(const syntax::Node& e) const;
+  /// The same test on a value already asked for: `is_index(of(e))` is `is_index(e)`, since
+  /// of() answers the same node alike however often it is asked (a value computed under a cut
+  /// is kept for one query only, and the memo keeps only values that no cut reached).
+  static bool is_index(const Value& v) {
+    return v.has(Source::Index) && v.only({Source::Index, Source::None});
+  }
 
   /// True when `attribute` (`self.is_cuda`, `cfg.cuda`) names an attribute that the module's own
   /// code assigns on the same object (`self.is_cuda = ...` in the same class; `cfg.cuda = ...`):

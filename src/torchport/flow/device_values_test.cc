@@ -3,6 +3,7 @@
 #include <torchport/syntax/parser.h>
 
 #include <string>
+#include <vector>
 
 namespace torchport::flow {
 namespace {
@@ -200,6 +201,42 @@ TEST(DeviceValues, DeepChainsAreBounded) {
   Probe q(src);
   EXPECT_FALSE(q.dv.of(q.arg("w.to")).known());
   EXPECT_TRUE(q.dv.is_index(q.arg("z.to")));
+}
+
+// TP303's rule asks of(e) and then tests the answer with is_index(Value) instead of asking
+// is_index(e), which walked e again: that holds only if asking a node again, after everything
+// the first question memoised, answers the same. Every node of a module with cycles, a chain
+// cut at the bound, parameters, spawn and options is asked twice, in turn, on one instance.
+TEST(DeviceValues, AskingTheSameNodeAgainAnswersAlike) {
+  std::string src =
+      "import os\nimport torch.multiprocessing as mp\n"
+      "parser.add_argument('--gpu', type=int, default=None)\n"
+      "parser.add_argument('--device', default='cuda')\nargs = parser.parse_args()\n"
+      "k = 1\nk = k + 1\na = b if c else 'cuda:0'\nb = a or 0\nc = None\n"
+      "def w(i, dev=args.device, n=k):\n    j = i % 2\n    x.to(j)\n    return dev or w(j)\n"
+      "mp.spawn(w, nprocs=2)\nw(args.gpu)\nw(int(os.environ['LOCAL_RANK']))\n"
+      "s = f'cuda:{k}'\nt = 'cuda:%d' % k\nu = s if t else a\nm.to(u)\n";
+  for (int i = 1; i < 40; ++i)
+    src += "v" + std::to_string(i) + " = v" + std::to_string(i - 1) + " or a\n";
+  src += "v0 = v39\ny.to(v39)\nz.to(v20)\n";
+  Probe p(src);
+  int asked = 0, indices = 0, cut = 0;
+  std::vector<const Node*> nodes;  // pre-order: source order, as the rules ask
+  syntax::walk(p.tree.root(), [&](const Node& n) { nodes.push_back(&n); });
+  for (const Node* n : nodes) {
+    const Value first = p.dv.of(*n);
+    const Value again = p.dv.of(*n);
+    EXPECT_EQ(first.sources, again.sources) << p.tree.text(*n);
+    EXPECT_EQ(p.literals(first), p.literals(again)) << p.tree.text(*n);
+    EXPECT_EQ(DeviceValues::is_index(first), p.dv.is_index(*n)) << p.tree.text(*n);
+    ++asked;
+    indices += DeviceValues::is_index(first);
+    cut += first.has(Source::Unknown);
+  }
+  // the module exercises what the test is about: indices, and values the walk gave up on
+  EXPECT_GT(asked, 200);
+  EXPECT_GT(indices, 5);
+  EXPECT_GT(cut, 20);
 }
 
 }  // namespace

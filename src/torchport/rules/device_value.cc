@@ -206,7 +206,7 @@ class DeviceValueRule {
       return;
     }
     if (where != Position::Keyword || t_.name(*e.parent()) == "device") {
-      if (dv().is_index(e)) {
+      if (flow::DeviceValues::is_index(v)) {  // v is of(e): is_index(e) would walk it again
         index(e, where);
         return;
       }
