@@ -798,14 +798,13 @@ std::optional<TokenIndex> host_choice(Context& ctx, TokenIndex i, const semantic
   return other;
 }
 
-void device_strings(Context& ctx) {
-  const semantic::Model& m = ctx.m;
-  const auto n = static_cast<TokenIndex>(m.tokens().size());
-  // The loop below acts on two kinds of token: every String token (whose escapes may spell
-  // "cuda"), and an FStringStart whose next token is an FStringMiddle that starts with "cuda".
-  // Such an FStringMiddle begins where the text says "cuda", and its FStringStart is the
-  // significant token before it (Model::prev): the f-strings are found from the text's "cuda"s
-  // (most files have none), and the loop steps from one of these tokens to the next.
+/// The tokens device_strings acts on, in order: every String token (whose escapes may spell
+/// "cuda"), and an FStringStart whose next token is an FStringMiddle that starts with "cuda".
+/// Such an FStringMiddle begins where the text says "cuda", and its FStringStart is the
+/// significant token before it (Model::prev): the f-strings are found from the text's "cuda"s
+/// (most files have none). `merged` holds the list when there are such f-strings.
+std::span<const TokenIndex> device_string_sites(const semantic::Model& m,
+                                                std::vector<TokenIndex>& merged) {
   const std::string_view source = m.text();
   const std::span<const syntax::Token> toks = m.tokens();
   std::vector<TokenIndex> fstrings;
@@ -819,14 +818,20 @@ void device_strings(Context& ctx) {
       if (p && m.kind(*p) == TokenKind::FStringStart) fstrings.push_back(*p);
     }
   }
-  std::vector<TokenIndex> merged;
   std::span<const TokenIndex> sites = m.string_tokens();
-  if (!fstrings.empty()) {
-    merged.reserve(sites.size() + fstrings.size());
-    std::merge(sites.begin(), sites.end(), fstrings.begin(), fstrings.end(),
-               std::back_inserter(merged));
-    sites = merged;
-  }
+  if (fstrings.empty()) return sites;
+  merged.reserve(sites.size() + fstrings.size());
+  std::merge(sites.begin(), sites.end(), fstrings.begin(), fstrings.end(),
+             std::back_inserter(merged));
+  return merged;
+}
+
+void device_strings(Context& ctx) {
+  const semantic::Model& m = ctx.m;
+  const auto n = static_cast<TokenIndex>(m.tokens().size());
+  // The loop steps from one site (device_string_sites) to the next.
+  std::vector<TokenIndex> merged;
+  const std::span<const TokenIndex> sites = device_string_sites(m, merged);
   auto step = [&](TokenIndex i) -> TokenIndex {
     auto it = std::upper_bound(sites.begin(), sites.end(), i);
     return it == sites.end() ? n : *it;
