@@ -126,8 +126,11 @@ TEST(Files, AFileThatCannotBeReadIsAFailureRowWhetherOrNotARuleReadsIt) {
   }
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   fs::remove_all(base);
+  // A root without the capability to change its user (some containers) cannot run the check.
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+    GTEST_SKIP() << "root cannot become nobody here";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST(Files, DiscoverGivesTheSameRelativePathsHoweverTheInputIsSpelled) {
