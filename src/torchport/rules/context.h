@@ -189,6 +189,12 @@ class Context {
   /// The expression node that spans tokens [first, last] exactly, or nullptr (a bridge for the
   /// rules that still find their sites by tokens).
   const syntax::Node* expression_at(semantic::TokenIndex first, semantic::TokenIndex last) const;
+  /// `value` (a Python expression) as it must be written in place of the expression spanning
+  /// tokens [first, last]: in parentheses where the place binds tighter than the value would
+  /// (`torch.cuda.max_memory_allocated().bit_length()` -> `(0).bit_length()`, since `0.bit_length`
+  /// is not Python; `-f()` with a conditional value), else as it is.
+  std::string operand(std::string value, semantic::TokenIndex first,
+                      semantic::TokenIndex last) const;
 
  private:
   struct DeviceBinding {

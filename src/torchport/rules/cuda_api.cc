@@ -224,17 +224,16 @@ bool guarded_by_availability(const Context& ctx, semantic::TokenIndex last) {
 // The call whose callee is the reference at `ref` divides: it is the right operand of `%`,
 // `//` or `/` (or of their augmented assignments) or divmod's divisor. Its [begin, end) bytes
 // go to `range`.
-bool divides(const Context& ctx, const semantic::Reference& ref, std::size_t n,
-             std::pair<std::uint32_t, std::uint32_t>& range) {
+const syntax::Node* divides(const Context& ctx, const semantic::Reference& ref, std::size_t n) {
   using syntax::Node;
   using syntax::NodeKind;
   using syntax::TokenKind;
-  if (n != ref.names.size()) return false;
+  if (n != ref.names.size()) return nullptr;
   const Node* func = ctx.expression_at(ref.first, ref.last);
-  if (!func || func->role() != syntax::Role::Func || !func->parent()) return false;
+  if (!func || func->role() != syntax::Role::Func || !func->parent()) return nullptr;
   const Node* call = func->parent();
   const Node* p = call->parent();
-  if (!p) return false;
+  if (!p) return nullptr;
   const auto op = [&](std::initializer_list<TokenKind> kinds) {
     const std::uint32_t t = p->token();
     return t != syntax::kNoToken &&
@@ -250,8 +249,7 @@ bool divides(const Context& ctx, const semantic::Reference& ref, std::size_t n,
     const auto args = p->args();
     yes = std::distance(args.begin(), args.end()) == 2 && *std::next(args.begin()) == call;
   }
-  if (yes) range = {ctx.tree.byte_range(*call).begin, ctx.tree.byte_range(*call).end};
-  return yes;
+  return yes ? call : nullptr;
 }
 
 // A count that divides (`rank % torch.cuda.device_count()`) becomes the catalogue's as_divisor
@@ -259,12 +257,14 @@ bool divides(const Context& ctx, const semantic::Reference& ref, std::size_t n,
 // Labelled: the count differs from the call's elsewhere. True when done.
 bool divisor_count(Context& ctx, const semantic::Reference& ref, std::size_t n,
                    const std::string& prefix, const catalogue::Mapping& mp) {
-  std::pair<std::uint32_t, std::uint32_t> range;
-  if (mp.as_divisor.empty() || !divides(ctx, ref, n, range)) return false;
-  const std::string value = ctx.render(mp.as_divisor, range.first);
+  const syntax::Node* call = mp.as_divisor.empty() ? nullptr : divides(ctx, ref, n);
+  if (!call) return false;
+  const syntax::ByteRange range = ctx.tree.byte_range(*call);
+  const std::string value = ctx.render(mp.as_divisor, range.begin);
   tp100(ctx, ctx.rewrite(prefix,
                          "change " + prefix + "(...) to " + value + " (" + mp.as_divisor_note + ")",
-                         range.first, range.second, value)
+                         range.begin, range.end,
+                         ctx.operand(value, call->first_token(), call->last_token()))
                  .labelled("changes behaviour: a count of devices that cannot be 0 where "
                            "it divides",
                            fix::Applicability::Unsafe));
@@ -288,8 +288,9 @@ bool emulate_without_device(Context& ctx, const semantic::Reference& ref, std::s
   const bool whole_line = line.tokens.front() == ref.first && line.tokens.back() == *rpar;
   if (mp.replacement.empty()) {  // cpu: the call becomes its value
     const std::string value = ctx.statement_call(ref.first, *rpar) ? "pass" : mp.without_device;
-    Draft d = ctx.rewrite(prefix, "change " + prefix + "(...) to " + value + " (" + mp.note + ")",
-                          begin, call_end, value);
+    Draft d =
+        ctx.rewrite(prefix, "change " + prefix + "(...) to " + value + " (" + mp.note + ")", begin,
+                    call_end, value == "pass" ? value : ctx.operand(value, ref.first, *rpar));
     // A whole statement dropped computes nothing: only a value in an expression is a change.
     if (value != "pass" && !mp.changes.empty())
       d = std::move(d).labelled(mp.changes, fix::Applicability::Unsafe);

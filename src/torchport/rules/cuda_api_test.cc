@@ -76,6 +76,32 @@ std::string migrated(const std::string& src, const std::string& target) {
   return fix::apply_fixes(src, fixes, fix::Applicability::Unsafe).text;
 }
 
+TEST(CudaApi, AValueInPlaceOfACallKeepsThePlace) {
+  // Found by the migrate fuzzer: `0.real` is not Python (`0.` is a float), and `f"{{}}"` is an
+  // escaped brace, not a dict.
+  const std::string src =
+      "import torch\n"
+      "a = torch.cuda.max_memory_allocated().real\n"
+      "b = (torch.cuda.max_memory_allocated()).real\n"
+      "c = torch.cuda.max_memory_allocated() + 1\n"
+      "d = 7 % torch.cuda.device_count()\n"
+      "e = f\"{torch.cuda.memory_stats()}\"\n";
+  EXPECT_EQ(migrated(src, "cpu"),
+            "import torch\n"
+            "a = (0).real\n"
+            "b = (0).real\n"
+            "c = 0 + 1\n"
+            "d = 7 % 1\n"
+            "e = f\"{({})}\"\n");
+  EXPECT_EQ(migrated(src, "mps"),
+            "import torch\n"
+            "a = (0).real\n"
+            "b = (0).real\n"
+            "c = 0 + 1\n"
+            "d = 7 % torch.mps.device_count()\n"
+            "e = f\"{torch.cuda.memory_stats()}\"\n");
+}
+
 TEST(CudaApi, ASeedCallThatWouldRepeatTheLineBeforeIsDeleted) {
   const std::string src =
       "import torch\n"

@@ -413,6 +413,87 @@ const syntax::Node* Context::expression_at(TokenIndex first, TokenIndex last) co
   return found;
 }
 
+namespace {
+
+/// True when `value` is a primary expression: names, numbers, strings and bracketed groups joined
+/// by dots and brackets only (`torch.npu.device_count()`, `(0, 0)`, `{}`), so that no operator
+/// of the place around it can take part of it.
+bool primary(std::string_view value) {
+  int depth = 0;
+  char quote = 0;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const char c = value[i];
+    if (quote) {
+      if (c == '\\')
+        ++i;
+      else if (c == quote)
+        quote = 0;
+      continue;
+    }
+    if (c == '\'' || c == '"')
+      quote = c;
+    else if (c == '(' || c == '[' || c == '{')
+      ++depth;
+    else if (c == ')' || c == ']' || c == '}')
+      --depth;
+    else if (depth == 0 && !(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'))
+      return false;
+  }
+  return !value.empty() && depth == 0 && quote == 0;
+}
+
+/// True when an expression in the place of `n` is read as a part of a tighter construct: the
+/// object of an attribute or subscript, the function of a call, an operand, a comprehension's
+/// condition or iterable (which take no conditional expression).
+bool tight_place(const syntax::Node& n) {
+  using syntax::NodeKind;
+  using syntax::Role;
+  const syntax::Node* p = n.parent();
+  if (!p) return false;
+  switch (p->kind()) {
+    case NodeKind::Attribute:
+    case NodeKind::Subscript:
+      return n.role() == Role::Value;
+    case NodeKind::Call:
+      return n.role() == Role::Func;
+    case NodeKind::BinOp:
+    case NodeKind::UnaryOp:
+    case NodeKind::BoolOp:
+    case NodeKind::Compare:
+    case NodeKind::Await:
+    case NodeKind::Starred:
+    case NodeKind::IfExp:
+      return true;
+    case NodeKind::comprehension:
+      return n.role() == Role::If || n.role() == Role::Iter;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::string Context::operand(std::string value, TokenIndex first, TokenIndex last) const {
+  const syntax::Node* n = expression_at(first, last);
+  // Written inside its own parentheses already, or not an expression: as it is.
+  if (!n || n->has(syntax::kParenthesized)) return value;
+  const syntax::Node* p = n->parent();
+  // `f"{{}}"` is an escaped brace: a value that opens with one takes parentheses in an f-string.
+  if (p &&
+      (p->kind() == syntax::NodeKind::FormattedValue ||
+       p->kind() == syntax::NodeKind::Interpolation) &&
+      value.starts_with('{'))
+    return "(" + value + ")";
+  const bool wrap =
+      primary(value)
+          // `0.bit_length()` reads as the float `0.` and a name: a number takes parentheses.
+          ? n->parent() && n->parent()->kind() == syntax::NodeKind::Attribute &&
+                n->role() == syntax::Role::Value && !value.empty() &&
+                std::isdigit(static_cast<unsigned char>(value.front()))
+          : tight_place(*n);
+  return wrap ? "(" + value + ")" : value;
+}
+
 std::string Context::torch_name() {
   if (auto alias = m.module_alias("torch")) return *alias;
   need_torch_import = true;

@@ -202,7 +202,8 @@ class NvidiaSmi {
               "change the count of nvidia-smi's GPU list to " + replacement + " (the devices of " +
                   (ctx_.accelerator() ? std::string("the accelerator") : ctx_.target.name) +
                   ", as torch.cuda.device_count() " + "becomes there)",
-              nr.begin, nr.end, replacement));
+              nr.begin, nr.end,
+              ctx_.operand(replacement, count->first_token(), count->last_token())));
   }
 
   Context& ctx_;
