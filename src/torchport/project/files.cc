@@ -51,7 +51,7 @@ namespace {
 /// A directory open for reading, closed when it goes out of scope.
 class Dir {
  public:
-  explicit Dir(const char* path) : dir_(::opendir(path)) {}
+  explicit Dir(const char* path) : dir_(::opendir(path)), error_(dir_ ? 0 : errno) {}
   Dir(const Dir&) = delete;
   Dir& operator=(const Dir&) = delete;
   ~Dir() {
@@ -60,9 +60,11 @@ class Dir {
   explicit operator bool() const { return dir_ != nullptr; }
   int fd() const { return ::dirfd(dir_); }
   const dirent* next() { return ::readdir(dir_); }
+  int error() const { return error_; }  ///< opendir's errno when it failed
 
  private:
   DIR* dir_;
+  int error_;
 };
 
 /// A directory the walk still has to list: its path as the walk names it (the input joined with
@@ -103,13 +105,23 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
   // Each directory is opened once, by its path; everything asked about the entries in it (a
   // file's size, whether it can be read, a directory's pyvenv.cfg) is asked relative to that
   // open directory, so the kernel looks up one name, not the whole path again. A directory
-  // that cannot be listed (no permission, or gone meanwhile) is passed over, as before.
+  // that cannot be listed (no permission, or gone meanwhile) is an Unlisted entry: nothing in
+  // it is migrated, and the report says so.
   std::vector<Pending> todo{{input, ""}};
   while (!todo.empty()) {
     Pending d = std::move(todo.back());
     todo.pop_back();
     Dir dir(d.path.c_str());
-    if (!dir) continue;
+    if (!dir) {
+      ProjectFile f;
+      f.path = d.path;
+      f.rel = d.rel.empty() ? std::string("./") : d.rel + "/";
+      f.kind = FileKind::Unlisted;
+      f.read_error = dir.error();
+      f.size_known = false;
+      out.push_back(std::move(f));
+      continue;
+    }
     const int dfd = dir.fd();
     if (!d.rel.empty() && default_excludes) {
       // a virtualenv: a directory holding pyvenv.cfg

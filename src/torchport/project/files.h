@@ -15,6 +15,7 @@ enum class FileKind : std::uint8_t {
   Scanned,   ///< requirements*.txt, pyproject.toml, setup.cfg, *.sh, C++/CUDA sources: scanned
   Other,     ///< copied unchanged
   Symlink,   ///< recreated as a link, never followed
+  Unlisted,  ///< a directory that could not be listed (rel ends in '/'): a Failure row
 };
 
 struct ProjectFile {
@@ -27,6 +28,7 @@ struct ProjectFile {
   bool size_known = true;
   /// For a Scanned file: the errno of asking whether it can be read (0: it can). Asked during the
   /// walk, relative to its open directory; a Scanned file that no rule reads is only asked this.
+  /// For an Unlisted directory: the errno of opening it.
   int read_error = 0;
 };
 

@@ -133,6 +133,44 @@ TEST(Files, AFileThatCannotBeReadIsAFailureRowWhetherOrNotARuleReadsIt) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
+TEST(Files, ADirectoryThatCannotBeListedIsAFailureRow) {
+  // Nothing under it can be migrated or copied: the user sees one row for it, with the system's
+  // reason, where the walk used to pass over it. As root, the check runs as nobody (above).
+  const fs::path tmp = ::geteuid() == 0 ? fs::path("/tmp") : fs::temp_directory_path();
+  fs::path base = tmp / ("tp_unlisted_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "locked" / "deeper");
+  std::ofstream(base / "locked" / "train.py") << "import torch\n";
+  std::ofstream(base / "main.py") << "x = 1\n";
+  fs::permissions(base / "locked", fs::perms::none);
+  fs::permissions(base, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+    const std::vector<ProjectFile> files = discover(base);
+    if (files.size() != 2 || files[0].rel != "locked/" || files[1].rel != "main.py") ::_exit(2);
+    const ProjectFile& d = files[0];
+    if (d.kind != FileKind::Unlisted || d.read_error != EACCES) ::_exit(4);
+    const Admitted a = admit_file(d, Options{});
+    if (a.work.entry.outcome != report::Outcome::Failure || a.bytes ||
+        a.work.entry.reason !=
+            "locked/: cannot list the directory: Permission denied: nothing "
+            "in it is migrated or copied")
+      ::_exit(5);
+    if (admit_file(files[1], Options{}).work.entry.outcome == report::Outcome::Failure) ::_exit(6);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  fs::permissions(base / "locked", fs::perms::owner_all);
+  fs::remove_all(base);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+    GTEST_SKIP() << "root cannot become nobody here";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
 TEST(Files, DiscoverGivesTheSameRelativePathsHoweverTheInputIsSpelled) {
   // The relative path is cut from the walk's path after the input's text; an input that ends
   // with a separator, has "." or doubled separators inside, or is relative gives the same.

@@ -19,7 +19,9 @@ void make_directories(const Plan& plan, const Selected& selected, const Options&
     dirs.insert((plan.tmp_dir / fs::path(f.rel)).parent_path());
   if (plan.input_is_dir) {
     // Empty directories are part of the project too.
-    for (auto it = fs::recursive_directory_iterator(plan.input, ec);
+    // A directory that cannot be listed is a row of its own (discover): the walk goes past it.
+    for (auto it = fs::recursive_directory_iterator(
+             plan.input, fs::directory_options::skip_permission_denied, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
       if (it->is_directory(ec) && !it->is_symlink(ec)) {
         if (opts.default_excludes && default_excluded(it->path())) {
@@ -37,7 +39,9 @@ void write_file(const Plan& plan, const ProjectFile& f, FileWork& w) {
   const fs::path dst = plan.tmp_dir / fs::path(f.rel);
   std::string error;
   std::error_code ec;
-  if (f.kind == FileKind::Symlink) {
+  if (f.kind == FileKind::Unlisted) {
+    return;  // its Failure row says why nothing of it is in the output
+  } else if (f.kind == FileKind::Symlink) {
     fs::copy_symlink(f.path, dst, ec);
     if (ec) error = ec.message();
   } else if (w.entry.changed) {

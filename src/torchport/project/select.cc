@@ -66,6 +66,11 @@ Admitted admit_file(const ProjectFile& f, const Options& opts, const flow::Proje
     admit_link(f, opts, w);
     return a;
   }
+  if (f.kind == FileKind::Unlisted) {
+    fail(w, f.rel + ": cannot list the directory: " + std::strerror(f.read_error) +
+                ": nothing in it is migrated or copied");
+    return a;
+  }
   if (f.kind == FileKind::Other) {
     w.entry.outcome = Outcome::Skip;
     w.entry.reason = "not Python: copied unchanged";

@@ -77,13 +77,6 @@ bool taken(const Context& ctx, std::uint32_t b, std::uint32_t e) {
   return false;
 }
 
-bool on_import_line(const semantic::Model& m, TokenIndex i) {
-  auto li = m.line_of(i);
-  if (!li) return false;
-  const TokenKind k0 = m.kind(m.lines()[*li].tokens[0]);
-  return k0 == TokenKind::KwImport || k0 == TokenKind::KwFrom;
-}
-
 std::string replace_all(std::string v, std::string_view what, std::string_view with) {
   for (std::size_t p = v.find(what); p != std::string::npos; p = v.find(what, p + with.size()))
     v.replace(p, what.size(), with);
@@ -138,7 +131,9 @@ void attributes(Context& ctx, const std::vector<const catalogue::NameRule*>& rul
   for (TokenIndex i = 0; i < n; ++i) {
     if (m.kind(i) != TokenKind::Name || m.is_store(i)) continue;
     auto dot = m.prev(i);
-    if (!dot || m.kind(*dot) != TokenKind::Dot || on_import_line(m, i)) continue;
+    // An attribute of a value, read from the tree: not a name in `import x.y` or `from x.y import
+    // z`, even where an import and a statement share the line (`import os; t.y`).
+    if (!dot || m.kind(*dot) != TokenKind::Dot || !ctx.attribute_named_at(i)) continue;
     const std::string_view text = m.token_text(i);
     for (const catalogue::NameRule* r : rules) {
       if (text != r->old_name) continue;

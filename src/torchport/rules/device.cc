@@ -1179,14 +1179,13 @@ void cuda_methods(Context& ctx) {
     if (!p || m.kind(*p) != TokenKind::Dot) continue;
     if (m.is_store(i)) continue;  // `self.is_cuda = ...` names the user's own attribute
     if (const semantic::Reference* r = m.reference_at(i); r && !r->qualified.empty()) continue;
-    if (auto li = m.line_of(i); li) {
-      const TokenKind k0 = m.kind(m.lines()[*li].tokens[0]);
-      if (k0 == TokenKind::KwImport || k0 == TokenKind::KwFrom) continue;
-    }
+    // Only an attribute of a value: not a name in `import x.cuda` or `from x.cuda import y`
+    // (read from the tree: `import os; y = t.cuda()` is an import line with a method call).
+    const syntax::Node* a = ctx.attribute_named_at(i);
+    if (!a) continue;
     // ... and so does every read of it on the same object (the device-value layer; asked last,
     // as it builds the module's device values: torch.cuda.x and imports never need them)
-    if (const syntax::Node* a = ctx.attribute_named_at(i); a && ctx.values().user_attribute(*a))
-      continue;
+    if (ctx.values().user_attribute(*a)) continue;
     auto nx = m.next(i);
     if (name == "is_cuda") {
       is_cuda_attribute(ctx, i);

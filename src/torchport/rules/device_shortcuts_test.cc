@@ -24,5 +24,42 @@ TEST(DeviceShortcuts, TheOnlyCudaInTheTextIsTheMethodOrTheAttribute) {
   EXPECT_NE(std::find(attribute.begin(), attribute.end(), "TP302"), attribute.end());
 }
 
+TEST(DeviceShortcuts, AMethodCallOnAnImportsLineIsFoundAndTheImportedNameIsNot) {
+  // `import os; x = t.cuda()` is one logical line that starts with `import`: the tree, not the
+  // line's first token, tells the method call from a dotted module name.
+  for (const std::string src : {"import torch\nimport os; y = torch.zeros(2).cuda()\n",
+                                "import torch\nfrom os import path; y = torch.zeros(2).cuda()\n",
+                                "import torch\nimport os; ok = torch.zeros(2).is_cuda\n"}) {
+    const auto c = codes(src);
+    EXPECT_EQ(std::count(c.begin(), c.end(), "TP301") + std::count(c.begin(), c.end(), "TP302"), 1)
+        << src;
+  }
+  for (const std::string src :
+       {"import torch\nimport apex.cuda\n", "import torch\nfrom apex.cuda import x\n",
+        "import torch\nimport a.cuda as b; y = 1\n"}) {
+    const auto c = codes(src);
+    EXPECT_EQ(std::count(c.begin(), c.end(), "TP301"), 0) << src;
+  }
+}
+
+TEST(DeviceShortcuts, AnAttributeRuleFollowsTheTreeOnAnImportsLine) {
+  // The custom attribute rules (ReplaceAttributeRule) asked the line's first token too.
+  std::string error;
+  auto cat = catalogue::Catalogue::builtin().with_rules(
+      "t.json",
+      R"({"rules": {"ReplaceAttributeRule": [{"old_name": "is_foo", "new_name": "is_bar"}]}})",
+      "npu", &error);
+  ASSERT_TRUE(cat.has_value()) << error;
+  const syntax::Tree tree =
+      syntax::parse("t.py", "import os; ok = t.is_foo\nimport a.is_foo\nfrom b.is_foo import c\n");
+  ASSERT_TRUE(tree.ok());
+  Options o;
+  o.target = "npu";
+  std::vector<std::uint32_t> at;
+  for (const Finding& f : check(tree, *cat, o).findings)
+    if (f.code == "TP803") at.push_back(f.begin);
+  EXPECT_EQ(at, std::vector<std::uint32_t>{18}) << "only `t.is_foo`, at byte 18";
+}
+
 }  // namespace
 }  // namespace torchport::rules

@@ -180,7 +180,7 @@ constexpr FamilyInfo kFamilies[] = {
      {"amp", "profiler_activity", "dtypes", "sdpa_kernel"},
      run_cuda_api},
     // A dropped device index takes the findings inside it along (`.cuda(torch.cuda.x())`).
-    {"device", Input::PythonFile, NeedModel | NeedCatalogue, {"cuda_api"}, run_device},
+    {"device", Input::PythonFile, NeedTree | NeedModel | NeedCatalogue, {"cuda_api"}, run_device},
     // After device: a dropped device_id=/device_ids= takes the device rewrites inside it along.
     {"distributed",
      Input::PythonFile,
@@ -205,7 +205,7 @@ constexpr FamilyInfo kFamilies[] = {
     // After the built-in rules, whose rewrites win over the table's context-free ones.
     {"custom_rules",
      Input::PythonFile,
-     NeedModel | NeedCatalogue | NeedFindings,
+     NeedTree | NeedModel | NeedCatalogue | NeedFindings,
      {"custom_args"},
      run_custom_rules},
     // After the rules that rewrite a device or backend where it is used: it rewrites the values
