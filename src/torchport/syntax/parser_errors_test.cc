@@ -53,6 +53,12 @@ TEST(ParserErrors, Messages) {
   EXPECT_EQ(error_of("from a import b,\n"),
             "t.py:1:16: trailing comma not allowed without surrounding parentheses");
   EXPECT_EQ(error_of("a if b\n"), "t.py:1:7: expected 'else' after 'if' expression");
+  // A replacement field takes a tuple (`{*a,}`) but no lone starred expression (CPython 3.12+
+  // reports it at the star; 3.11 too, in its own f-string parser).
+  EXPECT_EQ(error_of("x = f\"{*a}\"\n"), "t.py:1:8: f-string: cannot use starred expression here");
+  EXPECT_EQ(error_of("x = f\"{*a=}\"\n"), "t.py:1:8: f-string: cannot use starred expression here");
+  EXPECT_EQ(error_of("x = t\"{*a}\"\n"), "t.py:1:8: t-string: cannot use starred expression here");
+  EXPECT_TRUE(testing::parse_text("x = f\"{*a,}\"\n").ok());
 }
 
 TEST(ParserErrors, LexicalErrorsAreReported) {

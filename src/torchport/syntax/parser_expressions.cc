@@ -798,6 +798,11 @@ void Parser::replacement_field(TokenKind end_kind) {
   spec_depth_ = 0;  // an f-string inside the expression starts afresh
   std::size_t m = mark();
   Ex e = at(TokenKind::KwYield) ? yield_expr() : star_expressions();
+  // `f"{*a}"` is not Python (CPython: "f-string: cannot use starred expression here"); `f"{*a,}"`,
+  // a tuple, is.
+  if (e.n->kind_ == NodeKind::Starred)
+    fail(e.first, std::string(end_kind == TokenKind::FStringEnd ? "f" : "t") +
+                      "-string: cannot use starred expression here");
   push(e.n, Role::Value);
   std::uint16_t flags = 0;
   std::uint32_t conversion = 0;
