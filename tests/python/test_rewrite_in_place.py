@@ -48,31 +48,33 @@ PLACES = [
 ]
 
 
-def catalogued_functions() -> list[str]:
+def catalogued(kind: str) -> list[str]:
     apis: set[str] = set()
     for path in sorted((REPO / "data" / "catalogue").glob("*.json")):
         doc = json.loads(path.read_text())
         entries = doc.get("entries") if isinstance(doc, dict) else None
         for e in entries or []:
-            if e.get("kind") == "function" and e.get("api", "").startswith("torch."):
+            if e.get("kind") == kind and e.get("api", "").startswith("torch."):
                 apis.add(e["api"])
     return sorted(apis)
 
 
-APIS = catalogued_functions()
+# Functions are called at the site; attributes (torch.backends.cudnn.benchmark,
+# ProfilerActivity.CUDA) are read there.
+APIS = catalogued("function")
+ATTRIBUTES = catalogued("attribute")
 
 
-def write_source(apis: list[str]) -> tuple[str, dict[str, str]]:
-    """The test file, and for each assigned name the API whose call it holds."""
+def write_source(apis: list[str], attributes: list[str]) -> tuple[str, dict[str, str]]:
+    """The test file, and for each assigned name the API whose call (or read) it holds."""
     lines = ["import torch", "", "v = [1]", "", "async def main():"]
     site_of: dict[str, str] = {}
-    n = 0
-    for api in apis:
-        for place in PLACES:
-            name = f"v{n}"
-            n += 1
-            site_of[name] = api
-            lines.append(f"    {name} = {place.replace('SITE', api + '()')}")
+    sites = [(api, api + "()") for api in apis] + [(api, api) for api in attributes]
+    for n, (api, site) in enumerate(s for s in sites for _ in PLACES):
+        place = PLACES[n % len(PLACES)]
+        name = f"v{n}"
+        site_of[name] = api
+        lines.append(f"    {name} = {place.replace('SITE', site)}")
     return "\n".join(lines) + "\n", site_of
 
 
@@ -86,8 +88,8 @@ def dotted(node: ast.AST) -> str | None:
 
 
 def same_around_site(before: ast.AST, after: ast.AST, api: str) -> bool:
-    """True when `after` is `before` with each call of `api` replaced by any expression."""
-    if isinstance(before, ast.Call) and dotted(before.func) == api:
+    """True when `after` is `before` with each call or read of `api` replaced by any expression."""
+    if (isinstance(before, ast.Call) and dotted(before.func) == api) or dotted(before) == api:
         return isinstance(after, ast.expr)
     if type(before) is not type(after):
         return False
@@ -119,6 +121,7 @@ def test_the_places_cover_the_catalogue() -> None:
     # The catalogue's functions are the subject: an empty or tiny list would test nothing.
     assert len(APIS) > 60
     assert "torch.cuda.max_memory_allocated" in APIS and "torch.cuda.device_count" in APIS
+    assert "torch.backends.cudnn.benchmark" in ATTRIBUTES
 
 
 def test_the_tree_comparison_sees_a_place_split() -> None:
@@ -131,7 +134,7 @@ def test_the_tree_comparison_sees_a_place_split() -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_each_rewritten_call_keeps_its_place(target: str, tmp_path: Path) -> None:
-    src, site_of = write_source(APIS)
+    src, site_of = write_source(APIS, ATTRIBUTES)
     project = tmp_path / "proj"
     project.mkdir()
     (project / "places.py").write_text(src)

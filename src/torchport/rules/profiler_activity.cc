@@ -62,17 +62,17 @@ std::vector<std::pair<TokenIndex, TokenIndex>> elements(const semantic::Model& m
   return out;
 }
 
-// True when `open` starts a display (not a call's or a subscript's bracket).
-bool is_display(const semantic::Model& m, TokenIndex open) {
-  const TokenKind k = m.kind(open);
-  if (k != TokenKind::LSqb && k != TokenKind::LBrace && k != TokenKind::LPar) return false;
-  auto before = m.prev(open);
-  if (!before) return true;
-  const TokenKind b = m.kind(*before);
-  if (k == TokenKind::LBrace) return true;
-  // `f(` and `x[` are a call and a subscript, `)(`/`](` too; keywords (`in (`) are not names.
-  return b != TokenKind::Name && b != TokenKind::RPar && b != TokenKind::RSqb &&
-         b != TokenKind::String;
+// True when `n` is an element of a list, tuple or set display written with its brackets, and
+// `open` is that display's opening bracket: read from the tree, so that an f-string's replacement
+// field, a parenthesized expression and a call's or subscript's brackets are not displays.
+bool display_element(const syntax::Node* n, std::optional<TokenIndex> open) {
+  using syntax::NodeKind;
+  if (!n || !open || n->role() != syntax::Role::Elt || n->has(syntax::kParenthesized)) return false;
+  const syntax::Node* p = n->parent();
+  return p &&
+         (p->kind() == NodeKind::List || p->kind() == NodeKind::Tuple ||
+          p->kind() == NodeKind::Set) &&
+         p->first_token() == *open;
 }
 
 }  // namespace
@@ -87,8 +87,9 @@ void run_profiler_activity(Context& ctx) {
     const std::uint32_t begin = m.tokens()[ref.first].begin;
     const std::uint32_t end = m.tokens()[ref.last].end;
     auto open = m.enclosing_open(ref.first);
+    const syntax::Node* node = ctx.expression_at(ref.first, ref.last);
     std::vector<std::pair<TokenIndex, TokenIndex>> elems;
-    if (open && is_display(m, *open)) elems = elements(m, *open);
+    if (display_element(node, open)) elems = elements(m, *open);
     std::size_t at = elems.size();
     for (std::size_t i = 0; i < elems.size(); ++i) {
       if (elems[i].first == ref.first && elems[i].second == ref.last) at = i;
@@ -100,13 +101,13 @@ void run_profiler_activity(Context& ctx) {
                         begin, end));
       continue;
     }
+    // The display's other elements, from the tree (`(ProfilerActivity.CPU)` in parentheses too).
     bool lists_cpu = false;
-    for (std::size_t i = 0; i < elems.size(); ++i) {
-      const semantic::Reference* r = m.reference_at(elems[i].first);
-      if (i != at && r && r->first == elems[i].first && r->last == elems[i].second &&
-          r->qualified == kCpu) {
+    for (const syntax::Node* e : node->parent()->children(syntax::Role::Elt)) {
+      const semantic::Reference* r = m.reference_at(e->first_token());
+      if (e != node && r && r->first == e->first_token() && r->last == e->last_token() &&
+          r->qualified == kCpu)
         lists_cpu = true;
-      }
     }
     // ProfilerActivity.CPU spelled as the user spells ProfilerActivity.CUDA.
     const std::string cpu =
