@@ -59,38 +59,60 @@ def catalogued(kind: str) -> list[str]:
     return sorted(apis)
 
 
-# Functions are called at the site; attributes (torch.backends.cudnn.benchmark,
-# ProfilerActivity.CUDA) are read there.
+# The sites: each catalogued function called, each catalogued class constructed, each catalogued
+# attribute read (torch.backends.cudnn.benchmark, ProfilerActivity.CUDA), and the method and
+# device-string forms the device rules rewrite.
 APIS = catalogued("function")
+CLASSES = catalogued("class")
 ATTRIBUTES = catalogued("attribute")
+OTHER_SITES = [
+    "t.cuda()",
+    "t.cuda(0)",
+    "t.cuda(non_blocking=True)",
+    "t.is_cuda",
+    't.to("cuda")',
+    'torch.device("cuda")',
+    'torch.device("cuda", 0)',
+    'torch.zeros(2, device="cuda:0")',
+    'torch.autocast("cuda")',
+    "torch.backends.cudnn.is_available()",
+]
 
 
-def write_source(apis: list[str], attributes: list[str]) -> tuple[str, dict[str, str]]:
-    """The test file, and for each assigned name the API whose call (or read) it holds."""
-    lines = ["import torch", "", "v = [1]", "", "async def main():"]
+def sites() -> list[str]:
+    return [api + "()" for api in APIS] + [api + "()" for api in CLASSES] + ATTRIBUTES + OTHER_SITES
+
+
+def write_source(site_list: list[str]) -> tuple[str, dict[str, str]]:
+    """The test file, and for each assigned name the site it holds."""
+    lines = ["import torch", "", "v = [1]", "t = torch.zeros(2)", "", "async def main():"]
     site_of: dict[str, str] = {}
-    sites = [(api, api + "()") for api in apis] + [(api, api) for api in attributes]
-    for n, (api, site) in enumerate(s for s in sites for _ in PLACES):
+    for n, site in enumerate(s for s in site_list for _ in PLACES):
         place = PLACES[n % len(PLACES)]
         name = f"v{n}"
-        site_of[name] = api
+        site_of[name] = site
         lines.append(f"    {name} = {place.replace('SITE', site)}")
     return "\n".join(lines) + "\n", site_of
 
 
-def dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
+def same_around_site(before: ast.AST, after: ast.AST, site: str) -> bool:
+    """True when `after` is `before` with each occurrence of the expression `site` replaced by
+    any expression."""
+    return _same(before, after, ast.dump(ast.parse(site, mode="eval").body))
 
 
-def same_around_site(before: ast.AST, after: ast.AST, api: str) -> bool:
-    """True when `after` is `before` with each call or read of `api` replaced by any expression."""
-    if (isinstance(before, ast.Call) and dotted(before.func) == api) or dotted(before) == api:
+def _same(before: ast.AST, after: ast.AST, site: str) -> bool:
+    if isinstance(before, ast.expr) and ast.dump(before) == site:
         return isinstance(after, ast.expr)
+    # `not t.is_cuda` becomes one comparison (`t.device.type != "npu"`): the negation is folded
+    # into the site's replacement, as a whole.
+    if (
+        isinstance(before, ast.UnaryOp)
+        and isinstance(before.op, ast.Not)
+        and ast.dump(before.operand) == site
+        and isinstance(after, ast.Compare)
+    ):
+        return True
     if type(before) is not type(after):
         return False
     for field in before._fields:
@@ -99,10 +121,10 @@ def same_around_site(before: ast.AST, after: ast.AST, api: str) -> bool:
         if isinstance(b, list):
             if not isinstance(a, list) or len(a) != len(b):
                 return False
-            if not all(same_around_site(x, y, api) for x, y in zip(b, a, strict=True)):
+            if not all(_same(x, y, site) for x, y in zip(b, a, strict=True)):
                 return False
         elif isinstance(b, ast.AST):
-            if not isinstance(a, ast.AST) or not same_around_site(b, a, api):
+            if not isinstance(a, ast.AST) or not _same(b, a, site):
                 return False
         elif b != a:
             return False
@@ -121,20 +143,22 @@ def test_the_places_cover_the_catalogue() -> None:
     # The catalogue's functions are the subject: an empty or tiny list would test nothing.
     assert len(APIS) > 60
     assert "torch.cuda.max_memory_allocated" in APIS and "torch.cuda.device_count" in APIS
-    assert "torch.backends.cudnn.benchmark" in ATTRIBUTES
+    assert "torch.backends.cudnn.benchmark" in ATTRIBUTES and "torch.cuda.Event" in CLASSES
 
 
 def test_the_tree_comparison_sees_a_place_split() -> None:
-    api = "torch.cuda.device_count"
-    before = ast.parse(f"x = -{api}() ** 2\n")
-    assert same_around_site(before, ast.parse("x = -(1 if a else 0) ** 2\n"), api)
-    assert not same_around_site(before, ast.parse("x = -1 if a else 0 ** 2\n"), api)
-    assert not same_around_site(before, ast.parse("x = -(1) + 2\n"), api)
+    site = "torch.cuda.device_count()"
+    before = ast.parse(f"x = -{site} ** 2\n")
+    assert same_around_site(before, ast.parse("x = -(1 if a else 0) ** 2\n"), site)
+    assert not same_around_site(before, ast.parse("x = -1 if a else 0 ** 2\n"), site)
+    assert not same_around_site(before, ast.parse("x = -(1) + 2\n"), site)
+    # Only the site itself may change: its arguments are part of it, its neighbours are not.
+    assert not same_around_site(ast.parse("x = f(t.cuda())\n"), ast.parse("x = g(t)\n"), "t.cuda()")
 
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_each_rewritten_call_keeps_its_place(target: str, tmp_path: Path) -> None:
-    src, site_of = write_source(APIS, ATTRIBUTES)
+    src, site_of = write_source(sites())
     project = tmp_path / "proj"
     project.mkdir()
     (project / "places.py").write_text(src)
