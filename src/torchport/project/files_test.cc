@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <functional>
 #include <map>
 
 namespace torchport::project {
@@ -91,29 +92,47 @@ TEST(Files, DiscoverMeasuresOnlyTheFilesThatAreRead) {
   fs::remove_all(base);
 }
 
+/// A directory for a test whose files lose their permissions: as root under /tmp, since the
+/// nobody user must be able to walk down to it (TMPDIR may be private).
+fs::path permission_test_dir(const std::string& name) {
+  const fs::path tmp = ::geteuid() == 0 ? fs::path("/tmp") : fs::temp_directory_path();
+  fs::path base = tmp / (name + "_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base);
+  fs::permissions(base, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  return base;
+}
+
+/// Runs `check` in a child process, which first gives up root for the nobody user (root reads
+/// whatever the mode), and gives its exit status: 0 for a pass. Exit 3 means that this root
+/// cannot change its user (a container without CAP_SETUID): the caller skips.
+int exit_status_as_nobody(const std::function<int()>& check) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+    ::_exit(check());
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
 TEST(Files, AFileThatCannotBeReadIsAFailureRowWhetherOrNotARuleReadsIt) {
   // A header no rule reads is only asked about (discover, relative to its directory); a source
   // a rule reads and a Python file are read. Each that cannot be read is a Failure with the
-  // system's reason. Root reads whatever the mode, so as root the check runs in a child that
-  // has given up root for the nobody user.
-  // As root, under /tmp: the nobody user must be able to walk down to it (TMPDIR may be private).
-  const fs::path tmp = ::geteuid() == 0 ? fs::path("/tmp") : fs::temp_directory_path();
-  fs::path base = tmp / ("tp_unreadable_" + std::to_string(::getpid()));
-  fs::remove_all(base);
+  // system's reason.
+  const fs::path base = permission_test_dir("tp_unreadable");
   fs::create_directories(base / "csrc");
   for (const char* rel : {"csrc/k.h", "csrc/k.cu", "m.py"}) {
     std::ofstream(base / rel) << "x\n";
     fs::permissions(base / rel, fs::perms::none);
   }
   std::ofstream(base / "ok.h") << "x\n";
-  fs::permissions(base, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+  const int status = exit_status_as_nobody([&] {
     const std::vector<ProjectFile> files = discover(base);
-    if (files.size() != 4) ::_exit(2);  // the walk itself must reach them
+    if (files.size() != 4) return 2;  // the walk itself must reach them
     int bad = 0;
     for (const ProjectFile& f : files) {
       const Admitted a = admit_file(f, Options{});
@@ -122,53 +141,39 @@ TEST(Files, AFileThatCannotBeReadIsAFailureRowWhetherOrNotARuleReadsIt) {
       if (f.rel == "ok.h" ? failed : !(failed && said && !a.bytes)) ++bad;
       if (f.rel == "csrc/k.h" && f.read_error != EACCES) ++bad;
     }
-    ::_exit(bad == 0 ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    return bad == 0 ? 0 : 1;
+  });
   fs::remove_all(base);
-  // A root without the capability to change its user (some containers) cannot run the check.
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
-    GTEST_SKIP() << "root cannot become nobody here";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  if (status == 3) GTEST_SKIP() << "root cannot become nobody here";
+  EXPECT_EQ(status, 0);
 }
 
 TEST(Files, ADirectoryThatCannotBeListedIsAFailureRow) {
   // Nothing under it can be migrated or copied: the user sees one row for it, with the system's
-  // reason, where the walk used to pass over it. As root, the check runs as nobody (above).
-  const fs::path tmp = ::geteuid() == 0 ? fs::path("/tmp") : fs::temp_directory_path();
-  fs::path base = tmp / ("tp_unlisted_" + std::to_string(::getpid()));
-  fs::remove_all(base);
+  // reason, where the walk used to pass over it.
+  const fs::path base = permission_test_dir("tp_unlisted");
   fs::create_directories(base / "locked" / "deeper");
   std::ofstream(base / "locked" / "train.py") << "import torch\n";
   std::ofstream(base / "main.py") << "x = 1\n";
   fs::permissions(base / "locked", fs::perms::none);
-  fs::permissions(base, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                            fs::perms::others_read | fs::perms::others_exec);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+  const int status = exit_status_as_nobody([&] {
     const std::vector<ProjectFile> files = discover(base);
-    if (files.size() != 2 || files[0].rel != "locked/" || files[1].rel != "main.py") ::_exit(2);
+    if (files.size() != 2 || files[0].rel != "locked/" || files[1].rel != "main.py") return 2;
     const ProjectFile& d = files[0];
-    if (d.kind != FileKind::Unlisted || d.read_error != EACCES) ::_exit(4);
+    if (d.kind != FileKind::Unlisted || d.read_error != EACCES) return 4;
     const Admitted a = admit_file(d, Options{});
     if (a.work.entry.outcome != report::Outcome::Failure || a.bytes ||
         a.work.entry.reason !=
             "locked/: cannot list the directory: Permission denied: nothing "
             "in it is migrated or copied")
-      ::_exit(5);
-    if (admit_file(files[1], Options{}).work.entry.outcome == report::Outcome::Failure) ::_exit(6);
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+      return 5;
+    if (admit_file(files[1], Options{}).work.entry.outcome == report::Outcome::Failure) return 6;
+    return 0;
+  });
   fs::permissions(base / "locked", fs::perms::owner_all);
   fs::remove_all(base);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
-    GTEST_SKIP() << "root cannot become nobody here";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  if (status == 3) GTEST_SKIP() << "root cannot become nobody here";
+  EXPECT_EQ(status, 0);
 }
 
 TEST(Files, DiscoverGivesTheSameRelativePathsHoweverTheInputIsSpelled) {

@@ -1,7 +1,7 @@
 // TP100 on a CUDA tensor type the target does not have: a type test says what it is.
 #include <gtest/gtest.h>
 #include <torchport/catalogue/catalogue.h>
-#include <torchport/fix/apply.h>
+#include <torchport/rules/codes_test_util.h>
 #include <torchport/rules/engine.h>
 #include <torchport/syntax/parser.h>
 
@@ -10,6 +10,8 @@
 
 namespace torchport::rules {
 namespace {
+
+using testing::migrated;
 
 std::vector<Finding> unsupported(const std::string& src, const std::string& target) {
   syntax::Tree tree = syntax::parse("t.py", src);
@@ -42,8 +44,6 @@ TEST(CudaApi, ATypeTestIsReportedAsOneNotAsAConstruction) {
   }
 }
 
-std::string migrated(const std::string& src, const std::string& target);
-
 TEST(CudaApi, LegacyConstructorsBecomeTheCpuClassOnTheDevice) {
   const std::string src =
       "import torch\n"
@@ -63,17 +63,6 @@ TEST(CudaApi, LegacyConstructorsBecomeTheCpuClassOnTheDevice) {
             "a = torch.ByteTensor(16).to(\"xpu\")\n"
             "b = torch.FloatTensor([1.0, x]).to(\"xpu\")\n"
             "torch.set_default_tensor_type(torch.BFloat16Tensor)\n");
-}
-
-std::string migrated(const std::string& src, const std::string& target) {
-  syntax::Tree tree = syntax::parse("t.py", src);
-  EXPECT_TRUE(tree.ok());
-  Options o;
-  o.target = target;
-  std::vector<fix::Fix> fixes;
-  for (const Finding& f : check(tree, catalogue::Catalogue::builtin(), o).findings)
-    if (f.fix) fixes.push_back(*f.fix);
-  return fix::apply_fixes(src, fixes, fix::Applicability::Unsafe).text;
 }
 
 TEST(CudaApi, AValueInPlaceOfACallKeepsThePlace) {

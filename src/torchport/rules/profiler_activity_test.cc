@@ -2,27 +2,14 @@
 // parenthesized expression and a subscript's brackets are not lists of activities, and an element
 // in parentheses is still one.
 #include <gtest/gtest.h>
-#include <torchport/catalogue/catalogue.h>
-#include <torchport/fix/apply.h>
-#include <torchport/rules/engine.h>
-#include <torchport/syntax/parser.h>
+#include <torchport/rules/codes_test_util.h>
 
 #include <string>
-#include <vector>
 
 namespace torchport::rules {
 namespace {
 
-std::string migrated(const std::string& src, const std::string& target) {
-  const syntax::Tree tree = syntax::parse("t.py", src);
-  EXPECT_TRUE(tree.ok());
-  Options o;
-  o.target = target;
-  std::vector<fix::Fix> fixes;
-  for (const Finding& f : check(tree, catalogue::Catalogue::builtin(), o).findings)
-    if (f.fix) fixes.push_back(*f.fix);
-  return fix::apply_fixes(src, fixes, fix::Applicability::Unsafe).text;
-}
+using testing::migrated;
 
 TEST(ProfilerActivity, OnlyAnElementOfADisplayIsRewritten) {
   // `f"{*x}"` and `(*x)` are not Python: before, the rule read `{` and `(` as displays.
