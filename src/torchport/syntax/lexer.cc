@@ -344,28 +344,38 @@ std::uint32_t Lexer::skip_to_quote_or_backslash(std::uint32_t p, char q) const {
 void Lexer::lex_normal() {
   // One token per iteration, for as long as run() has nothing to do: it takes over at the
   // start of each line (indentation), at the end of the text, and while an f-string is open.
-  do {
+  // Returning to run() early is always right (it calls lex_normal() again when nothing else is
+  // due); going on is right only while those three do not hold. So each is tested only where
+  // it can have changed: at_line_start_ after a line break (lex_newline() is what sets it), an
+  // f-string after a name (lex_name_or_string() is what opens one), and inside a replacement
+  // field run() gets each token back. The text's address and size are locals: a token's store
+  // (a byte, TokenKind) may alias any member, so members are reloaded after every token.
+  const char* const text = text_.data();
+  const std::uint32_t size = size_;
+  const bool in_fstring = !fstrings_.empty();
+  for (;;) {
     const std::uint32_t start = pos_;
-    const char c = text_[pos_];
+    const char c = text[start];
     switch (byte_class(c)) {
       case ByteClass::Space: {
-        std::uint32_t p = pos_ + 1;
-        while (p < size_ && byte_class(text_[p]) == ByteClass::Space) ++p;
+        std::uint32_t p = start + 1;
+        while (p < size && byte_class(text[p]) == ByteClass::Space) ++p;
         emit(TokenKind::Whitespace, start, p);
         break;
       }
       case ByteClass::Newline:
         lex_newline();
+        if (at_line_start_) return;
         break;
       case ByteClass::Hash: {
         // Up to the line break: '\n' by memchr, then a lone '\r' before it (rare).
-        const char* b = text_.data() + pos_ + 1;
-        const char* e = text_.data() + size_;
+        const char* b = text + start + 1;
+        const char* e = text + size;
         if (const void* nl = std::memchr(b, '\n', static_cast<std::size_t>(e - b)))
           e = static_cast<const char*>(nl);
         if (const void* cr = std::memchr(b, '\r', static_cast<std::size_t>(e - b)))
           e = static_cast<const char*>(cr);
-        emit(TokenKind::Comment, start, static_cast<std::uint32_t>(e - text_.data()));
+        emit(TokenKind::Comment, start, static_cast<std::uint32_t>(e - text));
         break;
       }
       case ByteClass::Backslash:
@@ -375,7 +385,7 @@ void Lexer::lex_normal() {
         lex_string(start, start, false, false, false);
         break;
       case ByteClass::Dot:
-        if (is_digit(peek(pos_ + 1))) {
+        if (start + 1 < size && is_digit(text[start + 1])) {
           lex_number();
         } else {
           lex_operator();
@@ -383,6 +393,7 @@ void Lexer::lex_normal() {
         break;
       case ByteClass::IdentStart:
         lex_name_or_string();
+        if (!fstrings_.empty()) return;
         break;
       case ByteClass::Digit:
         lex_number();
@@ -394,7 +405,8 @@ void Lexer::lex_normal() {
         lex_operator();
         break;
     }
-  } while (!at_line_start_ && pos_ < size_ && fstrings_.empty());
+    if (pos_ >= size || in_fstring) return;
+  }
 }
 
 void Lexer::lex_newline() {
