@@ -55,6 +55,9 @@ enum class ByteClass : std::uint8_t {
   Backslash,   ///< '\\'
   Quote,       ///< '\'', '"'
   Dot,         ///< '.': an operator, or a number such as `.5`
+  Open,        ///< '(', '[', '{'
+  Close,       ///< ')', ']', '}'
+  Comma,       ///< ','
   IdentStart,  ///< ASCII letters and '_'
   Digit,       ///< '0'..'9'
   NonAscii,    ///< bytes >= 0x80
@@ -69,6 +72,9 @@ constexpr std::array<ByteClass, 256> kByteClass = [] {
     if (c == '\\') k = ByteClass::Backslash;
     if (c == '\'' || c == '"') k = ByteClass::Quote;
     if (c == '.') k = ByteClass::Dot;
+    if (c == '(' || c == '[' || c == '{') k = ByteClass::Open;
+    if (c == ')' || c == ']' || c == '}') k = ByteClass::Close;
+    if (c == ',') k = ByteClass::Comma;
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') k = ByteClass::IdentStart;
     if (c >= '0' && c <= '9') k = ByteClass::Digit;
     if (c >= 0x80) k = ByteClass::NonAscii;
@@ -384,12 +390,29 @@ void Lexer::lex_normal() {
       case ByteClass::Quote:
         lex_string(start, start, false, false, false);
         break;
+      // The commonest operators are lexed here, not in lex_operator() (whose entry and exit
+      // cost more than they do): '.', ',' and the brackets.
       case ByteClass::Dot:
         if (start + 1 < size && is_digit(text[start + 1])) {
           lex_number();
+        } else if (start + 2 < size && text[start + 1] == '.' && text[start + 2] == '.') {
+          emit_real(TokenKind::Ellipsis, start, start + 3);
         } else {
-          lex_operator();
+          emit_real(TokenKind::Dot, start, start + 1);
         }
+        break;
+      case ByteClass::Open:
+        open_bracket(c, c == '('   ? TokenKind::LPar
+                        : c == '[' ? TokenKind::LSqb
+                                   : TokenKind::LBrace);
+        break;
+      case ByteClass::Close:
+        close_bracket(c, c == ')'   ? TokenKind::RPar
+                         : c == ']' ? TokenKind::RSqb
+                                    : TokenKind::RBrace);
+        break;
+      case ByteClass::Comma:
+        emit_real(TokenKind::Comma, start, start + 1);
         break;
       case ByteClass::IdentStart:
         lex_name_or_string();
@@ -811,8 +834,8 @@ void Lexer::lex_operator() {
   const char c = text_[s];
   const char c1 = peek(s + 1);
   const char c2 = peek(s + 2);
-  // Brackets go to their own functions; every other case sets `kind` and `len` and breaks to
-  // the one emit_real at the end (one inlined copy of it, not one per operator).
+  // Every case sets `kind` and `len` and breaks to the one emit_real at the end (one inlined
+  // copy of it, not one per operator).
   K kind = K::Error;
   std::uint32_t len = 1;
   auto op = [&](K k, std::uint32_t n) {
@@ -827,19 +850,8 @@ void Lexer::lex_operator() {
       op(plain, 1);
     }
   };
+  // '.', ',' and the brackets are lex_normal()'s.
   switch (c) {
-    case '(':
-      return open_bracket('(', K::LPar);
-    case '[':
-      return open_bracket('[', K::LSqb);
-    case '{':
-      return open_bracket('{', K::LBrace);
-    case ')':
-      return close_bracket(')', K::RPar);
-    case ']':
-      return close_bracket(']', K::RSqb);
-    case '}':
-      return close_bracket('}', K::RBrace);
     case ':':
       if (!fstrings_.empty() && !fstrings_.back().in_middle &&
           brackets_.size() > fstrings_.back().paren_base && brackets_.back() == kFieldBrace) {
@@ -849,18 +861,8 @@ void Lexer::lex_operator() {
       }
       op_or_eq(K::Colon, K::ColonEqual);
       break;
-    case ',':
-      op(K::Comma, 1);
-      break;
     case ';':
       op(K::Semi, 1);
-      break;
-    case '.':
-      if (c1 == '.' && c2 == '.') {
-        op(K::Ellipsis, 3);
-      } else {
-        op(K::Dot, 1);
-      }
       break;
     case '~':
       op(K::Tilde, 1);

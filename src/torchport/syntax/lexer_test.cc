@@ -45,6 +45,33 @@ TEST(LexerTest, EveryOperatorByMaximalMunch) {
   EXPECT_EQ(messages(src), "");
 }
 
+// lex_normal() lexes '.', '...', ',' and the brackets itself (a byte class each): runs of dots
+// are cut into '...' and '.' by maximal munch at every distance from the end of the text, a dot
+// before a digit starts a number, and each bracket and comma is one token with its kind.
+TEST(LexerTest, DotsCommasAndBracketsAtEveryDistanceFromTheEnd) {
+  for (std::size_t n = 1; n <= 8; ++n) {
+    for (const std::string tail : {"", " ", "x", ")", ",", "\n"}) {
+      std::string want;
+      for (std::size_t i = 0; i < n / 3; ++i) want += "Ellipsis ";
+      for (std::size_t i = 0; i < n % 3; ++i) want += "Dot ";
+      const std::string src = "a" + std::string(n, '.') + tail;
+      std::string got = kinds(src);
+      EXPECT_EQ(got.substr(0, 5 + want.size()), "Name " + want) << src;
+    }
+    // A dot before a digit starts a number; the dots before it are cut from the left.
+    std::string want;
+    for (std::size_t r = n; r > 1;) {
+      want += r >= 3 ? "Ellipsis " : "Dot ";
+      r -= r >= 3 ? 3 : 1;
+    }
+    EXPECT_EQ(kinds(std::string(n, '.') + "5"), want + "Number Newline EndMarker") << n;
+  }
+  EXPECT_EQ(kinds("([{,}]),"), "LPar LSqb LBrace Comma RBrace RSqb RPar Comma Newline EndMarker");
+  EXPECT_EQ(texts("f(a,b)[0]{.5}"), "f|(|a|,|b|)|[|0|]|{|.5|}||");
+  EXPECT_EQ(messages("(]"), "closing parenthesis ']' does not match opening parenthesis '('");
+  EXPECT_EQ(messages(")"), "unmatched ')'");
+}
+
 TEST(LexerTest, OperatorsWithoutSpaces) {
   EXPECT_EQ(texts("a**=b//c->d\n"), "a|**=|b|//|c|->|d|\n|");
   EXPECT_EQ(texts("x[1:-1]..."), "x|[|1|:|-|1|]|...||");
