@@ -480,19 +480,21 @@ void Lexer::lex_at_eof() {
 std::uint32_t Lexer::skip_ascii_ident(std::uint32_t p) const {
 #if defined(__SSE2__)
   // Sixteen bytes at a time while sixteen remain: a byte is an identifier byte when it is a
-  // digit, '_', or a letter (b | 0x20 in 'a'..'z'). The compares are signed, so bytes >= 0x80
-  // (negative) are in no range. The first byte that is not ends the run.
-  const __m128i below_a = _mm_set1_epi8('a' - 1), above_z = _mm_set1_epi8('z' + 1);
-  const __m128i below_0 = _mm_set1_epi8('0' - 1), above_9 = _mm_set1_epi8('9' + 1);
+  // digit, '_', or a letter (b | 0x20 in 'a'..'z'). Each range is one add and one signed
+  // compare: adding 0x80 - lo (mod 256) moves [lo, lo + n) to [-128, -128 + n), and every byte
+  // outside the range to n or above it. The first byte that is not ends the run.
+  const __m128i to_letters = _mm_set1_epi8(static_cast<char>(0x80 - 'a'));
+  const __m128i letters_end = _mm_set1_epi8(static_cast<char>(-128 + 26));
+  const __m128i to_digits = _mm_set1_epi8(static_cast<char>(0x80 - '0'));
+  const __m128i digits_end = _mm_set1_epi8(static_cast<char>(-128 + 10));
   const __m128i underscore = _mm_set1_epi8('_'), case_bit = _mm_set1_epi8(0x20);
   while (size_ - p >= 16) {
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text_.data() + p));
-    const __m128i lower = _mm_or_si128(b, case_bit);
     const __m128i letter =
-        _mm_and_si128(_mm_cmpgt_epi8(lower, below_a), _mm_cmplt_epi8(lower, above_z));
-    const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(b, below_0), _mm_cmplt_epi8(b, above_9));
+        _mm_cmplt_epi8(_mm_add_epi8(_mm_or_si128(b, case_bit), to_letters), letters_end);
+    const __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(b, to_digits), digits_end);
     const __m128i ident = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(b, underscore));
-    const auto others = static_cast<unsigned>(~_mm_movemask_epi8(ident)) & 0xFFFFu;
+    const auto others = static_cast<unsigned>(_mm_movemask_epi8(ident)) ^ 0xFFFFu;
     if (others != 0) return p + static_cast<std::uint32_t>(std::countr_zero(others));
     p += 16;
   }
