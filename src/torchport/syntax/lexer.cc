@@ -433,19 +433,17 @@ void Lexer::lex_normal() {
 }
 
 void Lexer::lex_newline() {
+  // pos_ is at a '\n' or a '\r' (lex_normal()'s Newline class); a CRLF is one line break. One
+  // emit, of the kind chosen first: the state it reads is read before the token's store.
   const std::uint32_t start = pos_;
-  const std::uint32_t end = start + newline_length(start);
+  const std::uint32_t end =
+      start + (text_[start] == '\r' && start + 1 < size_ && text_[start + 1] == '\n' ? 2 : 1);
   after_continuation_ = false;
   add_line_start(end);
-  if (!brackets_.empty()) {
-    emit(TokenKind::NonLogicalNewline, start, end);
-    return;
-  }
-  if (line_has_token_) {
-    emit(TokenKind::Newline, start, end);
-  } else {
-    emit(TokenKind::NonLogicalNewline, start, end);
-  }
+  const bool in_brackets = !brackets_.empty();
+  emit(!in_brackets && line_has_token_ ? TokenKind::Newline : TokenKind::NonLogicalNewline, start,
+       end);
+  if (in_brackets) return;
   line_has_token_ = false;
   indent_pending_ = false;
   at_line_start_ = true;
