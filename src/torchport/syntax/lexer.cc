@@ -58,6 +58,8 @@ enum class ByteClass : std::uint8_t {
   Open,        ///< '(', '[', '{'
   Close,       ///< ')', ']', '}'
   Comma,       ///< ','
+  Equal,       ///< '=': '=' or '=='
+  Colon,       ///< ':': ':' or ':=' (or, in an f-string's field, the start of a format spec)
   IdentStart,  ///< ASCII letters and '_'
   Digit,       ///< '0'..'9'
   NonAscii,    ///< bytes >= 0x80
@@ -75,6 +77,8 @@ constexpr std::array<ByteClass, 256> kByteClass = [] {
     if (c == '(' || c == '[' || c == '{') k = ByteClass::Open;
     if (c == ')' || c == ']' || c == '}') k = ByteClass::Close;
     if (c == ',') k = ByteClass::Comma;
+    if (c == '=') k = ByteClass::Equal;
+    if (c == ':') k = ByteClass::Colon;
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') k = ByteClass::IdentStart;
     if (c >= '0' && c <= '9') k = ByteClass::Digit;
     if (c >= 0x80) k = ByteClass::NonAscii;
@@ -391,7 +395,7 @@ void Lexer::lex_normal() {
         lex_string(start, start, false, false, false);
         break;
       // The commonest operators are lexed here, not in lex_operator() (whose entry and exit
-      // cost more than they do): '.', ',' and the brackets.
+      // cost more than they do): '.', ',', '=', ':' and the brackets.
       case ByteClass::Dot:
         if (start + 1 < size && is_digit(text[start + 1])) {
           lex_number();
@@ -413,6 +417,22 @@ void Lexer::lex_normal() {
         break;
       case ByteClass::Comma:
         emit_real(TokenKind::Comma, start, start + 1);
+        break;
+      case ByteClass::Equal:
+        if (start + 1 < size && text[start + 1] == '=') {
+          emit_real(TokenKind::EqEqual, start, start + 2);
+        } else {
+          emit_real(TokenKind::Equal, start, start + 1);
+        }
+        break;
+      case ByteClass::Colon:
+        if (in_fstring) {
+          lex_operator();  // a format spec may start here
+        } else if (start + 1 < size && text[start + 1] == '=') {
+          emit_real(TokenKind::ColonEqual, start, start + 2);
+        } else {
+          emit_real(TokenKind::Colon, start, start + 1);
+        }
         break;
       case ByteClass::IdentStart:
         lex_name_or_string();
@@ -850,7 +870,7 @@ void Lexer::lex_operator() {
       op(plain, 1);
     }
   };
-  // '.', ',' and the brackets are lex_normal()'s.
+  // '.', ',', '=' and the brackets are lex_normal()'s, and ':' outside f-strings.
   switch (c) {
     case ':':
       if (!fstrings_.empty() && !fstrings_.back().in_middle &&
@@ -911,9 +931,6 @@ void Lexer::lex_operator() {
       break;
     case '^':
       op_or_eq(K::Circumflex, K::CircumflexEqual);
-      break;
-    case '=':
-      op_or_eq(K::Equal, K::EqEqual);
       break;
     case '<':
       if (c1 == '<') {

@@ -67,6 +67,24 @@ TEST(LexerTest, DotsCommasAndBracketsAtEveryDistanceFromTheEnd) {
     EXPECT_EQ(kinds(std::string(n, '.') + "5"), want + "Number Newline EndMarker") << n;
   }
   EXPECT_EQ(kinds("([{,}]),"), "LPar LSqb LBrace Comma RBrace RSqb RPar Comma Newline EndMarker");
+  // '=' and ':' (lex_normal()'s too, ':' outside f-strings), with what may follow them, at the
+  // end of the text and before other bytes.
+  for (const std::string tail : {"", " ", "x", "\n"}) {
+    EXPECT_EQ(texts("a=" + tail).substr(0, 4), "a|=|") << tail;
+    EXPECT_EQ(texts("a:" + tail).substr(0, 4), "a|:|") << tail;
+    EXPECT_EQ(texts("a==" + tail).substr(0, 5), "a|==|") << tail;
+    EXPECT_EQ(texts("a:=" + tail).substr(0, 5), "a|:=|") << tail;
+    EXPECT_EQ(texts("a===" + tail).substr(0, 7), "a|==|=|") << tail;
+    EXPECT_EQ(texts("a=:" + tail).substr(0, 6), "a|=|:|") << tail;
+    EXPECT_EQ(texts("a::=" + tail).substr(0, 7), "a|:|:=|") << tail;
+  }
+  EXPECT_EQ(kinds("x[a:b] == (y := 1)"),
+            "Name LSqb Name Colon Name RSqb EqEqual LPar Name ColonEqual Number RPar Newline "
+            "EndMarker");
+  EXPECT_EQ(kinds("f'{x:>{w}}' f'{x:=}' f'{(y:=1)}'"),
+            "FStringStart LBrace Name Colon FStringMiddle LBrace Name RBrace RBrace FStringEnd "
+            "FStringStart LBrace Name Colon FStringMiddle RBrace FStringEnd FStringStart LBrace "
+            "LPar Name ColonEqual Number RPar RBrace FStringEnd Newline EndMarker");
   EXPECT_EQ(texts("f(a,b)[0]{.5}"), "f|(|a|,|b|)|[|0|]|{|.5|}||");
   EXPECT_EQ(messages("(]"), "closing parenthesis ']' does not match opening parenthesis '('");
   EXPECT_EQ(messages(")"), "unmatched ')'");
