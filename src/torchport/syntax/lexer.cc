@@ -55,6 +55,11 @@ enum class ByteClass : std::uint8_t {
   Backslash,   ///< '\\'
   Quote,       ///< '\'', '"'
   Dot,         ///< '.': an operator, or a number such as `.5`
+  Open,        ///< '(', '[', '{'
+  Close,       ///< ')', ']', '}'
+  Comma,       ///< ','
+  Equal,       ///< '=': '=' or '=='
+  Colon,       ///< ':': ':' or ':=' (or, in an f-string's field, the start of a format spec)
   IdentStart,  ///< ASCII letters and '_'
   Digit,       ///< '0'..'9'
   NonAscii,    ///< bytes >= 0x80
@@ -69,6 +74,11 @@ constexpr std::array<ByteClass, 256> kByteClass = [] {
     if (c == '\\') k = ByteClass::Backslash;
     if (c == '\'' || c == '"') k = ByteClass::Quote;
     if (c == '.') k = ByteClass::Dot;
+    if (c == '(' || c == '[' || c == '{') k = ByteClass::Open;
+    if (c == ')' || c == ']' || c == '}') k = ByteClass::Close;
+    if (c == ',') k = ByteClass::Comma;
+    if (c == '=') k = ByteClass::Equal;
+    if (c == ':') k = ByteClass::Colon;
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') k = ByteClass::IdentStart;
     if (c >= '0' && c <= '9') k = ByteClass::Digit;
     if (c >= 0x80) k = ByteClass::NonAscii;
@@ -83,72 +93,100 @@ bool is_potential_ident_char(char c) {
   return is_ascii_ident_char(c) || static_cast<unsigned char>(c) >= 0x80;
 }
 
-TokenKind keyword_kind(std::string_view s) {
-  using K = TokenKind;
-  struct Entry {
-    std::string_view word;
-    TokenKind kind;
-  };
-  static constexpr Entry kKeywords[] = {
-      {"False", K::KwFalse},
-      {"None", K::KwNone},
-      {"True", K::KwTrue},
-      {"and", K::KwAnd},
-      {"as", K::KwAs},
-      {"assert", K::KwAssert},
-      {"async", K::KwAsync},
-      {"await", K::KwAwait},
-      {"break", K::KwBreak},
-      {"class", K::KwClass},
-      {"continue", K::KwContinue},
-      {"def", K::KwDef},
-      {"del", K::KwDel},
-      {"elif", K::KwElif},
-      {"else", K::KwElse},
-      {"except", K::KwExcept},
-      {"finally", K::KwFinally},
-      {"for", K::KwFor},
-      {"from", K::KwFrom},
-      {"global", K::KwGlobal},
-      {"if", K::KwIf},
-      {"import", K::KwImport},
-      {"in", K::KwIn},
-      {"is", K::KwIs},
-      {"lambda", K::KwLambda},
-      {"nonlocal", K::KwNonlocal},
-      {"not", K::KwNot},
-      {"or", K::KwOr},
-      {"pass", K::KwPass},
-      {"raise", K::KwRaise},
-      {"return", K::KwReturn},
-      {"try", K::KwTry},
-      {"while", K::KwWhile},
-      {"with", K::KwWith},
-      {"yield", K::KwYield},
-  };
-  // The table is grouped by first letter: each letter's [begin, end) range in it.
-  static constexpr auto kByFirst = [] {
-    std::array<std::pair<std::uint8_t, std::uint8_t>, 128> r{};
-    for (std::size_t i = 0; i < std::size(kKeywords); ++i) {
-      auto& [b, e] = r[static_cast<unsigned char>(kKeywords[i].word[0])];
-      if (e == 0) b = static_cast<std::uint8_t>(i);
-      e = static_cast<std::uint8_t>(i + 1);
-    }
-    return r;
-  }();
-  if (s.size() < 2 || s.size() > 8) return K::Name;
-  const auto c = static_cast<unsigned char>(s[0]);
-  if (c >= 128) return K::Name;
-  for (std::size_t i = kByFirst[c].first; i < kByFirst[c].second; ++i) {
-    // Same length, then the bytes after the first (equal by the bucket), compared in line: a
-    // memcmp call for at most seven bytes cost more than the comparison.
-    const std::string_view w = kKeywords[i].word;
-    if (w.size() != s.size()) continue;
-    std::size_t j = 1;
-    while (j < s.size() && w[j] == s[j]) ++j;
-    if (j == s.size()) return kKeywords[i].kind;
+struct Keyword {
+  std::string_view word;
+  TokenKind kind;
+};
+constexpr Keyword kKeywords[] = {
+    {"False", TokenKind::KwFalse},
+    {"None", TokenKind::KwNone},
+    {"True", TokenKind::KwTrue},
+    {"and", TokenKind::KwAnd},
+    {"as", TokenKind::KwAs},
+    {"assert", TokenKind::KwAssert},
+    {"async", TokenKind::KwAsync},
+    {"await", TokenKind::KwAwait},
+    {"break", TokenKind::KwBreak},
+    {"class", TokenKind::KwClass},
+    {"continue", TokenKind::KwContinue},
+    {"def", TokenKind::KwDef},
+    {"del", TokenKind::KwDel},
+    {"elif", TokenKind::KwElif},
+    {"else", TokenKind::KwElse},
+    {"except", TokenKind::KwExcept},
+    {"finally", TokenKind::KwFinally},
+    {"for", TokenKind::KwFor},
+    {"from", TokenKind::KwFrom},
+    {"global", TokenKind::KwGlobal},
+    {"if", TokenKind::KwIf},
+    {"import", TokenKind::KwImport},
+    {"in", TokenKind::KwIn},
+    {"is", TokenKind::KwIs},
+    {"lambda", TokenKind::KwLambda},
+    {"nonlocal", TokenKind::KwNonlocal},
+    {"not", TokenKind::KwNot},
+    {"or", TokenKind::KwOr},
+    {"pass", TokenKind::KwPass},
+    {"raise", TokenKind::KwRaise},
+    {"return", TokenKind::KwReturn},
+    {"try", TokenKind::KwTry},
+    {"while", TokenKind::KwWhile},
+    {"with", TokenKind::KwWith},
+    {"yield", TokenKind::KwYield},
+};
+
+/// A name of two to eight bytes as the integer a little-endian load of its bytes gives, with
+/// the bytes past its end zero.
+constexpr std::uint64_t pack_word(std::string_view w) {
+  std::uint64_t v = 0;
+  for (std::size_t i = w.size(); i-- > 0;) v = (v << 8) | static_cast<unsigned char>(w[i]);
+  return v;
+}
+
+/// The keyword table's slot of a packed word: a multiplicative hash whose constant was chosen
+/// (by a search) so that the 35 keywords land in 35 different slots of 64 (checked below).
+constexpr std::uint64_t kKeywordHash = 0xb57c8e05e3c9b0e1ull;
+constexpr unsigned kKeywordSlotBits = 6;
+constexpr std::size_t keyword_slot(std::uint64_t packed) {
+  return static_cast<std::size_t>((packed * kKeywordHash) >> (64 - kKeywordSlotBits));
+}
+
+struct KeywordSlot {
+  std::uint64_t packed = 0;  ///< 0: no keyword (a name's packed bytes are never 0)
+  TokenKind kind = TokenKind::Name;
+};
+constexpr auto kKeywordSlots = [] {
+  std::array<KeywordSlot, std::size_t{1} << kKeywordSlotBits> t{};
+  for (const Keyword& k : kKeywords)
+    t[keyword_slot(pack_word(k.word))] = {pack_word(k.word), k.kind};
+  return t;
+}();
+static_assert(
+    [] {
+      std::size_t filled = 0;
+      for (const KeywordSlot& s : kKeywordSlots) filled += s.packed != 0 ? 1 : 0;
+      return filled == std::size(kKeywords);
+    }(),
+    "two keywords share a slot of the keyword hash");
+
+/// The kind of the name text[begin, end) (a keyword's, or Name); `size` bounds the text. One
+/// 8-byte load (a byte copy within eight bytes of the end of the text), a mask to the name's
+/// length, a multiply and one slot's compare: names are a third of all tokens, and the search
+/// of a per-first-letter list this replaced cost about 40 instructions a name.
+TokenKind keyword_kind(const char* text, std::uint32_t begin, std::uint32_t end,
+                       std::uint32_t size) {
+  const std::uint32_t n = end - begin;
+  if (n < 2 || n > 8) return TokenKind::Name;
+  std::uint64_t v = 0;
+  if (size - begin >= 8) {
+    std::memcpy(&v, text + begin, 8);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+    v &= ~std::uint64_t{0} >> (64 - 8 * n);
+  } else {
+    for (std::uint32_t i = n; i-- > 0;) v = (v << 8) | static_cast<unsigned char>(text[begin + i]);
   }
-  return K::Name;
+  const KeywordSlot& s = kKeywordSlots[keyword_slot(v)];
+  return s.packed == v ? s.kind : TokenKind::Name;
 }
 
 std::string format_cp(std::uint32_t cp) {
@@ -316,28 +354,38 @@ std::uint32_t Lexer::skip_to_quote_or_backslash(std::uint32_t p, char q) const {
 void Lexer::lex_normal() {
   // One token per iteration, for as long as run() has nothing to do: it takes over at the
   // start of each line (indentation), at the end of the text, and while an f-string is open.
-  do {
+  // Returning to run() early is always right (it calls lex_normal() again when nothing else is
+  // due); going on is right only while those three do not hold. So each is tested only where
+  // it can have changed: at_line_start_ after a line break (lex_newline() is what sets it), an
+  // f-string after a name (lex_name_or_string() is what opens one), and inside a replacement
+  // field run() gets each token back. The text's address and size are locals: a token's store
+  // (a byte, TokenKind) may alias any member, so members are reloaded after every token.
+  const char* const text = text_.data();
+  const std::uint32_t size = size_;
+  const bool in_fstring = !fstrings_.empty();
+  for (;;) {
     const std::uint32_t start = pos_;
-    const char c = text_[pos_];
+    const char c = text[start];
     switch (byte_class(c)) {
       case ByteClass::Space: {
-        std::uint32_t p = pos_ + 1;
-        while (p < size_ && byte_class(text_[p]) == ByteClass::Space) ++p;
+        std::uint32_t p = start + 1;
+        while (p < size && byte_class(text[p]) == ByteClass::Space) ++p;
         emit(TokenKind::Whitespace, start, p);
         break;
       }
       case ByteClass::Newline:
         lex_newline();
+        if (at_line_start_) return;
         break;
       case ByteClass::Hash: {
         // Up to the line break: '\n' by memchr, then a lone '\r' before it (rare).
-        const char* b = text_.data() + pos_ + 1;
-        const char* e = text_.data() + size_;
+        const char* b = text + start + 1;
+        const char* e = text + size;
         if (const void* nl = std::memchr(b, '\n', static_cast<std::size_t>(e - b)))
           e = static_cast<const char*>(nl);
         if (const void* cr = std::memchr(b, '\r', static_cast<std::size_t>(e - b)))
           e = static_cast<const char*>(cr);
-        emit(TokenKind::Comment, start, static_cast<std::uint32_t>(e - text_.data()));
+        emit(TokenKind::Comment, start, static_cast<std::uint32_t>(e - text));
         break;
       }
       case ByteClass::Backslash:
@@ -346,15 +394,49 @@ void Lexer::lex_normal() {
       case ByteClass::Quote:
         lex_string(start, start, false, false, false);
         break;
+      // The commonest operators are lexed here, not in lex_operator() (whose entry and exit
+      // cost more than they do): '.', ',', '=', ':' and the brackets.
       case ByteClass::Dot:
-        if (is_digit(peek(pos_ + 1))) {
+        if (start + 1 < size && is_digit(text[start + 1])) {
           lex_number();
+        } else if (start + 2 < size && text[start + 1] == '.' && text[start + 2] == '.') {
+          emit_real(TokenKind::Ellipsis, start, start + 3);
         } else {
-          lex_operator();
+          emit_real(TokenKind::Dot, start, start + 1);
+        }
+        break;
+      case ByteClass::Open:
+        open_bracket(c, c == '('   ? TokenKind::LPar
+                        : c == '[' ? TokenKind::LSqb
+                                   : TokenKind::LBrace);
+        break;
+      case ByteClass::Close:
+        close_bracket(c, c == ')'   ? TokenKind::RPar
+                         : c == ']' ? TokenKind::RSqb
+                                    : TokenKind::RBrace);
+        break;
+      case ByteClass::Comma:
+        emit_real(TokenKind::Comma, start, start + 1);
+        break;
+      case ByteClass::Equal:
+        if (start + 1 < size && text[start + 1] == '=') {
+          emit_real(TokenKind::EqEqual, start, start + 2);
+        } else {
+          emit_real(TokenKind::Equal, start, start + 1);
+        }
+        break;
+      case ByteClass::Colon:
+        if (in_fstring) {
+          lex_operator();  // a format spec may start here
+        } else if (start + 1 < size && text[start + 1] == '=') {
+          emit_real(TokenKind::ColonEqual, start, start + 2);
+        } else {
+          emit_real(TokenKind::Colon, start, start + 1);
         }
         break;
       case ByteClass::IdentStart:
         lex_name_or_string();
+        if (!fstrings_.empty()) return;
         break;
       case ByteClass::Digit:
         lex_number();
@@ -366,23 +448,22 @@ void Lexer::lex_normal() {
         lex_operator();
         break;
     }
-  } while (!at_line_start_ && pos_ < size_ && fstrings_.empty());
+    if (pos_ >= size || in_fstring) return;
+  }
 }
 
 void Lexer::lex_newline() {
+  // pos_ is at a '\n' or a '\r' (lex_normal()'s Newline class); a CRLF is one line break. One
+  // emit, of the kind chosen first: the state it reads is read before the token's store.
   const std::uint32_t start = pos_;
-  const std::uint32_t end = start + newline_length(start);
+  const std::uint32_t end =
+      start + (text_[start] == '\r' && start + 1 < size_ && text_[start + 1] == '\n' ? 2 : 1);
   after_continuation_ = false;
   add_line_start(end);
-  if (!brackets_.empty()) {
-    emit(TokenKind::NonLogicalNewline, start, end);
-    return;
-  }
-  if (line_has_token_) {
-    emit(TokenKind::Newline, start, end);
-  } else {
-    emit(TokenKind::NonLogicalNewline, start, end);
-  }
+  const bool in_brackets = !brackets_.empty();
+  emit(!in_brackets && line_has_token_ ? TokenKind::Newline : TokenKind::NonLogicalNewline, start,
+       end);
+  if (in_brackets) return;
   line_has_token_ = false;
   indent_pending_ = false;
   at_line_start_ = true;
@@ -417,19 +498,21 @@ void Lexer::lex_at_eof() {
 std::uint32_t Lexer::skip_ascii_ident(std::uint32_t p) const {
 #if defined(__SSE2__)
   // Sixteen bytes at a time while sixteen remain: a byte is an identifier byte when it is a
-  // digit, '_', or a letter (b | 0x20 in 'a'..'z'). The compares are signed, so bytes >= 0x80
-  // (negative) are in no range. The first byte that is not ends the run.
-  const __m128i below_a = _mm_set1_epi8('a' - 1), above_z = _mm_set1_epi8('z' + 1);
-  const __m128i below_0 = _mm_set1_epi8('0' - 1), above_9 = _mm_set1_epi8('9' + 1);
+  // digit, '_', or a letter (b | 0x20 in 'a'..'z'). Each range is one add and one signed
+  // compare: adding 0x80 - lo (mod 256) moves [lo, lo + n) to [-128, -128 + n), and every byte
+  // outside the range to n or above it. The first byte that is not ends the run.
+  const __m128i to_letters = _mm_set1_epi8(static_cast<char>(0x80 - 'a'));
+  const __m128i letters_end = _mm_set1_epi8(static_cast<char>(-128 + 26));
+  const __m128i to_digits = _mm_set1_epi8(static_cast<char>(0x80 - '0'));
+  const __m128i digits_end = _mm_set1_epi8(static_cast<char>(-128 + 10));
   const __m128i underscore = _mm_set1_epi8('_'), case_bit = _mm_set1_epi8(0x20);
   while (size_ - p >= 16) {
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text_.data() + p));
-    const __m128i lower = _mm_or_si128(b, case_bit);
     const __m128i letter =
-        _mm_and_si128(_mm_cmpgt_epi8(lower, below_a), _mm_cmplt_epi8(lower, above_z));
-    const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(b, below_0), _mm_cmplt_epi8(b, above_9));
+        _mm_cmplt_epi8(_mm_add_epi8(_mm_or_si128(b, case_bit), to_letters), letters_end);
+    const __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(b, to_digits), digits_end);
     const __m128i ident = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(b, underscore));
-    const auto others = static_cast<unsigned>(~_mm_movemask_epi8(ident)) & 0xFFFFu;
+    const auto others = static_cast<unsigned>(_mm_movemask_epi8(ident)) ^ 0xFFFFu;
     if (others != 0) return p + static_cast<std::uint32_t>(std::countr_zero(others));
     p += 16;
   }
@@ -483,7 +566,7 @@ void Lexer::lex_name_or_string() {
       p += static_cast<std::uint32_t>(len);
     }
   }
-  emit_real(keyword_kind(std::string_view(text_.data() + start, p - start)), start, p);
+  emit_real(keyword_kind(text_.data(), start, p, size_), start, p);
 }
 
 void Lexer::lex_non_ascii() {
@@ -771,8 +854,8 @@ void Lexer::lex_operator() {
   const char c = text_[s];
   const char c1 = peek(s + 1);
   const char c2 = peek(s + 2);
-  // Brackets go to their own functions; every other case sets `kind` and `len` and breaks to
-  // the one emit_real at the end (one inlined copy of it, not one per operator).
+  // Every case sets `kind` and `len` and breaks to the one emit_real at the end (one inlined
+  // copy of it, not one per operator).
   K kind = K::Error;
   std::uint32_t len = 1;
   auto op = [&](K k, std::uint32_t n) {
@@ -787,19 +870,8 @@ void Lexer::lex_operator() {
       op(plain, 1);
     }
   };
+  // '.', ',', '=' and the brackets are lex_normal()'s, and ':' outside f-strings.
   switch (c) {
-    case '(':
-      return open_bracket('(', K::LPar);
-    case '[':
-      return open_bracket('[', K::LSqb);
-    case '{':
-      return open_bracket('{', K::LBrace);
-    case ')':
-      return close_bracket(')', K::RPar);
-    case ']':
-      return close_bracket(']', K::RSqb);
-    case '}':
-      return close_bracket('}', K::RBrace);
     case ':':
       if (!fstrings_.empty() && !fstrings_.back().in_middle &&
           brackets_.size() > fstrings_.back().paren_base && brackets_.back() == kFieldBrace) {
@@ -809,18 +881,8 @@ void Lexer::lex_operator() {
       }
       op_or_eq(K::Colon, K::ColonEqual);
       break;
-    case ',':
-      op(K::Comma, 1);
-      break;
     case ';':
       op(K::Semi, 1);
-      break;
-    case '.':
-      if (c1 == '.' && c2 == '.') {
-        op(K::Ellipsis, 3);
-      } else {
-        op(K::Dot, 1);
-      }
       break;
     case '~':
       op(K::Tilde, 1);
@@ -869,9 +931,6 @@ void Lexer::lex_operator() {
       break;
     case '^':
       op_or_eq(K::Circumflex, K::CircumflexEqual);
-      break;
-    case '=':
-      op_or_eq(K::Equal, K::EqEqual);
       break;
     case '<':
       if (c1 == '<') {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "lexer_test_util.h"
 
@@ -70,6 +71,35 @@ TEST(LexerIndentTest, ContinuationLinesDoNotIndent) {
   // A line starting with a continuation takes the indentation of its first physical line.
   EXPECT_EQ(kinds("if x:\n  \\\n  y\n"),
             "KwIf Name Colon Newline Indent Name Newline Dedent EndMarker");
+}
+
+// lex_line_start() counts spaces sixteen at a time where sixteen bytes remain: every length of
+// indentation around that step, compared with the line before (equal, one less, one more), and
+// every byte that can end the run, at the end of the text too.
+TEST(LexerIndentTest, SpacesAreCountedAtEveryLengthAndEveryEnd) {
+  const std::string head = "KwIf Number Colon Newline Indent Name Newline ";
+  for (std::size_t n = 1; n <= 40; ++n) {
+    const std::string block = "if 1:\n" + std::string(n, ' ') + "a\n";
+    for (const std::size_t k : {n - 1, n, n + 1}) {
+      const std::string src = block + std::string(k, ' ') + "b\n";
+      const std::string want = k == n ? "Name" : k > n ? "Indent Name" : "Dedent Name";
+      EXPECT_EQ(kinds(src).substr(head.size(), want.size()), want) << n << " then " << k;
+      EXPECT_EQ(messages(src),
+                k < n && k > 0 ? "unindent does not match any outer indentation level" : "")
+          << n << " then " << k;
+    }
+    const std::vector<std::string> tails = {"",   "\t", "\f", "#",
+                                            "\n", "\r", "x",  "x\n" + std::string(20, ' ')};
+    for (const std::string& tail : tails) {
+      const std::string src = "x\n" + std::string(n, ' ') + tail;
+      const LexResult r = lex(src);
+      ASSERT_GE(r.tokens.size(), 3u) << n;
+      const bool tab_or_ff = !tail.empty() && (tail[0] == '\t' || tail[0] == '\f');
+      EXPECT_EQ(r.tokens[2].kind, TokenKind::Whitespace) << n;
+      EXPECT_EQ(r.tokens[2].size(), n + (tab_or_ff ? 1 : 0)) << n << " before '" << tail << "'";
+      EXPECT_EQ(r.tokens[3].kind, tail[0] == 'x' ? TokenKind::Indent : r.tokens[3].kind) << n;
+    }
+  }
 }
 
 TEST(LexerIndentTest, TabsCountToTheNextMultipleOfEight) {

@@ -4,8 +4,11 @@
 #include <torchport/syntax/lexer.h>
 #include <torchport/text/source.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "lexer_test_util.h"
 
@@ -42,6 +45,51 @@ TEST(LexerTest, EveryOperatorByMaximalMunch) {
   EXPECT_EQ(messages(src), "");
 }
 
+// lex_normal() lexes '.', '...', ',' and the brackets itself (a byte class each): runs of dots
+// are cut into '...' and '.' by maximal munch at every distance from the end of the text, a dot
+// before a digit starts a number, and each bracket and comma is one token with its kind.
+TEST(LexerTest, DotsCommasAndBracketsAtEveryDistanceFromTheEnd) {
+  for (std::size_t n = 1; n <= 8; ++n) {
+    for (const std::string tail : {"", " ", "x", ")", ",", "\n"}) {
+      std::string want;
+      for (std::size_t i = 0; i < n / 3; ++i) want += "Ellipsis ";
+      for (std::size_t i = 0; i < n % 3; ++i) want += "Dot ";
+      const std::string src = "a" + std::string(n, '.') + tail;
+      std::string got = kinds(src);
+      EXPECT_EQ(got.substr(0, 5 + want.size()), "Name " + want) << src;
+    }
+    // A dot before a digit starts a number; the dots before it are cut from the left.
+    std::string want;
+    for (std::size_t r = n; r > 1;) {
+      want += r >= 3 ? "Ellipsis " : "Dot ";
+      r -= r >= 3 ? 3 : 1;
+    }
+    EXPECT_EQ(kinds(std::string(n, '.') + "5"), want + "Number Newline EndMarker") << n;
+  }
+  EXPECT_EQ(kinds("([{,}]),"), "LPar LSqb LBrace Comma RBrace RSqb RPar Comma Newline EndMarker");
+  // '=' and ':' (lex_normal()'s too, ':' outside f-strings), with what may follow them, at the
+  // end of the text and before other bytes.
+  for (const std::string tail : {"", " ", "x", "\n"}) {
+    EXPECT_EQ(texts("a=" + tail).substr(0, 4), "a|=|") << tail;
+    EXPECT_EQ(texts("a:" + tail).substr(0, 4), "a|:|") << tail;
+    EXPECT_EQ(texts("a==" + tail).substr(0, 5), "a|==|") << tail;
+    EXPECT_EQ(texts("a:=" + tail).substr(0, 5), "a|:=|") << tail;
+    EXPECT_EQ(texts("a===" + tail).substr(0, 7), "a|==|=|") << tail;
+    EXPECT_EQ(texts("a=:" + tail).substr(0, 6), "a|=|:|") << tail;
+    EXPECT_EQ(texts("a::=" + tail).substr(0, 7), "a|:|:=|") << tail;
+  }
+  EXPECT_EQ(kinds("x[a:b] == (y := 1)"),
+            "Name LSqb Name Colon Name RSqb EqEqual LPar Name ColonEqual Number RPar Newline "
+            "EndMarker");
+  EXPECT_EQ(kinds("f'{x:>{w}}' f'{x:=}' f'{(y:=1)}'"),
+            "FStringStart LBrace Name Colon FStringMiddle LBrace Name RBrace RBrace FStringEnd "
+            "FStringStart LBrace Name Colon FStringMiddle RBrace FStringEnd FStringStart LBrace "
+            "LPar Name ColonEqual Number RPar RBrace FStringEnd Newline EndMarker");
+  EXPECT_EQ(texts("f(a,b)[0]{.5}"), "f|(|a|,|b|)|[|0|]|{|.5|}||");
+  EXPECT_EQ(messages("(]"), "closing parenthesis ']' does not match opening parenthesis '('");
+  EXPECT_EQ(messages(")"), "unmatched ')'");
+}
+
 TEST(LexerTest, OperatorsWithoutSpaces) {
   EXPECT_EQ(texts("a**=b//c->d\n"), "a|**=|b|//|c|->|d|\n|");
   EXPECT_EQ(texts("x[1:-1]..."), "x|[|1|:|-|1|]|...||");
@@ -56,6 +104,102 @@ TEST(LexerTest, HardKeywordsGetTheirKinds) {
             "KwDef KwDel KwElif KwElse KwExcept KwFinally KwFor KwFrom KwGlobal KwIf KwImport "
             "KwIn KwIs KwLambda KwNonlocal KwNot KwOr KwPass KwRaise KwReturn KwTry KwWhile "
             "KwWith KwYield Newline EndMarker");
+}
+
+// The keyword lookup reads a name's bytes with one 8-byte load (a byte copy within eight bytes
+// of the end of the text) and hashes them: compared with a plain map, for every keyword, its
+// prefixes, extensions and one-byte changes, every two-byte name and many others, each at the
+// start of the text and after other tokens, with 0 to 9 bytes after it.
+TEST(LexerTest, KeywordLookupAgreesWithAPlainMapAtEveryDistanceFromTheEnd) {
+  const std::map<std::string, TokenKind, std::less<>> plain = {
+      {"False", TokenKind::KwFalse},
+      {"None", TokenKind::KwNone},
+      {"True", TokenKind::KwTrue},
+      {"and", TokenKind::KwAnd},
+      {"as", TokenKind::KwAs},
+      {"assert", TokenKind::KwAssert},
+      {"async", TokenKind::KwAsync},
+      {"await", TokenKind::KwAwait},
+      {"break", TokenKind::KwBreak},
+      {"class", TokenKind::KwClass},
+      {"continue", TokenKind::KwContinue},
+      {"def", TokenKind::KwDef},
+      {"del", TokenKind::KwDel},
+      {"elif", TokenKind::KwElif},
+      {"else", TokenKind::KwElse},
+      {"except", TokenKind::KwExcept},
+      {"finally", TokenKind::KwFinally},
+      {"for", TokenKind::KwFor},
+      {"from", TokenKind::KwFrom},
+      {"global", TokenKind::KwGlobal},
+      {"if", TokenKind::KwIf},
+      {"import", TokenKind::KwImport},
+      {"in", TokenKind::KwIn},
+      {"is", TokenKind::KwIs},
+      {"lambda", TokenKind::KwLambda},
+      {"nonlocal", TokenKind::KwNonlocal},
+      {"not", TokenKind::KwNot},
+      {"or", TokenKind::KwOr},
+      {"pass", TokenKind::KwPass},
+      {"raise", TokenKind::KwRaise},
+      {"return", TokenKind::KwReturn},
+      {"try", TokenKind::KwTry},
+      {"while", TokenKind::KwWhile},
+      {"with", TokenKind::KwWith},
+      {"yield", TokenKind::KwYield},
+  };
+  std::vector<std::string> names;
+  const std::string changes = "aeilnorstyAFNTZ_09";
+  for (const auto& [word, kind] : plain) {
+    for (std::size_t n = 1; n <= word.size(); ++n) names.push_back(word.substr(0, n));
+    for (const char* more : {"a", "s", "_", "0", "Z", "xx", "\xc3\xa9"})
+      names.push_back(word + more);
+    names.push_back("_" + word);
+    for (std::size_t i = 0; i < word.size(); ++i) {
+      for (char c : changes) {
+        std::string w = word;
+        w[i] = c;
+        if (i == 0 && c >= '0' && c <= '9') continue;
+        names.push_back(w);
+      }
+      std::string w = word;
+      w[i] = static_cast<char>(w[i] ^ 0x20);  // the other case
+      names.push_back(w);
+    }
+  }
+  const std::string alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789";
+  for (char a : alphabet.substr(0, 53))
+    for (char b : alphabet) names.push_back(std::string{a, b});
+  std::uint32_t state = 4242;
+  auto next = [&state] {
+    state = state * 1103515245u + 12345u;
+    return state >> 16;
+  };
+  const std::string letters = "acdefghilmnoprstuwyFNT_";
+  for (int i = 0; i < 3000; ++i) {
+    std::string w(1 + next() % 10, ' ');
+    for (char& c : w) c = letters[next() % letters.size()];
+    names.push_back(w);
+  }
+  int keywords = 0;
+  for (const std::string& name : names) {
+    const auto it = plain.find(name);
+    const TokenKind want = it == plain.end() ? TokenKind::Name : it->second;
+    keywords += want != TokenKind::Name ? 1 : 0;
+    for (const std::string lead : {"", "x=("}) {
+      for (std::size_t after = 0; after <= 9; ++after) {
+        const std::string src = lead + name + std::string(after, after % 2 == 0 ? ' ' : ')');
+        const LexResult r = tokenize(src);
+        const auto tok = std::find_if(r.tokens.begin(), r.tokens.end(),
+                                      [&](const Token& t) { return t.begin == lead.size(); });
+        ASSERT_NE(tok, r.tokens.end()) << src;
+        ASSERT_EQ(tok->end, lead.size() + name.size()) << src;
+        EXPECT_EQ(tok->kind, want)
+            << "name '" << name << "' in '" << src << "': " << token_kind_name(tok->kind);
+      }
+    }
+  }
+  EXPECT_GE(keywords, 35);
 }
 
 TEST(LexerTest, SoftKeywordsAndKeywordLookalikesAreNames) {
