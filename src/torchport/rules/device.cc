@@ -800,23 +800,18 @@ std::optional<TokenIndex> host_choice(Context& ctx, TokenIndex i, const semantic
 
 /// The tokens device_strings acts on, in order: every String token (whose escapes may spell
 /// "cuda"), and an FStringStart whose next token is an FStringMiddle that starts with "cuda".
-/// Such an FStringMiddle begins where the text says "cuda", and its FStringStart is the
-/// significant token before it (Model::prev): the f-strings are found from the text's "cuda"s
-/// (most files have none). `merged` holds the list when there are such f-strings.
+/// The model lists the FStringMiddle tokens (not a search of the whole text for "cuda"): one
+/// whose text starts with "cuda" and whose significant token before it (Model::prev) is an
+/// FStringStart gives that FStringStart. `merged` holds the list when there are such f-strings.
 std::span<const TokenIndex> device_string_sites(const semantic::Model& m,
                                                 std::vector<TokenIndex>& merged) {
   const std::string_view source = m.text();
   const std::span<const syntax::Token> toks = m.tokens();
   std::vector<TokenIndex> fstrings;
-  for (std::size_t at = source.find("cuda"); at != std::string_view::npos;
-       at = source.find("cuda", at + 1)) {
-    auto it = std::lower_bound(toks.begin(), toks.end(), at,
-                               [](const syntax::Token& t, std::size_t o) { return t.begin < o; });
-    for (; it != toks.end() && it->begin == at; ++it) {
-      if (it->kind != TokenKind::FStringMiddle) continue;
-      const auto p = m.prev(static_cast<TokenIndex>(it - toks.begin()));
-      if (p && m.kind(*p) == TokenKind::FStringStart) fstrings.push_back(*p);
-    }
+  for (const TokenIndex i : m.fstring_middle_tokens()) {
+    if (source.compare(toks[i].begin, 4, "cuda") != 0) continue;
+    const auto p = m.prev(i);
+    if (p && m.kind(*p) == TokenKind::FStringStart) fstrings.push_back(*p);
   }
   std::span<const TokenIndex> sites = m.string_tokens();
   if (fstrings.empty()) return sites;
