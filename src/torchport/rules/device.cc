@@ -1165,8 +1165,9 @@ void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
 void cuda_methods(Context& ctx) {
   const semantic::Model& m = ctx.m;
   // Token texts are compared as written: without "cuda" in the text no name is `cuda` or
-  // `is_cuda` (most files of a tree). Only the Name tokens are looked at.
-  if (m.text().find("cuda") == std::string_view::npos) return;
+  // `is_cuda` (most files of a tree; contains() pairs its 'd' with its 'c'). Only the Name tokens
+  // are looked at.
+  if (!contains(m.text(), "cuda", 2)) return;
   for (const TokenIndex i : m.identifier_tokens()) {
     std::string_view name = m.token_text(i);
     if (name != "cuda" && name != "is_cuda") continue;
