@@ -827,9 +827,16 @@ void device_strings(Context& ctx) {
   // The loop steps from one site (device_string_sites) to the next.
   std::vector<TokenIndex> merged;
   const std::span<const TokenIndex> sites = device_string_sites(m, merged);
+  // The next site after token i (the first one > i). i moves forward, so the answer is found by
+  // walking on from the last one, over the sites i has passed; a search (upper_bound) only where
+  // i is before the last site passed.
+  std::size_t at = 0;  // the sites before `at` are <= the last i asked
   auto step = [&](TokenIndex i) -> TokenIndex {
-    auto it = std::upper_bound(sites.begin(), sites.end(), i);
-    return it == sites.end() ? n : *it;
+    if (at > 0 && sites[at - 1] > i)
+      at =
+          static_cast<std::size_t>(std::upper_bound(sites.begin(), sites.end(), i) - sites.begin());
+    while (at < sites.size() && sites[at] <= i) ++at;
+    return at == sites.size() ? n : sites[at];
   };
   for (TokenIndex i = sites.empty() ? n : sites.front(); i < n; i = step(i)) {
     const TokenKind k = m.kind(i);
