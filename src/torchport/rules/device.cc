@@ -800,23 +800,18 @@ std::optional<TokenIndex> host_choice(Context& ctx, TokenIndex i, const semantic
 
 /// The tokens device_strings acts on, in order: every String token (whose escapes may spell
 /// "cuda"), and an FStringStart whose next token is an FStringMiddle that starts with "cuda".
-/// Such an FStringMiddle begins where the text says "cuda", and its FStringStart is the
-/// significant token before it (Model::prev): the f-strings are found from the text's "cuda"s
-/// (most files have none). `merged` holds the list when there are such f-strings.
+/// The model lists the FStringMiddle tokens (not a search of the whole text for "cuda"): one
+/// whose text starts with "cuda" and whose significant token before it (Model::prev) is an
+/// FStringStart gives that FStringStart. `merged` holds the list when there are such f-strings.
 std::span<const TokenIndex> device_string_sites(const semantic::Model& m,
                                                 std::vector<TokenIndex>& merged) {
   const std::string_view source = m.text();
   const std::span<const syntax::Token> toks = m.tokens();
   std::vector<TokenIndex> fstrings;
-  for (std::size_t at = source.find("cuda"); at != std::string_view::npos;
-       at = source.find("cuda", at + 1)) {
-    auto it = std::lower_bound(toks.begin(), toks.end(), at,
-                               [](const syntax::Token& t, std::size_t o) { return t.begin < o; });
-    for (; it != toks.end() && it->begin == at; ++it) {
-      if (it->kind != TokenKind::FStringMiddle) continue;
-      const auto p = m.prev(static_cast<TokenIndex>(it - toks.begin()));
-      if (p && m.kind(*p) == TokenKind::FStringStart) fstrings.push_back(*p);
-    }
+  for (const TokenIndex i : m.fstring_middle_tokens()) {
+    if (source.compare(toks[i].begin, 4, "cuda") != 0) continue;
+    const auto p = m.prev(i);
+    if (p && m.kind(*p) == TokenKind::FStringStart) fstrings.push_back(*p);
   }
   std::span<const TokenIndex> sites = m.string_tokens();
   if (fstrings.empty()) return sites;
@@ -832,9 +827,16 @@ void device_strings(Context& ctx) {
   // The loop steps from one site (device_string_sites) to the next.
   std::vector<TokenIndex> merged;
   const std::span<const TokenIndex> sites = device_string_sites(m, merged);
+  // The next site after token i (the first one > i). i moves forward, so the answer is found by
+  // walking on from the last one, over the sites i has passed; a search (upper_bound) only where
+  // i is before the last site passed.
+  std::size_t at = 0;  // the sites before `at` are <= the last i asked
   auto step = [&](TokenIndex i) -> TokenIndex {
-    auto it = std::upper_bound(sites.begin(), sites.end(), i);
-    return it == sites.end() ? n : *it;
+    if (at > 0 && sites[at - 1] > i)
+      at =
+          static_cast<std::size_t>(std::upper_bound(sites.begin(), sites.end(), i) - sites.begin());
+    while (at < sites.size() && sites[at] <= i) ++at;
+    return at == sites.size() ? n : sites[at];
   };
   for (TokenIndex i = sites.empty() ? n : sites.front(); i < n; i = step(i)) {
     const TokenKind k = m.kind(i);
@@ -1170,8 +1172,9 @@ void cuda_method_call(Context& ctx, TokenIndex i, TokenIndex nx) {
 void cuda_methods(Context& ctx) {
   const semantic::Model& m = ctx.m;
   // Token texts are compared as written: without "cuda" in the text no name is `cuda` or
-  // `is_cuda` (most files of a tree). Only the Name tokens are looked at.
-  if (m.text().find("cuda") == std::string_view::npos) return;
+  // `is_cuda` (most files of a tree; contains() pairs its 'd' with its 'c'). Only the Name tokens
+  // are looked at.
+  if (!contains(m.text(), "cuda", 2)) return;
   for (const TokenIndex i : m.identifier_tokens()) {
     std::string_view name = m.token_text(i);
     if (name != "cuda" && name != "is_cuda") continue;

@@ -61,5 +61,36 @@ TEST(DeviceShortcuts, AnAttributeRuleFollowsTheTreeOnAnImportsLine) {
   EXPECT_EQ(at, std::vector<std::uint32_t>{18}) << "only `t.is_foo`, at byte 18";
 }
 
+TEST(DeviceShortcuts, AnFStringThatStartsWithCudaIsFoundFromTheModelsFStringMiddles) {
+  // TP300 rewrites an f-string device whose literal text starts with "cuda" (the model's
+  // FStringMiddle tokens, not a search of the text): not "cuda" after a replacement field, in a
+  // format spec, in a t-string, a comment or a plain string that spells an f-string.
+  const std::string src =
+      "import torch\n"
+      "i = 0\n"
+      "x = 1\n"
+      "a = torch.zeros(2).to(f\"cuda:{i}\")\n"
+      "b = torch.zeros(2).to(f\"{x}cuda\")\n"
+      "c = torch.zeros(2).to(f\"{x:cuda}\")\n"
+      "e = torch.zeros(2).to(rf\"cuda:{i}\")\n"
+      "g = torch.zeros(2).to(f\"\"\"cuda:{i}\"\"\")\n"
+      "h = torch.zeros(2).to(t\"cuda:{i}\")\n"
+      "k = torch.device(f\"cuda\")\n"
+      "# torch.device(f\"cuda:{i}\")\n"
+      "s = torch.device(\"f'cuda:{i}'\")\n"
+      "m = torch.zeros(2).to(F\"cuda{i}\")\n";
+  const syntax::Tree tree = syntax::parse("t.py", src);
+  ASSERT_TRUE(tree.ok());
+  Options o;
+  o.target = "npu";
+  std::vector<std::uint32_t> lines;
+  for (const Finding& f : check(tree, catalogue::Catalogue::builtin(), o).findings) {
+    if (f.code != "TP300" || !f.api.starts_with("f\"")) continue;  // f"cuda:..."
+    lines.push_back(
+        static_cast<std::uint32_t>(std::count(src.begin(), src.begin() + f.begin, '\n') + 1));
+  }
+  EXPECT_EQ(lines, (std::vector<std::uint32_t>{4, 7, 8, 10, 13}));
+}
+
 }  // namespace
 }  // namespace torchport::rules

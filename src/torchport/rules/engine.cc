@@ -1,3 +1,4 @@
+#include <emmintrin.h>
 #include <torchport/rules/context.h>
 #include <torchport/rules/engine.h>
 #include <torchport/rules/resolve.h>
@@ -9,8 +10,78 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace torchport::rules {
+
+namespace {
+
+/// The two bytes' matches in the 16 windows from `s`: bit k for window s + k.
+inline unsigned block_mask(const char* a, const char* b, std::size_t s, __m128i r, __m128i o) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + s));
+  const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + s));
+  return static_cast<unsigned>(
+      _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(x, r), _mm_cmpeq_epi8(y, o))));
+}
+
+/// The first block of 16 windows from window `s` on (s, s + 16, ...) where some window has
+/// both bytes, `mask` saying which; or the first block that does not fit. Four blocks a step
+/// while they fit, and no call in the loop, so that the two patterns stay in registers.
+std::size_t next_block(const char* a, const char* b, std::size_t s, std::size_t windows, __m128i r,
+                       __m128i o, unsigned& mask) {
+  for (; s + 64 <= windows; s += 64) {
+    auto both = [&](std::size_t k) {
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + s + k));
+      const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + s + k));
+      return _mm_and_si128(_mm_cmpeq_epi8(x, r), _mm_cmpeq_epi8(y, o));
+    };
+    const __m128i any =
+        _mm_or_si128(_mm_or_si128(both(0), both(16)), _mm_or_si128(both(32), both(48)));
+    if (_mm_movemask_epi8(any) != 0) break;
+  }
+  for (; s + 16 <= windows; s += 16) {
+    mask = block_mask(a, b, s, r, o);
+    if (mask != 0) return s;
+  }
+  return s;
+}
+
+}  // namespace
+
+bool contains(std::string_view text, std::string_view word, std::size_t rare) {
+  if (rare >= word.size()) return text.find(word) != std::string_view::npos;  // no such byte
+  if (text.size() < word.size()) return false;
+  const std::size_t w = word.size();
+  const char* const begin = text.data();
+  const std::size_t windows = text.size() - w + 1;  // a window starts at [0, windows)
+  std::size_t s = 0;
+  if (w >= 2) {
+    // A block of 16 windows reads bytes [s + rare, s + rare + 16) and [s + other, ...): the
+    // last of them is at most (windows - 1) + (w - 1) = text.size() - 1.
+    const std::size_t other = rare == 0 ? w - 1 : 0;
+    const __m128i r = _mm_set1_epi8(word[rare]);
+    const __m128i o = _mm_set1_epi8(word[other]);
+    for (;;) {
+      unsigned mask = 0;
+      s = next_block(begin + rare, begin + other, s, windows, r, o, mask);
+      if (s + 16 > windows) break;
+      for (; mask != 0; mask &= mask - 1) {
+        if (std::memcmp(begin + s + static_cast<unsigned>(__builtin_ctz(mask)), word.data(), w) ==
+            0)
+          return true;
+      }
+      s += 16;
+    }
+  }
+  // word[rare] of the windows left: from begin + s + rare, to this end (excluded).
+  const char* const end = begin + windows + rare;
+  for (const char* p = begin + s + rare; p < end; ++p) {
+    p = static_cast<const char*>(std::memchr(p, word[rare], static_cast<std::size_t>(end - p)));
+    if (!p) return false;
+    if (std::memcmp(p - rare, word.data(), w) == 0) return true;
+  }
+  return false;
+}
 
 using semantic::TokenIndex;
 using syntax::TokenKind;

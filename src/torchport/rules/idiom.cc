@@ -681,7 +681,8 @@ Finding Porter::ported(const Flag& fl, const std::string& new_option,
 }  // namespace
 
 bool defines_cuda_flag(const syntax::Tree& tree) {
-  // (every file is searched: memchr for its 'g', the rarest of its bytes; see contains())
+  // (every file is searched, for its 'g', the rarest of its bytes, paired with its 'a'; see
+  // contains())
   if (!tree.ok() || !contains(tree.text(), "add_argument", 6)) return false;
   for (const Node* c : tree.find_all(NodeKind::Call))
     if (std::optional<Flag> f = device_flag(tree, c); f && f->device == "cuda") return true;

@@ -58,9 +58,12 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+// What follows the last '/' or '\\' (the whole path without one): a walk back from the end,
+// over the name only (find_last_of called memchr on its two bytes for each byte of the path).
 std::string_view base_name(std::string_view path) {
-  auto slash = path.find_last_of("/\\");
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+  std::size_t i = path.size();
+  while (i > 0 && path[i - 1] != '/' && path[i - 1] != '\\') --i;
+  return path.substr(i);
 }
 
 // A distribution name as pip compares them (PEP 503): lower case, runs of -_. as "-".

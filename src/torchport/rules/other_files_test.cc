@@ -48,6 +48,12 @@ TEST(CheckOther, TheDriverSkipsReadingOnlyFilesNoRuleReads) {
     EXPECT_FALSE(requirement_file(name)) << name;
     EXPECT_TRUE(raise_torch_requirement(name, req, "2.6").empty()) << name;
   }
+  // The name is what follows the last '/' or '\\'.
+  for (const char* name : {"a\\b/requirements.txt", "a/b\\pyproject.toml", "/requirements-x.txt"})
+    EXPECT_TRUE(requirement_file(name)) << name;
+  for (const char* name : {"requirements.txt/x", "pyproject.toml\\", "requirements/notes.txt",
+                           "requirements.txt\\a.toml", "pyproject.toml/"})
+    EXPECT_FALSE(requirement_file(name)) << name;
 }
 
 TEST(CheckOther, RequirementsFlagCudaOnlyPackages) {

@@ -135,6 +135,9 @@ void Model::build_lines() {
       case TokenKind::String:
         string_tokens_.push_back(i);
         break;
+      case TokenKind::FStringMiddle:
+        fstring_middle_tokens_.push_back(i);
+        break;
       case TokenKind::Name:
         *ids++ = i;
         break;

@@ -102,6 +102,8 @@ class Model {
   /// The file's String tokens, in order: a rule that reads string literals walks these, not
   /// every token.
   std::span<const TokenIndex> string_tokens() const { return string_tokens_; }
+  /// The file's FStringMiddle tokens (an f-string's literal text), in order.
+  std::span<const TokenIndex> fstring_middle_tokens() const { return fstring_middle_tokens_; }
   /// The file's Name tokens, in order.
   std::span<const TokenIndex> identifier_tokens() const {
     return {identifier_tokens_.get(), identifier_count_};
@@ -198,8 +200,9 @@ class Model {
   std::vector<Line> lines_;
   /// The lines' tokens, line after line (with room for every token).
   std::unique_ptr<TokenIndex[]> line_tokens_;
-  std::vector<TokenIndex> name_tokens_;    ///< the references' name chains
-  std::vector<TokenIndex> string_tokens_;  ///< every String token
+  std::vector<TokenIndex> name_tokens_;            ///< the references' name chains
+  std::vector<TokenIndex> string_tokens_;          ///< every String token
+  std::vector<TokenIndex> fstring_middle_tokens_;  ///< every FStringMiddle token
   /// Every Name token, in order (identifier_count_ of them, room for every token).
   std::unique_ptr<TokenIndex[]> identifier_tokens_;
   std::size_t identifier_count_ = 0;

@@ -287,6 +287,24 @@ TEST(SemanticModel, BracketsAndLines) {
   EXPECT_FALSE(p.model.enclosing_open(toks[0]).has_value());
 }
 
+// fstring_middle_tokens() is every FStringMiddle token of the file, in order, as a walk of all
+// the tokens finds them: nested f-strings, format specs, doubled braces, raw and triple-quoted
+// f-strings; not a t-string's literal text, nor a plain string.
+TEST(SemanticModel, FStringMiddleTokensAreEveryOne) {
+  Parsed p(
+      "a = f\"cuda:{i}\" + f'{x}cuda' + f\"{x:cuda}\"\n"
+      "b = f\"{f'cuda:{i}'}\" + rf\"cuda:{i}\" + f\"\"\"\ncuda\n{i}\"\"\"\n"
+      "c = t\"cuda:{i}\" + \"f'cuda'\" + f\"{{cuda}}\" + f\"\" + F'x{y!r:>{w}}z'\n"
+      "# f\"cuda\"\n");
+  std::vector<TokenIndex> walk;
+  for (std::size_t i = 0; i < p.tokens.size(); ++i)
+    if (p.tokens[i].kind == syntax::TokenKind::FStringMiddle)
+      walk.push_back(static_cast<TokenIndex>(i));
+  EXPECT_GE(walk.size(), 10u);
+  const auto listed = p.model.fstring_middle_tokens();
+  EXPECT_EQ(std::vector<TokenIndex>(listed.begin(), listed.end()), walk);
+}
+
 TEST(SemanticModel, DeviceStrings) {
   EXPECT_TRUE(is_cuda_device_string("cuda"));
   EXPECT_TRUE(is_cuda_device_string("cuda:0"));
