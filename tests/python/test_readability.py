@@ -74,10 +74,15 @@ def test_the_accelerator_output_runs_on_this_cpu_only_machine(name: str) -> None
         )
 
     p = run()
-    if p.returncode != 0 and "signal SIGABRT" in p.stderr and p.stdout.count("step 0 loss") == want:
-        # Every rank finished its step, then one aborted in the C++ teardown of its gloo threads
-        # (pytorch/pytorch#38228; seen once in 6 runs of ddp_spawn on a loaded machine). That is
-        # torch's exit, not the script: one more run, which must pass.
+    gloo_abort = "signal SIGABRT" in p.stderr and (
+        p.stdout.count("step 0 loss") == want or "terminate called without an active exception" in p.stderr
+    )
+    if p.returncode != 0 and gloo_abort:
+        # A rank aborted in the C++ teardown of its gloo threads (pytorch/pytorch#38228): after
+        # every rank finished its step (seen once in 6 runs of ddp_spawn on a loaded machine), or
+        # with std::terminate's own message before the loss was printed (device_count_spawn, once
+        # in three full runs beside the other tests). That is torch's threads, not the script: one
+        # more run, which must pass.
         p = run()
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("step 0 loss") == want, p.stdout
