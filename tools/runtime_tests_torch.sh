@@ -32,8 +32,8 @@ reqs=$venv/requirements.txt
 python3 - "$version" >"$reqs" <<'PY'
 import re, sys, tomllib
 project = tomllib.load(open("pyproject.toml", "rb"))["project"]
-wanted = {"pytest", "pytest-xdist", "safetensors", "accelerate", "transformers", "pyyaml", "ipykernel",
-          "nbclient", "nbformat"}
+wanted = {"pytest", "pytest-xdist", "pytest-rerunfailures", "safetensors", "accelerate", "transformers",
+          "pyyaml", "ipykernel", "nbclient", "nbformat"}
 test = [d for d in project["optional-dependencies"]["test"]
         if re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower() in wanted]
 print("\n".join([f"torch=={sys.argv[1]}", *project["dependencies"], *test]))
