@@ -75,14 +75,16 @@ Checked run_rules(const ProjectFile& f, Modelled m, const FileContext& ctx, File
   const syntax::Tree& tree = *m.tree;
   p.output_pass = rules::output_pass_needed(tree, p.ropts);
   p.cuts = statement_cuts(tree);
-  p.text = tree.text();
-  p.lines.emplace(tree.lines());
   p.meta.path = tree.source().path;
   p.meta.encoding = tree.source().encoding;
   p.meta.bom = tree.source().bom;
   // The findings own their text: the tree goes before the report rows and the new text are
-  // made (on a file with a finding on every line they are as large as the tree).
+  // made (on a file with a finding on every line they are as large as the tree). Its text and
+  // line index are kept, moved out of it rather than copied.
+  syntax::Tree::Released kept = std::move(*m.tree).release();
   m.tree.reset();
+  p.text = std::move(kept.text);
+  p.lines.emplace(std::move(kept.lines));
   return out;
 }
 

@@ -113,6 +113,8 @@ Tree::Tree(Tree&&) noexcept = default;
 Tree& Tree::operator=(Tree&&) noexcept = default;
 Tree::~Tree() = default;
 
+Tree::Released Tree::release() && { return {std::move(source_.text), std::move(lines_)}; }
+
 std::string Tree::format(const text::Diagnostic& d) const {
   text::LineCol lc = lines_.locate(d.offset);
   return source_.path + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column + 1) + ": " +

@@ -60,6 +60,13 @@ class Tree {
   const std::vector<Token>& tokens() const { return tokens_; }
   std::string_view token_text(std::uint32_t index) const { return tokens_[index].text(text()); }
   const text::LineIndex& lines() const { return lines_; }
+  /// The text and the line index, given up by a tree that is about to go (the rules have run):
+  /// the caller keeps them without a copy. The tree must not be used after, only destroyed.
+  struct Released {
+    std::string text;
+    text::LineIndex lines;
+  };
+  Released release() &&;
 
   // ---- the tree ----
   const Node& root() const { return *root_; }
