@@ -138,6 +138,46 @@ enum class Ctx {
   MapLocation,  ///< torch.load's map_location: no CPU index ("cpu:0" cannot be restored)
 };
 
+// Is the string at tokens [s, s_last], outside any bracket, the value of an assignment to a
+// device: a target that is a name bound to a device (`device = "cuda" if ok else "cpu"`) or an
+// attribute named like one (`self.device = "cuda"`, `cfg.train_device = "cuda:0"`)? Read from
+// the tree, so that any statement of a line counts (`x = 1; self.device = "cuda"`), and any
+// target of a chain (`a = device = "cuda"`).
+bool assigned_as_device(const Context& ctx, TokenIndex s, TokenIndex s_last) {
+  const semantic::Model& m = ctx.m;
+  auto li = m.line_of(s);
+  if (!li) return false;
+  const semantic::Line& line = m.lines()[*li];
+  // Most strings outside brackets are docstrings and other expression statements: no `=` or
+  // `:` before the string on its line, no tree walk.
+  if (std::none_of(line.tokens.begin(), line.tokens.end(), [&](TokenIndex t) {
+        return t < s && (m.kind(t) == TokenKind::Equal || m.kind(t) == TokenKind::Colon);
+      }))
+    return false;
+  const syntax::Node* v = ctx.expression_at(s, s_last);
+  while (v && v->parent() && syntax::is_expression(v->parent()->kind())) v = v->parent();
+  if (!v || v->role() != syntax::Role::Value || !v->parent()) return false;
+  const syntax::Node& stmt = *v->parent();
+  if (stmt.kind() != syntax::NodeKind::Assign && stmt.kind() != syntax::NodeKind::AnnAssign)
+    return false;
+  for (const syntax::Node* t : stmt.children()) {
+    if (t->role() != syntax::Role::Target) continue;
+    if (t->kind() == syntax::NodeKind::Name) {
+      auto b = m.lookup(ctx.tree.name(*t), line.scope);
+      if (b && b->kind == semantic::Binding::Kind::Device) return true;
+      continue;
+    }
+    // `a.b.device`: an attribute chain on a name, its last name like a device
+    const syntax::Node* head = t;
+    while (head->kind() == syntax::NodeKind::Attribute && head->value()) head = head->value();
+    if (t->kind() != syntax::NodeKind::Attribute || head->kind() != syntax::NodeKind::Name)
+      continue;
+    const std::string_view attr = ctx.tree.name(*t);
+    if (attr == "device" || attr.ends_with("_device") || attr.starts_with("device_")) return true;
+  }
+  return false;
+}
+
 // Is the string (or f-string) starting at token `s` used as a device?
 Ctx device_context(const Context& ctx, TokenIndex s, TokenIndex s_last) {
   const semantic::Model& m = ctx.m;
@@ -212,29 +252,7 @@ Ctx device_context(const Context& ctx, TokenIndex s, TokenIndex s_last) {
     return Ctx::None;
   }
   if (in_container) return Ctx::None;
-  // An assignment of a device value at the top level of a line: `device = "cuda" if ... else`.
-  auto li = m.line_of(s);
-  if (!li) return Ctx::None;
-  const semantic::Line& line = m.lines()[*li];
-  if (line.tokens.size() >= 3 && m.kind(line.tokens[0]) == TokenKind::Name &&
-      (m.kind(line.tokens[1]) == TokenKind::Equal || m.kind(line.tokens[1]) == TokenKind::Colon)) {
-    auto b = m.lookup(m.token_text(line.tokens[0]), line.scope);
-    if (b && b->kind == semantic::Binding::Kind::Device) return Ctx::Device;
-  }
-  // An attribute named like a device: `self.device = "cuda"`, `cfg.train_device = "cuda:0"`.
-  std::size_t k = 1;
-  while (k + 1 < line.tokens.size() && m.kind(line.tokens[k]) == TokenKind::Dot &&
-         m.kind(line.tokens[k + 1]) == TokenKind::Name) {
-    k += 2;
-  }
-  if (k > 1 && k < line.tokens.size() && m.kind(line.tokens[0]) == TokenKind::Name &&
-      m.kind(line.tokens[k]) == TokenKind::Equal && line.tokens[k] < s) {
-    const std::string_view attr = m.token_text(line.tokens[k - 1]);
-    if (attr == "device" || attr.ends_with("_device") || attr.starts_with("device_")) {
-      return Ctx::Device;
-    }
-  }
-  return Ctx::None;
+  return assigned_as_device(ctx, s, s_last) ? Ctx::Device : Ctx::None;
 }
 
 std::string index_device(Context& ctx, const std::string& idx, std::uint32_t at) {

@@ -92,5 +92,32 @@ TEST(DeviceShortcuts, AnFStringThatStartsWithCudaIsFoundFromTheModelsFStringMidd
   EXPECT_EQ(lines, (std::vector<std::uint32_t>{4, 7, 8, 10, 13}));
 }
 
+TEST(DeviceShortcuts, AnAssignmentToADeviceIsFoundInAnyStatementOfALine) {
+  // A device string assigned to an attribute named like a device, or to a name bound to a
+  // device, is migrated wherever its statement starts on the line (the lines' first tokens
+  // decided before: these three were UNKNOWN rows, left as they were); an attribute not named
+  // like a device is not. No value here reaches a device position (that is TP304's).
+  const std::string src =
+      "import torch\n"
+      "class M:\n"
+      "    def __init__(self):\n"
+      "        z = 0; self.device = \"cuda:0\"\n"
+      "        w = 1; cfg.train_device = \"cuda\"\n"
+      "        self.name = \"cuda\"\n"
+      "x = 1; a = device = \"cuda\" if x else \"cpu\"\n"
+      "print(device)\n";
+  const std::string want =
+      "import torch\n"
+      "import torch_npu\n"
+      "class M:\n"
+      "    def __init__(self):\n"
+      "        z = 0; self.device = \"npu:0\"\n"
+      "        w = 1; cfg.train_device = \"npu\"\n"
+      "        self.name = \"cuda\"\n"
+      "x = 1; a = device = \"npu\" if x else \"cpu\"\n"
+      "print(device)\n";
+  EXPECT_EQ(testing::migrated(src, "npu"), want);
+}
+
 }  // namespace
 }  // namespace torchport::rules
