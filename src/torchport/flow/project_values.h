@@ -60,11 +60,6 @@ class ProjectValues {
   /// nullopt when no module defines one.
   std::optional<Value> option(std::string_view dest) const;
 
-  /// The text of the project file `rel` as the option scan read it, handed over once so that
-  /// the main pass does not read the file again (nullopt: not kept; the caller reads it). The
-  /// scan keeps up to 64 MB of texts, and none of a file the main pass asked for before.
-  std::optional<std::string> take_text(const std::string& rel) const;
-
   /// The dotted module name of a project file: "pkg/config.py" -> "pkg.config",
   /// "pkg/__init__.py" -> "pkg"; "" for a name that cannot be imported.
   static std::string module_of(std::string_view rel);

@@ -181,24 +181,6 @@ TEST(ProjectValues, MayDefineOptionsAgreesWithTwoPlainSearchesAtEveryOffset) {
   }
 }
 
-TEST_F(Project, TheOptionScanHandsItsTextsToTheMainPassOnce) {
-  write("opts.py", "def build(p):\n    p.add_argument('--gpu', type=int, default=0)\n");
-  write("train.py", "x = 1\n");
-  write("early.py", "y = 2\n");
-  ProjectValues pv(root_, files_);
-  // Before the scan nothing is kept; a file the main pass asked for is not kept by it after.
-  EXPECT_FALSE(pv.take_text("early.py"));
-  ASSERT_TRUE(pv.option("gpu"));
-  // The scan read every file: the texts, as they are on disk, are handed over once.
-  EXPECT_EQ(pv.take_text("train.py"), std::optional<std::string>("x = 1\n"));
-  EXPECT_EQ(pv.take_text("opts.py"),
-            std::optional<std::string>(
-                "def build(p):\n    p.add_argument('--gpu', type=int, default=0)\n"));
-  EXPECT_FALSE(pv.take_text("train.py")) << "handed over twice";
-  EXPECT_FALSE(pv.take_text("early.py")) << "kept after the main pass had read it";
-  EXPECT_FALSE(pv.take_text("nowhere.py"));
-}
-
 TEST_F(Project, AnUnparsableOrMissingModuleHasNoValues) {
   write("bad.py", "GPU = (\n");
   ProjectValues pv(root_, {"bad.py", "gone.py"});

@@ -93,7 +93,7 @@ class ProgressLine {
 
 FileWork process_file(const ProjectFile& f, const FileContext& ctx) {
   const CurrentFile working_on(f.rel);  // named by the fatal-signal handler (contain.h)
-  Admitted a = admit_file(f, ctx.opts, ctx.values);
+  Admitted a = admit_file(f, ctx.opts);
   if (!a.bytes) return std::move(a.work);
   FileWork& w = a.work;
   try {

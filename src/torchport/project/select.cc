@@ -45,7 +45,7 @@ void admit_link(const ProjectFile& f, const Options& opts, FileWork& w) {
 
 }  // namespace
 
-Admitted admit_file(const ProjectFile& f, const Options& opts, const flow::ProjectValues* values) {
+Admitted admit_file(const ProjectFile& f, const Options& opts) {
   Admitted a;
   FileWork& w = a.work;
   w.entry.file = f.rel;
@@ -98,12 +98,6 @@ Admitted admit_file(const ProjectFile& f, const Options& opts, const flow::Proje
     }
     w.entry.outcome = Outcome::Success;
     return a;
-  }
-  if (values && f.kind == FileKind::Python) {
-    if (std::optional<std::string> kept = values->take_text(f.rel)) {
-      a.bytes = std::move(kept);
-      return a;
-    }
   }
   std::string bytes, error;
   if (!read_file(f.path, bytes, error)) {

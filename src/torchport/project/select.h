@@ -2,7 +2,6 @@
 // whether it is read at all (--exclude, links, other kinds, --max-file-size, an earlier crash).
 #pragma once
 
-#include <torchport/flow/project_values.h>
 #include <torchport/project/files.h>
 #include <torchport/project/prepare.h>
 #include <torchport/project/work.h>
@@ -32,9 +31,7 @@ struct Admitted {
   std::optional<std::string> bytes;
 };
 
-/// Input: one file of the selection; `values`, when given, may already hold a Python file's
-/// text (read by the project's option scan), which is then not read again.
-Admitted admit_file(const ProjectFile& f, const Options& opts,
-                    const flow::ProjectValues* values = nullptr);
+/// Input: one file of the selection.
+Admitted admit_file(const ProjectFile& f, const Options& opts);
 
 }  // namespace torchport::project
