@@ -283,7 +283,7 @@ void setup_analyze(CLI::App& app, int& exit_code) {
       } else if (a->format == "github") {
         std::cout << report::github_annotations(r.report, github_prefix(a->input));
       } else {
-        std::cout << report::findings_text(r.report);
+        report::write_findings_text(r.report, std::cout);
         if (!a->quiet) {
           std::cout << report::summary_table(r.report, !r.report_dir.empty());
           // as migrate prints it (then the front end adds `report page:`)

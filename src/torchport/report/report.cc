@@ -533,18 +533,23 @@ std::string file_label(const std::string& file, std::uint32_t cell) {
   return cell ? file + ":cell" + std::to_string(cell) : file;
 }
 
-std::string findings_text(const Report& r) {
+void write_findings_text(const Report& r, std::ostream& os) {
   // One line per finding: on a large tree that is tens of thousands of lines (49,477 for the
-  // installed torch), so the text is sized once and appended to, with no temporary strings.
-  std::size_t size = 0;
-  for (const Row& row : r.rows)
-    size += row.file.size() + row.code.size() + row.api.size() + row.message.size() + 48;
+  // installed torch, 12 MB), so the lines are made in one buffer, with no temporary strings,
+  // and written out whenever it holds 64 KB.
+  constexpr std::size_t kChunk = std::size_t{64} << 10;
   std::string out;
-  out.reserve(size);
+  out.reserve(kChunk + 4096);
+  auto flush = [&](std::size_t at_least) {
+    if (out.size() < at_least) return;
+    os.write(out.data(), static_cast<std::streamsize>(out.size()));
+    out.clear();
+  };
   for (const FileEntry& f : r.files)
     if (f.outcome == Outcome::Failure) {
       out += f.reason;
       out += '\n';
+      flush(kChunk);
     }
   char num[16];
   auto number = [&](std::uint32_t n) {
@@ -570,8 +575,15 @@ std::string findings_text(const Report& r) {
     out += ": ";
     out += row.message;
     out += '\n';
+    flush(kChunk);
   }
-  return out;
+  flush(1);
+}
+
+std::string findings_text(const Report& r) {
+  std::ostringstream os;
+  write_findings_text(r, os);
+  return std::move(os).str();
 }
 
 std::string max_version(const std::string& a, const std::string& b) {

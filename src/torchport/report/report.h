@@ -8,6 +8,7 @@
 #include <torchport/rules/engine.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -132,6 +133,9 @@ std::string log_line(const Row& row);
 std::string summary_table(const Report& r, bool files_written = true);
 /// Text findings for `analyze --format text`: `path:line:col: CODE [OP] api: message`.
 std::string findings_text(const Report& r);
+/// The same, written to `out` as it is made, 64 KB at a time (tens of megabytes on a large tree:
+/// never held whole).
+void write_findings_text(const Report& r, std::ostream& out);
 
 /// The larger of two "X.Y[.Z]" versions ("" is the smallest).
 std::string max_version(const std::string& a, const std::string& b);
