@@ -2,7 +2,7 @@
 """`torchport analyze` next to ruff's parse-only check (issue 35 §4), on one tree, in paired rounds.
 
     python bench/ruff_e9_bench.py [--core .venv/.../torchport/_bin/torchport] [--ruff .venv/bin/ruff]
-                                  [--tree DIR] [--target npu] [--jobs 2] [--repeat 5]
+                                  [--tree DIR] [--target npu] [--jobs 2] [--repeat 5] [--also OLD_CORE]...
 
 ruff is the anchor: `ruff check --isolated --no-cache --select E9` reads, tokenizes and parses every file and
 reports syntax errors, nothing more. `torchport analyze TREE -t npu -q` parses, models and runs every rule,
@@ -10,9 +10,11 @@ and prints its findings (to /dev/null here). Both see the same files: ruff is gi
 `--extend-exclude '*.pyi'`, because torchport migrates .py files only; the script counts ruff's files
 (`--show-files`) and torchport's (its report) and refuses to compare if they differ.
 
-Each round runs both, one after the other, so the machine's drift hits both alike. Measured per run: CPU
-(user + system of the process, from os.wait4) and wall time. ruff uses a thread per core (rayon), torchport
-`--jobs N`; CPU is the budget the issue sets (analyze's CPU <= ruff's), wall is printed for reference.
+Each round runs both, one after the other, so the machine's drift hits both alike (with `--also`, older
+builds of the core run in the same rounds, each round starting one further along the list). Measured per
+run: CPU (user + system of the process, from os.wait4) and wall time. ruff uses a thread per core (rayon),
+torchport `--jobs N`; CPU is the budget the issue sets (analyze's CPU <= ruff's), wall is printed for
+reference.
 The table gives the medians, the ranges, the analyze/ruff ratios of the medians, and the load average before
 and after: a number taken on a loaded machine is not one to publish.
 """
@@ -61,6 +63,13 @@ def timed(cmd: list[str], ok: tuple[int, ...]) -> tuple[float, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--core", type=Path, default=None, help="default: the core installed with torchport")
+    ap.add_argument(
+        "--also",
+        type=Path,
+        action="append",
+        default=[],
+        help="another core (an older build) run in the same rounds, in turn with the first: repeatable",
+    )
     ap.add_argument("--ruff", default=str(Path(sys.executable).with_name("ruff")))
     ap.add_argument("--tree", type=Path, default=None, help="default: the installed torch package")
     ap.add_argument("--target", default="npu")
@@ -84,16 +93,18 @@ def main() -> int:
     if ruff_files != ours:
         raise SystemExit(f"not the same files: ruff checks {ruff_files} .py files, torchport {ours}")
 
+    others = {f"also {i + 1}": [str(p.resolve()), *analyze[1:]] for i, p in enumerate(args.also)}
+    runs = {"analyze": analyze, **others, "ruff": [*ruff, str(tree)]}
     load_before = os.getloadavg()[0]
-    cpu: dict[str, list[float]] = {"analyze": [], "ruff": []}
-    wall: dict[str, list[float]] = {"analyze": [], "ruff": []}
-    for _ in range(args.repeat):
-        c, w = timed([*analyze], (0, 1))
-        cpu["analyze"].append(c)
-        wall["analyze"].append(w)
-        c, w = timed([*ruff, str(tree)], (0, 1))
-        cpu["ruff"].append(c)
-        wall["ruff"].append(w)
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    order = list(runs)
+    for k in range(args.repeat):
+        # each round in the order of the last, turned by one: no build always runs first
+        for name in order[k % len(order) :] + order[: k % len(order)]:
+            c, w = timed(runs[name], (0, 1))
+            cpu[name].append(c)
+            wall[name].append(w)
     load_after = os.getloadavg()[0]
     print(f"tree: {tree}, {ours} .py files, target {args.target}, {args.repeat} paired rounds")
     version = subprocess.run([args.ruff, "--version"], capture_output=True, text=True, check=False).stdout
@@ -102,10 +113,17 @@ def main() -> int:
     print("|---|---|---|")
     ours_cmd = f"`torchport analyze -t {args.target} --jobs {args.jobs}`"
     print(f"| {ours_cmd} | {spread(cpu['analyze'])} | {spread(wall['analyze'])} |")
+    for i, p in enumerate(args.also):
+        name = f"also {i + 1}"
+        print(f"| {ours_cmd}, {p} | {spread(cpu[name])} | {spread(wall[name])} |")
     print(f"| `ruff check --select E9` | {spread(cpu['ruff'])} | {spread(wall['ruff'])} |")
     c = statistics.median(cpu["analyze"]) / statistics.median(cpu["ruff"])
     w = statistics.median(wall["analyze"]) / statistics.median(wall["ruff"])
     print(f"analyze / ruff: CPU {c:.2f}x, wall {w:.2f}x (goal: CPU <= 1.0x)")
+    for i, p in enumerate(args.also):
+        name = f"also {i + 1}"
+        ratio = statistics.median(cpu[name]) / statistics.median(cpu["ruff"])
+        print(f"{p} / ruff: CPU {ratio:.2f}x")
     print(f"load average (1 min): {load_before:.2f} before, {load_after:.2f} after")
     print(json.dumps({"cpu": cpu, "wall": wall}))
     return 0
