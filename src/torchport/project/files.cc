@@ -17,17 +17,22 @@ namespace torchport::project {
 
 namespace fs = std::filesystem;
 
-FileKind classify(const fs::path& name) {
-  std::string file = name.filename().string();
-  std::string ext = name.extension().string();
+FileKind classify(std::string_view name) {
+  // The name's last component and its extension as std::filesystem::path would split them
+  // (".bashrc" has none), without building a path: discover asks this of every entry.
+  const std::string_view file = name.substr(name.rfind('/') + 1);
+  std::string_view ext;
+  if (const std::size_t dot = file.rfind('.');
+      dot != std::string_view::npos && dot != 0 && file != "..")
+    ext = file.substr(dot);
   if (ext == ".py" || ext == ".pyi") return FileKind::Python;
   if (ext == ".ipynb") return FileKind::Notebook;
   if (file == "pyproject.toml" || file == "setup.cfg" || file == "environment.yml" ||
-      file == "environment.yaml" || (file.rfind("requirements", 0) == 0 && ext == ".txt"))
+      file == "environment.yaml" || (file.starts_with("requirements") && ext == ".txt"))
     return FileKind::Scanned;
-  static const char* const kScanned[] = {".sh", ".bash", ".cpp", ".cc",  ".cxx",
-                                         ".cu", ".cuh",  ".h",   ".hpp", ".c"};
-  for (const char* e : kScanned)
+  static constexpr std::string_view kScanned[] = {".sh", ".bash", ".cpp", ".cc",  ".cxx",
+                                                  ".cu", ".cuh",  ".h",   ".hpp", ".c"};
+  for (std::string_view e : kScanned)
     if (ext == e) return FileKind::Scanned;
   return FileKind::Other;
 }
@@ -69,6 +74,17 @@ class Dir {
 
 /// A directory the walk still has to list: its path as the walk names it (the input joined with
 /// names) and its path relative to the input ("" for the input itself).
+/// `dir`/`name`, as `fs::path(dir) / name` writes it, without building a path (which splits
+/// itself into components, one allocation each).
+std::string join(const std::string& dir, std::string_view name) {
+  std::string out;
+  out.reserve(dir.size() + 1 + name.size());
+  out += dir;
+  if (!out.empty() && out.back() != '/') out += '/';
+  out += name;
+  return out;
+}
+
 struct Pending {
   fs::path path;
   std::string rel;
@@ -88,7 +104,7 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
     if (fs::is_symlink(fs::symlink_status(input, fec))) {
       f.kind = FileKind::Symlink;
     } else {
-      f.kind = classify(input);
+      f.kind = classify(input.native());
       f.size = fs::file_size(input, fec);
       if (fec) f.size = 0;
       if (f.kind == FileKind::Scanned && ::access(input.c_str(), R_OK) != 0) f.read_error = errno;
@@ -162,7 +178,7 @@ std::vector<ProjectFile> discover(const fs::path& input, const std::vector<fs::p
       }
       if (type != DT_REG && type != DT_LNK) continue;  // sockets, fifos, devices
       ProjectFile f;
-      f.path = d.path / name;
+      f.path = join(d.path.native(), name);
       f.rel = std::move(rel);
       if (type == DT_LNK) {
         f.kind = FileKind::Symlink;

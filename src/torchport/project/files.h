@@ -19,8 +19,8 @@ enum class FileKind : std::uint8_t {
 };
 
 struct ProjectFile {
-  std::filesystem::path path;  ///< absolute (as found under the input)
-  std::string rel;             ///< relative to the input root, '/' separators
+  std::string path;  ///< absolute (as found under the input)
+  std::string rel;   ///< relative to the input root, '/' separators
   FileKind kind = FileKind::Other;
   std::uintmax_t size = 0;  ///< 0 for symlinks, and where !size_known
   /// False for a file discover did not measure, because nothing reads it (Other, and Scanned
@@ -33,7 +33,7 @@ struct ProjectFile {
 };
 
 /// The kind of a file from its name.
-FileKind classify(const std::filesystem::path& name);
+FileKind classify(std::string_view name);
 
 /// True for a directory name that is not part of a project's sources by default: .git .hg .svn
 /// __pycache__ node_modules *.egg-info build dist (default_excluded() also asks for pyvenv.cfg).

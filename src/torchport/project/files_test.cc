@@ -27,6 +27,44 @@ TEST(Files, ClassifyByName) {
   EXPECT_EQ(classify("model.pt"), FileKind::Other);
 }
 
+TEST(Files, ClassifySplitsANameAsFilesystemPathDoes) {
+  // classify reads the last component and its extension from the string; std::filesystem::path
+  // is the oracle for the split (a leading dot is not an extension, ".." has none).
+  const char* const names[] = {".py",
+                               ".h",
+                               "a/.py",
+                               "..",
+                               ".",
+                               "x/..",
+                               "a.b/c",
+                               "a.b/c.py",
+                               "c.py/",
+                               "..py",
+                               "a..py",
+                               "a.",
+                               "dir.py/x",
+                               "/abs/k.cu",
+                               "requirements.txt",
+                               "x/requirements_gpu.txt",
+                               ".hidden.sh",
+                               "a.tar.py",
+                               "py",
+                               "setup.cfg/",
+                               "docs/setup.cfg"};
+  for (const char* n : names) {
+    const fs::path p(n);
+    const std::string file = p.filename().string(), ext = p.extension().string();
+    FileKind want = FileKind::Other;
+    if (ext == ".py" || ext == ".pyi") {
+      want = FileKind::Python;
+    } else if (file == "setup.cfg" || (file.rfind("requirements", 0) == 0 && ext == ".txt") ||
+               ext == ".h" || ext == ".cu" || ext == ".sh") {
+      want = FileKind::Scanned;
+    }
+    EXPECT_EQ(classify(n), want) << n;
+  }
+}
+
 TEST(Files, IsWithinComparesWholePathComponents) {
   fs::path base = fs::temp_directory_path() / ("tp_files_" + std::to_string(::getpid()));
   fs::create_directories(base / "proj" / "sub");

@@ -33,10 +33,11 @@ void admit_link(const ProjectFile& f, const Options& opts, FileWork& w) {
   fs::path target = fs::weakly_canonical(f.path, ec);
   if (ec || fs::is_symlink(fs::symlink_status(target, ec))) {
     w.entry.reason = "symbolic link that does not resolve (a loop?): recreated as a link";
-  } else if (classify(target) != FileKind::Other && fs::is_regular_file(target, ec) &&
+  } else if (classify(target.native()) != FileKind::Other && fs::is_regular_file(target, ec) &&
              !is_within(target, opts.input)) {
     // Its target is not part of the project, so nothing migrates it: the user must know.
-    w.entry.python = classify(target) == FileKind::Python || classify(target) == FileKind::Notebook;
+    w.entry.python = classify(target.native()) == FileKind::Python ||
+                     classify(target.native()) == FileKind::Notebook;
     w.entry.not_migrated = true;
     w.entry.reason = f.rel + ": symbolic link to " + target.string() +
                      ", outside the input: recreated as a link, its target not migrated";
