@@ -59,6 +59,12 @@ void run_dtypes(Context& ctx) {
   const auto& no = ctx.target.no_dtypes;
   if (std::find(no.begin(), no.end(), "float64") == no.end()) return;
   const semantic::Model& m = ctx.m;
+  // Whatever this rule reports is spelled in the file itself: a qualified name is made of the
+  // file's own import and attribute names, so torch.float64 needs "float64", and torch.double,
+  // .double() and *DoubleTensor / *DoubleStorage need "ouble". Most files have neither (2,025
+  // of torch's 2,285), and are done with two scans of the text instead of a walk of every
+  // reference and identifier.
+  if (!contains(m.text(), "ouble", 2) && !contains(m.text(), "float64", 5)) return;
   const std::string why = ctx.target.name +
                           " has no float64 (data/targets.json no_dtypes): use float32 on the "
                           "device, or keep this computation on the CPU; torchport does not cast "
