@@ -82,12 +82,19 @@ def run_original(name: str | Path, where: Path) -> list[float]:
 def run_converted(script: Path, where: Path, nproc: int = 2) -> tuple[list[list[float]], str]:
     where.mkdir()
     env = {**os.environ, "TP_LOSS_DIR": str(where), "OMP_NUM_THREADS": "1"}
+
+    def empty_where() -> None:
+        # a run that aborted in the teardown (run_ranks runs it again) leaves its outputs, and the
+        # scripts append to some of them (metrics.jsonl): the next run starts from an empty directory
+        shutil.rmtree(where)
+        where.mkdir()
+
     r = run_ranks(
         [
             sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
             "--master_port", str(free_port()), str(RUNNER), str(script),
         ],
-        cwd=where, env=env, capture_output=True, text=True, timeout=180, check=False,
+        reset=empty_where, cwd=where, env=env, capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     ranks = [list(json.loads((where / f"losses_{k}.json").read_text())) for k in range(nproc)]
