@@ -117,8 +117,7 @@ void add_to_report(FileWork& w, report::Report& rep, std::string& diff) {
   rep.advice.insert(rep.advice.end(), std::make_move_iterator(w.advice.begin()),
                     std::make_move_iterator(w.advice.end()));
   rep.min_torch = report::max_version(rep.min_torch, w.entry.min_torch);
-  rep.rows.insert(rep.rows.end(), std::make_move_iterator(w.rows.begin()),
-                  std::make_move_iterator(w.rows.end()));
+  rep.rows.append(std::move(w.rows));
   diff += w.diff;
   rep.files.push_back(std::move(w.entry));
 }
@@ -158,11 +157,8 @@ Reports build_reports(const Plan& plan, const Selected& selected, Written writte
   log.reserve(256 + works.size() * 96);
   Stamp now;
   log_header(rep, selected.excluded, opts, now, log);
-  // Every file's findings are moved into one list: sized first (49,477 rows for the installed
-  // torch tree, which a growing vector would copy and re-fault twice over)
-  std::size_t rows = 0;
-  for (const FileWork& w : works) rows += w.rows.size();
-  rep.rows.reserve(rows);
+  // Every file's findings join the run's list as the vector they were made in (report::Rows)
+  rep.rows.reserve_files(works.size());
   rep.files.reserve(works.size());
   for (std::size_t i = 0; i < works.size(); ++i) {
     FileWork& w = works[i];

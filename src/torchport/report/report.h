@@ -7,10 +7,15 @@
 
 #include <torchport/rules/engine.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <iosfwd>
+#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,6 +38,97 @@ struct Row {
   /// In a notebook: the 1-based cell (cells[cell - 1] of the .ipynb), and the lines and column
   /// are the cell's; 0 for any other file.
   std::uint32_t cell = 0;
+};
+
+/// Every finding of a run, by file then position: each file's rows stay the vector they were
+/// made in, and the run's list takes those vectors whole. (Moving 49,477 rows of torch's tree
+/// into one vector wrote 11 MB of fresh memory: 2,800 page faults, 1.2 % of `analyze`'s CPU.)
+/// Read it as one sequence: range-for, size(), operator[].
+class Rows {
+ public:
+  template <bool Const>
+  class Iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Row;
+    using difference_type = std::ptrdiff_t;
+    using Chunks = std::conditional_t<Const, const std::vector<std::vector<Row>>,
+                                      std::vector<std::vector<Row>>>;
+    using reference = std::conditional_t<Const, const Row&, Row&>;
+    using pointer = std::conditional_t<Const, const Row*, Row*>;
+
+    Iterator() = default;
+    Iterator(Chunks* chunks, std::size_t chunk) : chunks_(chunks), chunk_(chunk) { settle(); }
+    reference operator*() const { return (*chunks_)[chunk_][row_]; }
+    pointer operator->() const { return &**this; }
+    Iterator& operator++() {
+      ++row_;
+      settle();
+      return *this;
+    }
+    Iterator operator++(int) {
+      Iterator old = *this;
+      ++*this;
+      return old;
+    }
+    bool operator==(const Iterator& o) const { return chunk_ == o.chunk_ && row_ == o.row_; }
+
+   private:
+    /// On to the next row that exists: past the end of a chunk, and past empty chunks.
+    void settle() {
+      while (chunk_ < chunks_->size() && row_ == (*chunks_)[chunk_].size()) {
+        ++chunk_;
+        row_ = 0;
+      }
+    }
+    Chunks* chunks_ = nullptr;
+    std::size_t chunk_ = 0;
+    std::size_t row_ = 0;
+  };
+  using iterator = Iterator<false>;
+  using const_iterator = Iterator<true>;
+
+  Rows() = default;
+  Rows(std::initializer_list<Row> rows) { *this = rows; }
+  Rows& operator=(std::initializer_list<Row> rows) {
+    chunks_.assign(1, std::vector<Row>(rows));
+    size_ = rows.size();
+    return *this;
+  }
+
+  /// Takes a file's rows whole (their vector's buffer, not a copy of each row).
+  void append(std::vector<Row>&& rows) {
+    size_ += rows.size();
+    if (!rows.empty()) chunks_.push_back(std::move(rows));
+  }
+  void push_back(Row row) {
+    if (chunks_.empty()) chunks_.emplace_back();
+    chunks_.back().push_back(std::move(row));
+    ++size_;
+  }
+  /// Room for `files` more files' rows (not for the rows themselves: those come with them).
+  void reserve_files(std::size_t files) { chunks_.reserve(chunks_.size() + files); }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  /// The i-th row of the whole sequence (a walk over the files: for tests and the odd lookup).
+  const Row& operator[](std::size_t i) const { return const_cast<Rows&>(*this)[i]; }
+  Row& operator[](std::size_t i) {
+    for (std::vector<Row>& c : chunks_) {
+      if (i < c.size()) return c[i];
+      i -= c.size();
+    }
+    throw std::out_of_range("report::Rows: no row " + std::to_string(i));
+  }
+
+  iterator begin() { return {&chunks_, 0}; }
+  iterator end() { return {&chunks_, chunks_.size()}; }
+  const_iterator begin() const { return {&chunks_, 0}; }
+  const_iterator end() const { return {&chunks_, chunks_.size()}; }
+
+ private:
+  std::vector<std::vector<Row>> chunks_;  ///< no empty chunk
+  std::size_t size_ = 0;
 };
 
 /// How a file ended (LibCST's codemod runner): every file is one of these, with a reason.
@@ -79,7 +175,7 @@ struct Report {
   std::string input;
   std::string output;  ///< result directory ("" for analyze without -o)
   std::vector<FileEntry> files;
-  std::vector<Row> rows;  ///< all findings, by file then position
+  Rows rows;  ///< all findings, by file then position
   std::vector<CudaOp> cuda_ops;
   std::vector<AdviceRow> advice;  ///< the target's vendor advice (npu only), by file
   bool has_advice = false;        ///< the target has advice lists: the advice CSVs are written

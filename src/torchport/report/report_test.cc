@@ -30,6 +30,42 @@ Report sample() {
   return r;
 }
 
+TEST(Rows, FilesRowsAreOneSequenceInTheOrderTheyJoined) {
+  // Each file's rows join whole; files without rows leave no gap, and every reader (range-for,
+  // size, [], a count, a writer) sees one sequence.
+  auto row = [](std::string file, std::uint32_t line, Operation op) {
+    Row r;
+    r.file = std::move(file);
+    r.start_line = r.end_line = line;
+    r.op = op;
+    r.api = "torch.cuda.f" + std::to_string(line);
+    return r;
+  };
+  Report r;
+  r.rows.append({});
+  r.rows.append({row("a.py", 1, Operation::Modify), row("a.py", 7, Operation::Unknown)});
+  r.rows.append({});
+  r.rows.append({row("b.py", 2, Operation::Unknown)});
+  r.rows.push_back(row("c.py", 3, Operation::Unsupported));
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_FALSE(r.rows.empty());
+  std::vector<std::string> seen;
+  for (const Row& x : r.rows) seen.push_back(x.file + ":" + std::to_string(x.start_line));
+  EXPECT_EQ(seen, (std::vector<std::string>{"a.py:1", "a.py:7", "b.py:2", "c.py:3"}));
+  EXPECT_EQ(r.rows[2].file, "b.py");
+  EXPECT_EQ(r.rows[3].file, "c.py");
+  EXPECT_THROW((void)r.rows[4], std::out_of_range);
+  EXPECT_EQ(r.count(Operation::Unknown), 2u);
+  EXPECT_EQ(std::distance(r.rows.begin(), r.rows.end()), 4);
+  EXPECT_EQ(unknown_api_csv(r),
+            "File,Start Line,End Line,OP,Tips\na.py,7,7,torch.cuda.f7,\nb.py,2,2,torch.cuda.f2,\n");
+
+  Report none;
+  none.rows.append({});
+  EXPECT_TRUE(none.rows.empty());
+  EXPECT_EQ(none.rows.begin(), none.rows.end());
+}
+
 TEST(Csv, ANotebookRowPutsItsCellInTheFileColumn) {
   Report r;
   r.command = "migrate";
