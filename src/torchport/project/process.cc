@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace torchport::project {
@@ -93,7 +94,7 @@ class ProgressLine {
 
 FileWork process_file(const ProjectFile& f, const FileContext& ctx) {
   const CurrentFile working_on(f.rel);  // named by the fatal-signal handler (contain.h)
-  Admitted a = admit_file(f, ctx.opts);
+  Admitted a = admit_file(f, ctx.opts, ctx.root);
   if (!a.bytes) return std::move(a.work);
   FileWork& w = a.work;
   try {
@@ -143,7 +144,12 @@ Processed process_files(const Plan& plan, const Selected& selected, const Option
     if (f.kind == FileKind::Python) modules.push_back(f.rel);
   const flow::ProjectValues values(plan.input_is_dir ? plan.input : plan.input.parent_path(),
                                    std::move(modules));
-  const FileContext ctx{plan.catalogue(), opts, ops, plan.dist, selected.package, &values};
+  // The input directory is held open, and each file read by its path relative to it (the
+  // relative paths discover gave): the kernel walks only that part of each path.
+  std::optional<text::OpenDirectory> root;
+  if (plan.input_is_dir) root.emplace(plan.input.c_str());
+  const FileContext ctx{plan.catalogue(),       opts, ops, plan.dist, selected.package, &values,
+                        root ? &*root : nullptr};
   ProgressLine progress(opts, files.size());
   auto run_pass = [&](const std::vector<std::size_t>& todo) {
     for_each_file(files, todo, max_jobs(opts), [&](std::size_t i) {

@@ -11,6 +11,7 @@
 #include <torchport/project/parse.h>
 #include <torchport/project/prepare.h>
 #include <torchport/rules/engine.h>
+#include <torchport/text/file.h>
 #include <torchport/text/line_index.h>
 #include <torchport/text/source.h>
 
@@ -32,6 +33,8 @@ struct FileContext {
   std::string_view package;  ///< Selected::package
   /// The project's modules, for device values that cross them (nullptr: none).
   const flow::ProjectValues* values = nullptr;
+  /// The input directory held open: its files are read relative to it (nullptr: by their path).
+  const text::OpenDirectory* root = nullptr;
 };
 
 /// A Python file between the phases once its tree is gone: the original's text and the facts

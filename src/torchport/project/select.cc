@@ -46,7 +46,7 @@ void admit_link(const ProjectFile& f, const Options& opts, FileWork& w) {
 
 }  // namespace
 
-Admitted admit_file(const ProjectFile& f, const Options& opts) {
+Admitted admit_file(const ProjectFile& f, const Options& opts, const text::OpenDirectory* root) {
   Admitted a;
   FileWork& w = a.work;
   w.entry.file = f.rel;
@@ -101,7 +101,7 @@ Admitted admit_file(const ProjectFile& f, const Options& opts) {
     return a;
   }
   std::string bytes, error;
-  if (!read_file(f.path, bytes, error)) {
+  if (!(root ? root->read(f.rel, bytes, error) : read_file(f.path, bytes, error))) {
     fail(w, f.rel + ": cannot read: " + error);
     return a;
   }

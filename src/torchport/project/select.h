@@ -5,6 +5,7 @@
 #include <torchport/project/files.h>
 #include <torchport/project/prepare.h>
 #include <torchport/project/work.h>
+#include <torchport/text/file.h>
 
 #include <optional>
 #include <string>
@@ -32,6 +33,8 @@ struct Admitted {
 };
 
 /// Input: one file of the selection.
-Admitted admit_file(const ProjectFile& f, const Options& opts);
+/// `root`, when given, is the input directory held open: the file is read by its relative path.
+Admitted admit_file(const ProjectFile& f, const Options& opts,
+                    const text::OpenDirectory* root = nullptr);
 
 }  // namespace torchport::project

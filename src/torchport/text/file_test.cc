@@ -36,5 +36,41 @@ TEST(ReadWholeFile, ReadsAFileThatReportsNoSize) {
   EXPECT_EQ(out.back(), '\n');
 }
 
+TEST(ReadWholeFile, ReadsAFileWithFewerBytesThanItReports) {
+  // A /sys file says 4096 bytes and has a few: it is read to its end, not cut at the first read.
+  const char* path = "/sys/kernel/mm/transparent_hugepage/enabled";
+  std::string out, error;
+  if (!read_whole_file(path, out, error)) GTEST_SKIP() << path << ": " << error;
+  EXPECT_LT(out.size(), 4096u);
+  EXPECT_NE(out.find('['), std::string::npos);
+  EXPECT_EQ(out.back(), '\n');
+}
+
+TEST(ReadWholeFile, ReadsAFileRelativeToAnOpenDirectory) {
+  const fs::path dir = fs::temp_directory_path() / ("tp_read_at_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "pkg" / "sub");
+  std::ofstream(dir / "pkg" / "sub" / "m.py", std::ios::binary) << "import torch\n";
+  const OpenDirectory root(dir.c_str());
+  ASSERT_GE(root.fd(), 0);
+  std::string out, error;
+  ASSERT_TRUE(read_whole_file_at(root.fd(), "pkg/sub/m.py", out, error)) << error;
+  EXPECT_EQ(out, "import torch\n");
+  // an absolute path is its own, whatever the directory
+  ASSERT_TRUE(read_whole_file_at(root.fd(), (dir / "pkg/sub/m.py").c_str(), out, error));
+  EXPECT_EQ(out, "import torch\n");
+  EXPECT_FALSE(read_whole_file_at(root.fd(), "pkg/m.py", out, error));
+  EXPECT_EQ(error, "No such file or directory");
+  out.clear();
+  ASSERT_TRUE(root.read("pkg/sub/m.py", out, error)) << error;
+  EXPECT_EQ(out, "import torch\n");
+  // a file is not a directory to hold open, nor is a path that is not there
+  EXPECT_EQ(OpenDirectory((dir / "pkg/sub/m.py").c_str()).fd(), -1);
+  const OpenDirectory gone((dir / "gone").c_str());
+  EXPECT_EQ(gone.fd(), -1);
+  EXPECT_FALSE(gone.read("m.py", out, error));
+  EXPECT_EQ(error, "No such file or directory");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace torchport::text
