@@ -2,6 +2,7 @@
 #include <torchport/text/utf8.h>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -99,7 +100,10 @@ std::string_view node_kind_name(NodeKind k) {
 }
 
 struct Tree::KindIndex {
-  std::once_flag once;
+  // Built on the first find_all, under the mutex; `built` lets every later call skip it. (Not a
+  // std::once_flag: glibc's call_once ends with a futex wake system call, one per file.)
+  std::atomic<bool> built{false};
+  std::mutex mutex;
   std::array<std::vector<const Node*>, static_cast<std::size_t>(NodeKind::TypeVarTuple) + 1> nodes;
 };
 
@@ -134,8 +138,14 @@ void index_kinds(const Node* n, const Node*** out) {
 }  // namespace
 
 const std::vector<const Node*>& Tree::find_all(NodeKind kind) const {
-  std::call_once(kinds_->once, [this] {
-    if (root_ == nullptr) return;
+  if (!kinds_->built.load(std::memory_order_acquire)) build_kind_index();
+  return kinds_->nodes[static_cast<std::size_t>(kind)];
+}
+
+void Tree::build_kind_index() const {
+  const std::lock_guard lock(kinds_->mutex);
+  if (kinds_->built.load(std::memory_order_relaxed)) return;
+  if (root_ != nullptr) {
     // One pre-order walk writes each node into its kind's run of one scratch array, through
     // a plain pointer per kind (no capacity check per node): the parser counted the nodes of
     // each kind it made (at least as many as the tree holds), which sizes the runs. Each list
@@ -155,8 +165,8 @@ const std::vector<const Node*>& Tree::find_all(NodeKind kind) const {
     index_kinds(root_, out.data());
     for (std::size_t k = 0; k < kKinds; ++k)
       if (out[k] != begin[k]) lists[k].assign(begin[k], out[k]);
-  });
-  return kinds_->nodes[static_cast<std::size_t>(kind)];
+  }
+  kinds_->built.store(true, std::memory_order_release);
 }
 
 std::string_view Tree::other_name(const Node& n) const {

@@ -157,6 +157,7 @@ class Tree {
   std::vector<text::Diagnostic> diagnostics_;
   struct KindIndex;  ///< the nodes by kind, filled by the first find_all
   std::unique_ptr<KindIndex> kinds_;
+  void build_kind_index() const;
   /// Nodes of each kind the parser made, counted by Parser::make: the capacity find_all
   /// reserves for each kind's list (at least enough; a failed speculative parse or a syntax
   /// error discards some).

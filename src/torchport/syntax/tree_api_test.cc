@@ -3,6 +3,9 @@
 #include <torchport/syntax/parser_test_util.h>
 #include <torchport/syntax/printer.h>
 
+#include <thread>
+#include <vector>
+
 namespace torchport::syntax {
 namespace {
 
@@ -14,6 +17,30 @@ constexpr const char* kSrc =
     "    y = model.to(device='cuda', non_blocking=True)\n"
     "for i, v in enumerate(xs): pass\n"
     "if a is not None: pass\n";
+
+TEST(TreeApi, FindAllBuildsItsIndexOnceWhenThreadsAskTogether) {
+  // The first find_all builds the index of every kind under a lock; threads asking at once all
+  // get that one index, the same lists a single caller gets.
+  const Tree one = testing::parse_text(kSrc);
+  const std::vector<const Node*> calls = one.find_all(NodeKind::Call);
+  const std::vector<const Node*> names = one.find_all(NodeKind::Name);
+  for (int round = 0; round < 20; ++round) {
+    const Tree t = testing::parse_text(kSrc);
+    std::vector<const std::vector<const Node*>*> seen(8);
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < seen.size(); ++i)
+      threads.emplace_back(
+          [&, i] { seen[i] = &t.find_all(i % 2 ? NodeKind::Call : NodeKind::Name); });
+    for (std::thread& th : threads) th.join();
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      EXPECT_EQ(seen[i], &t.find_all(i % 2 ? NodeKind::Call : NodeKind::Name));
+      ASSERT_EQ(seen[i]->size(), (i % 2 ? calls : names).size());
+      for (std::size_t k = 0; k < seen[i]->size(); ++k)
+        EXPECT_EQ(t.byte_range(*(*seen[i])[k]).begin,
+                  one.byte_range(*(i % 2 ? calls : names)[k]).begin);
+    }
+  }
+}
 
 TEST(TreeApi, FindWalkAndParents) {
   Tree t = testing::parse_text(kSrc);
