@@ -1173,6 +1173,11 @@ std::vector<std::string> Catalogue::support_versions(std::string_view target) co
   return out;
 }
 
+bool Catalogue::has_support_lists(std::string_view target) const {
+  const SupportLists* lists = support_lists(*impl_, target);
+  return lists && !lists->versions.empty();
+}
+
 namespace {
 
 using Version = std::pair<const std::string, VersionList>;

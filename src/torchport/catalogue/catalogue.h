@@ -365,6 +365,8 @@ class Catalogue {
   SupportQuery support_query(std::string_view target, std::string_view torch_version) const;
   /// The torch versions that have a support list for `target` (sorted, oldest first).
   std::vector<std::string> support_versions(std::string_view target) const;
+  /// !support_versions(target).empty(), without building the list (the rules ask it per file).
+  bool has_support_lists(std::string_view target) const;
   /// The vendor's advice for `target`, or nullptr when no vendor publishes any.
   const AdviceTable* advice(std::string_view target) const;
   /// The releases of a torch companion distribution ("torchvision"), oldest first; nullptr for

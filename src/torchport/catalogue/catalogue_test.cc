@@ -138,6 +138,9 @@ TEST(Catalogue, AscendListsJudgeGeneralApisPerVersion) {
   EXPECT_FALSE(cat().api_support("numpy.zeros", "npu", "").has_value());
   EXPECT_FALSE(cat().api_support("torch.zeros", "xpu", "").has_value()) << "no list for xpu";
   EXPECT_EQ(cat().support_versions("npu"), (std::vector<std::string>{"2.1", "2.6", "2.7", "2.8"}));
+  EXPECT_TRUE(cat().has_support_lists("npu"));
+  EXPECT_FALSE(cat().has_support_lists("xpu"));  // no vendor list: the list rules do not run
+  EXPECT_FALSE(cat().has_support_lists("no-such-target"));
 }
 
 // A SupportQuery (TP950's list chosen once per file) answers what api_support() answers, for

@@ -992,7 +992,7 @@ FileResult check(const syntax::Tree& tree, const semantic::Model& model,
   for (const FamilyInfo* f : families()) {
     if (f->input != Input::PythonFile || !f->run) continue;
     if ((f->needs & NeedProject) && !opts.custom_ops) continue;  // no project: not judged
-    if ((f->needs & NeedSupportLists) && cat.support_versions(opts.target).empty()) continue;
+    if ((f->needs & NeedSupportLists) && !cat.has_support_lists(opts.target)) continue;
     if ((f->needs & NeedSettled) && !std::exchange(settled, true)) settle_incidental(ctx);
     const std::size_t before = ctx.result.findings.size();
     f->run(ctx);
