@@ -116,6 +116,7 @@ bool may_define_options(std::string_view text) {
 struct ProjectValues::Impl {
   fs::path root;
   std::vector<std::string> files;
+  std::vector<std::size_t> sizes;                          ///< of `files` (0: not measured)
   std::unordered_map<std::string, std::string> by_module;  ///< dotted name -> rel
   /// Every dotted suffix of every module ("pkg.config" of "src.pkg.config") -> rel, "" where
   /// two modules share it.
@@ -179,9 +180,10 @@ struct ProjectValues::Impl {
   void scan_options() const {
     std::string bytes, error;
     const text::OpenDirectory dir(root.c_str());
-    for (const std::string& rel : files) {
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const std::string& rel = files[i];
       try {
-        if (!dir.read(rel, bytes, error)) continue;
+        if (!dir.read(rel, bytes, error, sizes[i])) continue;
         if (!may_define_options(bytes)) continue;
         const syntax::Tree tree = syntax::parse(rel, std::string(bytes));
         if (!tree.ok()) continue;
@@ -197,10 +199,13 @@ struct ProjectValues::Impl {
   }
 };
 
-ProjectValues::ProjectValues(fs::path root, std::vector<std::string> python_files)
+ProjectValues::ProjectValues(fs::path root, std::vector<std::string> python_files,
+                             std::vector<std::size_t> sizes)
     : impl_(std::make_unique<Impl>()) {
   impl_->root = std::move(root);
   impl_->files = std::move(python_files);
+  impl_->sizes = std::move(sizes);
+  impl_->sizes.resize(impl_->files.size());
   for (const std::string& rel : impl_->files) {
     const std::string m = module_of(rel);
     if (m.empty()) continue;

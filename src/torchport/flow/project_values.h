@@ -41,8 +41,11 @@ bool may_define_options(std::string_view text);
 class ProjectValues {
  public:
   /// `root`: the project's directory; `python_files`: its Python modules, relative to `root`
-  /// with '/' separators (notebooks and other files are not importable).
-  ProjectValues(std::filesystem::path root, std::vector<std::string> python_files);
+  /// with '/' separators (notebooks and other files are not importable); `sizes`, when given,
+  /// the size of each as the walk measured it (0: not measured), which the option scan does not
+  /// ask again.
+  ProjectValues(std::filesystem::path root, std::vector<std::string> python_files,
+                std::vector<std::size_t> sizes = {});
   ~ProjectValues();
   ProjectValues(const ProjectValues&) = delete;
   ProjectValues& operator=(const ProjectValues&) = delete;

@@ -140,10 +140,14 @@ Processed process_files(const Plan& plan, const Selected& selected, const Option
   out.works.resize(files.size());
   rules::CustomOps ops;
   std::vector<std::string> modules;
-  for (const ProjectFile& f : files)
-    if (f.kind == FileKind::Python) modules.push_back(f.rel);
+  std::vector<std::size_t> sizes;
+  for (const ProjectFile& f : files) {
+    if (f.kind != FileKind::Python) continue;
+    modules.push_back(f.rel);
+    sizes.push_back(f.size_known ? static_cast<std::size_t>(f.size) : 0);
+  }
   const flow::ProjectValues values(plan.input_is_dir ? plan.input : plan.input.parent_path(),
-                                   std::move(modules));
+                                   std::move(modules), std::move(sizes));
   // The input directory is held open, and each file read by its path relative to it (the
   // relative paths discover gave): the kernel walks only that part of each path.
   std::optional<text::OpenDirectory> root;

@@ -101,7 +101,9 @@ Admitted admit_file(const ProjectFile& f, const Options& opts, const text::OpenD
     return a;
   }
   std::string bytes, error;
-  if (!(root ? root->read(f.rel, bytes, error) : read_file(f.path, bytes, error))) {
+  // discover measured a regular file's size: it is not asked again
+  const std::size_t measured = f.size_known ? static_cast<std::size_t>(f.size) : 0;
+  if (!(root ? root->read(f.rel, bytes, error, measured) : read_file(f.path, bytes, error))) {
     fail(w, f.rel + ": cannot read: " + error);
     return a;
   }

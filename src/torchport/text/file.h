@@ -2,6 +2,7 @@
 // bytes for, straight into the string that keeps them (no stream buffers in between).
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace torchport::text {
@@ -10,8 +11,11 @@ namespace torchport::text {
 /// file or directory") on failure, `out` then unspecified.
 bool read_whole_file(const char* path, std::string& out, std::string& error);
 /// The same with a relative `path` walked from the open directory `dir` (openat(2); AT_FDCWD for
-/// the working directory). An absolute `path` ignores `dir`.
-bool read_whole_file_at(int dir, const char* path, std::string& out, std::string& error);
+/// the working directory). An absolute `path` ignores `dir`. `regular_size`, when not 0, is the
+/// size a walk of the directory measured of this regular file: it is not asked again (a file
+/// that changed since is still read to its end).
+bool read_whole_file_at(int dir, const char* path, std::string& out, std::string& error,
+                        std::size_t regular_size = 0);
 
 /// A directory held open, for read_whole_file_at: a file under it is then opened by its path
 /// relative to it, and the kernel looks up only that part. (Each of the 2,285 files of torch's
@@ -26,7 +30,8 @@ class OpenDirectory {
   int fd() const { return fd_; }
   /// read_whole_file of `rel`, a relative path under the directory: from its descriptor, or by
   /// the directory's path joined with `rel` when it could not be opened.
-  bool read(const std::string& rel, std::string& out, std::string& error) const;
+  bool read(const std::string& rel, std::string& out, std::string& error,
+            std::size_t regular_size = 0) const;
 
  private:
   std::string path_;

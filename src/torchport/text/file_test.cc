@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <torchport/text/file.h>
 #include <unistd.h>
@@ -44,6 +45,26 @@ TEST(ReadWholeFile, ReadsAFileWithFewerBytesThanItReports) {
   EXPECT_LT(out.size(), 4096u);
   EXPECT_NE(out.find('['), std::string::npos);
   EXPECT_EQ(out.back(), '\n');
+}
+
+TEST(ReadWholeFile, ASizeMeasuredEarlierIsAHintNotALimit) {
+  // The walk measured the file; it changed before it was read: every byte is still read.
+  const fs::path dir = fs::temp_directory_path() / ("tp_read_hint_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string text;
+  for (int i = 0; text.size() < 70000; ++i) text += "x = " + std::to_string(i) + "\n";
+  std::ofstream(dir / "m.py", std::ios::binary) << text;
+  for (std::size_t hint : {text.size(), text.size() - 1, text.size() + 1, std::size_t{1},
+                           text.size() / 2, text.size() * 3}) {
+    std::string out, error;
+    ASSERT_TRUE(read_whole_file_at(AT_FDCWD, (dir / "m.py").c_str(), out, error, hint)) << error;
+    EXPECT_EQ(out, text) << "hint " << hint;
+    const OpenDirectory root(dir.c_str());
+    out.clear();
+    ASSERT_TRUE(root.read("m.py", out, error, hint)) << error;
+    EXPECT_EQ(out, text) << "hint " << hint;
+  }
+  fs::remove_all(dir);
 }
 
 TEST(ReadWholeFile, ReadsAFileRelativeToAnOpenDirectory) {
