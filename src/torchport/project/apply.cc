@@ -15,8 +15,10 @@ std::string applicability_name(fix::Applicability a) {
                                            : "display-only";
 }
 
-/// The row of finding `f`, without its fix's outcome.
-Row located_row(const std::string& rel, std::string_view text, const rules::Finding& f,
+/// The row of finding `f`, without its fix's outcome. Its strings are moved into the row (the
+/// findings are spent once they are rows: 49,477 rows on torch's tree, each with three or four
+/// strings that would otherwise be copied).
+Row located_row(const std::string& rel, std::string_view text, rules::Finding& f,
                 const text::LineIndex& lines, const Locate& where) {
   std::uint32_t b, e;
   if (where.earlier) {
@@ -37,30 +39,31 @@ Row located_row(const std::string& rel, std::string_view text, const rules::Find
   row.end_line = end.line;
   row.column = start.column + 1;
   row.op = f.op;
-  row.code = f.code;
-  row.api = f.api;
-  row.message = f.message;
-  row.changes = f.changes;
+  row.code = std::move(f.code);
+  row.api = std::move(f.api);
+  row.message = std::move(f.message);
+  row.changes = std::move(f.changes);
   row.applied = where.generated;
   if (f.fix) row.applicability = applicability_name(f.fix->applicability);
   return row;
 }
 
-/// What became of the finding's fix, in its row.
-void fix_outcome(Row& row, const rules::Finding& f, fix::FixOutcome o) {
+/// What became of a fix of applicability `a`, in its finding's row (whose message is the
+/// finding's).
+void fix_outcome(Row& row, fix::Applicability a, fix::FixOutcome o) {
   row.applied = o == fix::FixOutcome::Applied || o == fix::FixOutcome::Duplicate;
   if (o == fix::FixOutcome::NotApplicable)
-    row.message = "not applied (" +
-                  std::string(f.fix->applicability == fix::Applicability::Unsafe
-                                  ? "unsafe fix, left out by --no-unsafe-fixes"
-                                  : "display-only fix") +
-                  "): " + f.message;
+    row.message =
+        "not applied (" +
+        std::string(a == fix::Applicability::Unsafe ? "unsafe fix, left out by --no-unsafe-fixes"
+                                                    : "display-only fix") +
+        "): " + row.message;
   if (o == fix::FixOutcome::Overlap || o == fix::FixOutcome::Invalid) {
     // Never drop a change silently: it stays in place and is reported as not done.
     row.op = rules::Operation::Unsupported;
     row.message = std::string("not applied (") +
                   (o == fix::FixOutcome::Overlap ? "overlaps another change" : "invalid edit") +
-                  "): " + f.message;
+                  "): " + row.message;
   }
 }
 
@@ -89,7 +92,8 @@ Applied apply_findings(const std::string& rel, std::string_view text,
   w.rows.reserve(w.rows.size() + findings.size());  // no doubling: a row per finding
   for (std::size_t i = 0; i < findings.size(); ++i) {
     Row row = located_row(rel, text, findings[i], *lines, where);
-    if (fix_of[i] != SIZE_MAX) fix_outcome(row, findings[i], ar.outcomes[fix_of[i]]);
+    if (fix_of[i] != SIZE_MAX)
+      fix_outcome(row, fixes[fix_of[i]].applicability, ar.outcomes[fix_of[i]]);
     w.rows.push_back(std::move(row));
   }
   if (ar.edits.empty() || ar.text == text) return {std::nullopt, std::move(ar.edits)};

@@ -32,9 +32,9 @@ struct Applied {
   std::vector<fix::AppliedEdit> edits;
 };
 
-/// Input: findings on `text` (their fixes are moved out: on a file with a finding on every
-/// line they are a large part of its memory). The rows are appended to `w.rows`; fixes are
-/// left out when analyzing, and above Options::fixes.
+/// Input: findings on `text`, spent by the call (their fixes and strings are moved out: on a
+/// file with a finding on every line they are a large part of its memory). The rows are appended to
+/// `w.rows`; fixes are left out when analyzing, and above Options::fixes.
 Applied apply_findings(const std::string& rel, std::string_view text,
                        std::vector<rules::Finding>& findings, const Options& opts, FileWork& w,
                        const Locate& where = {});
